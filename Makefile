@@ -1,0 +1,55 @@
+# termgym: `make demo` runs the main job, `make test` the whole suite. Each sets up what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TERMGYM := $(VENV)/bin/termgym
+PYTEST_ARGS ?=
+
+.PHONY: help setup system image demo test bench lint format clean gc
+
+help:
+	@echo "make demo   - set up, then run the main job"
+	@echo "make test   - set up, then run the whole test suite"
+	@echo "make bench  - speed benchmarks (ratios measured side by side)"
+	@echo "make lint   - ruff and mypy"
+	@echo "make gc     - remove containers termgym left behind"
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# System pieces: a Docker engine (installed and started where the machine allows), bubblewrap.
+system:
+	@bash scripts/ensure-system.sh
+
+# The base image tasks run in; cached, so a second call takes seconds.
+image: setup system
+	$(TERMGYM) image build-base
+
+demo: setup system image
+	$(TERMGYM) demo
+
+test: setup system image
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup system image
+	$(PY) -m termgym.bench
+
+lint: setup
+	$(VENV)/bin/ruff check termgym graders tui tests
+	$(VENV)/bin/ruff format --check termgym graders tui tests
+	$(VENV)/bin/mypy termgym graders tui
+
+format: setup
+	$(VENV)/bin/ruff format termgym graders tui tests
+	$(VENV)/bin/ruff check --fix termgym graders tui tests
+
+gc: setup
+	$(TERMGYM) gc
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

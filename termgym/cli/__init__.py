@@ -1,0 +1,27 @@
+"""The `termgym` command line: one click group, one module per command family."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# Each entry is "module:attribute" naming a click command or group; imported when the CLI starts.
+COMMANDS: list[str] = [
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="termgym")
+def main() -> None:
+    """termgym: terminal tasks whose hidden graders can be changed per episode."""
+
+
+def _attach() -> None:
+    for target in COMMANDS:
+        module_name, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        main.add_command(command)
+
+
+_attach()

@@ -1,0 +1,103 @@
+"""The Sandbox protocol every backend implements, and the values it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+BASE_IMAGE = "termgym/base:bookworm"
+"""The image tasks run in unless they name another (built by `termgym image build-base`)."""
+
+SANDBOX_LABEL = "io.termgym.sandbox"
+"""Docker label put on every container termgym starts, so `termgym gc` can find leftovers."""
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """What a sandbox is started with.
+
+    Attributes:
+        image: Image (docker) or exported root filesystem source (bwrap) to run.
+        workdir: Working directory of the agent's shell; created if missing.
+        network: Give the sandbox a network. Off unless a task asks for it.
+        memory_mb: Memory limit in MiB.
+        cpus: CPU limit (fractional cores).
+        pids: Maximum number of processes (a fork bomb stops here).
+        env: Extra environment variables for the shell.
+        output_limit: Bytes of output kept per command; the rest is dropped behind a marker.
+        labels: Extra labels (docker) identifying the run and episode.
+    """
+
+    image: str = BASE_IMAGE
+    workdir: str = "/app"
+    network: bool = False
+    memory_mb: int = 1024
+    cpus: float = 1.0
+    pids: int = 256
+    env: Mapping[str, str] = field(default_factory=dict)
+    output_limit: int = 1_000_000
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one command (or one burst of keystrokes) produced.
+
+    Attributes:
+        output: Decoded output (UTF-8 with replacement, CRLF folded to LF); never holds the
+            completion sentinel.
+        exit_code: The command's exit status; None for keystrokes, or when it timed out.
+        duration: Wall seconds from sending to completion.
+        timed_out: The command overran its timeout and was interrupted.
+        truncated: Output passed `output_limit` and was cut behind a visible marker.
+        restarted: The shell had to be killed and restarted (state such as cwd is lost).
+        raw: The terminal bytes as received (escape sequences kept), for screen emulation
+            and asciicast recordings.
+    """
+
+    output: str
+    exit_code: int | None
+    duration: float
+    timed_out: bool = False
+    truncated: bool = False
+    restarted: bool = False
+    raw: bytes = b""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """An isolated place where an agent's commands run through one persistent shell.
+
+    Lifecycle: `start()`, any number of `run()` / `send_keys()` / copies, then `freeze()`
+    (every agent process stopped) and `exec()` for grading, then `close()`. Usable as a
+    context manager, which starts and closes it.
+    """
+
+    backend: str
+
+    def start(self) -> None:
+        """Start the sandbox and its persistent shell."""
+
+    def run(self, command: str, timeout: float = 30.0) -> RunResult:
+        """Run one command in the persistent shell and wait for it to complete."""
+
+    def send_keys(self, keys: str | bytes, settle: float = 0.2, timeout: float = 5.0) -> RunResult:
+        """Type raw keystrokes (control keys included); return once output goes quiet."""
+
+    def copy_in(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder into the sandbox at `dest` (an absolute path)."""
+
+    def copy_out(self, src: str, dest: Path) -> None:
+        """Copy a sandbox file or folder at `src` to the host path `dest`."""
+
+    def freeze(self) -> None:
+        """Stop every agent process; the filesystem stays as the agent left it."""
+
+    def exec(self, argv: Sequence[str], timeout: float = 60.0, workdir: str | None = None,
+             env: Mapping[str, str] | None = None) -> RunResult:
+        """Run a program outside the agent's shell (used for setup and grading)."""
+
+    def close(self) -> None:
+        """Stop the sandbox and remove everything it made. Safe to call twice."""
