@@ -1,0 +1,70 @@
+"""The Agent protocol: what `termgym run` asks of anything that acts in an episode."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+SUBMIT = "<submit>"
+"""The action that ends the episode and has it graded (command and keys mode alike)."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What only reference agents (oracle, memorizer) may see: never given to a model.
+
+    Attributes:
+        oracle_script: The task's oracle solution (a shell script).
+        memorized_script: The task's memorized solution (original values hard-coded).
+        withheld_rules: Rule values withheld from the visible task in this episode (JSON-able).
+        workdir: The task's working directory inside the sandbox.
+    """
+
+    oracle_script: str
+    memorized_script: str
+    withheld_rules: Mapping[str, Any] = field(default_factory=dict)
+    workdir: str = "/app"
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """What an agent is told when an episode starts.
+
+    Attributes:
+        task_id: The task's id (never the variant).
+        instruction: The rendered instruction, as the agent must read it.
+        max_steps: The step budget; the episode is truncated past it.
+        mode: "command" (an action is a shell command) or "keys" (raw keystrokes).
+        episode_id: Id of the episode's recording.
+        reference: Only for agents whose `privileged` is True (oracle, memorizer, replay).
+    """
+
+    task_id: str
+    instruction: str
+    max_steps: int
+    mode: str = "command"
+    episode_id: str = ""
+    reference: Reference | None = None
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that turns observations into actions.
+
+    `act` returns the next action: a shell command (command mode), keystrokes in the
+    documented notation (keys mode), or SUBMIT to end the episode. `transcript` returns what
+    the agent wrote besides its actions (model messages, reasoning) for the trace audit.
+    """
+
+    name: str
+    privileged: bool
+
+    def reset(self, context: EpisodeContext) -> None:
+        """Start a new episode."""
+
+    def act(self, observation: Mapping[str, Any]) -> str:
+        """Return the next action given the latest observation."""
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """Messages the agent produced this episode: [{"step", "role", "content", "reasoning"}]."""
