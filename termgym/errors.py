@@ -14,6 +14,7 @@ The tree:
     ├── GraderError                  a grader crashed or timed out: infrastructure, never a score
     │   └── UnknownGraderKind
     ├── RecordingError               a recording could not be written or read
+    ├── ActionError                  an action is not valid for the environment
     └── AgentError                   an agent could not produce an action
 """
 
@@ -66,6 +67,10 @@ class UnknownGraderKind(GraderError):
 
 class RecordingError(TermgymError):
     """A recording could not be written or read."""
+
+
+class ActionError(TermgymError):
+    """An action is not valid: not a str, or a keys-mode name that does not exist."""
 
 
 class AgentError(TermgymError):
