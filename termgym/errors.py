@@ -16,6 +16,7 @@ The tree:
     ├── RecordingError               a recording could not be written or read
     ├── ActionError                  an action is not valid for the environment
     └── AgentError                   an agent could not produce an action
+        └── UnknownAgent             no agent registered under that name
 """
 
 from __future__ import annotations
@@ -75,3 +76,7 @@ class ActionError(TermgymError):
 
 class AgentError(TermgymError):
     """An agent could not produce an action."""
+
+
+class UnknownAgent(AgentError):
+    """No agent is registered under that name."""
