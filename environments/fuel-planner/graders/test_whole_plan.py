@@ -1,0 +1,46 @@
+"""Hidden checks (pool alternative): whole plans for seeded random manifests, run from elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+from pathlib import Path
+
+APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
+
+
+def expected(manifest: dict, rules: dict) -> dict:
+    limit, pct = rules["max_weight"], rules["reserve_pct"]
+    ok = [c for c in manifest["cargo"] if c["weight"] <= limit]
+    return {
+        "flight": manifest["flight"],
+        "accepted": [c["id"] for c in ok],
+        "rejected": [c["id"] for c in manifest["cargo"] if c["weight"] > limit],
+        "cargo_weight": sum(c["weight"] for c in ok),
+        "fuel": -(-manifest["trip_fuel"] * (100 + pct) // 100),
+    }
+
+
+def test_random_manifests_get_exactly_the_policy_plan(tmp_path, rules):
+    rng = random.Random(7)
+    limit = rules["max_weight"]
+    for n in range(4):
+        weights = [rng.randint(1, 450) for _ in range(30)] + [limit, limit + 1, limit - 1]
+        rng.shuffle(weights)
+        manifest = {
+            "flight": f"RX{n}",
+            "trip_fuel": rng.randint(100, 20000),
+            "cargo": [{"id": f"R{n}-{i}", "weight": w} for i, w in enumerate(weights)],
+        }
+        path = tmp_path / f"m{n}.json"
+        text = json.dumps(manifest, indent=2)
+        path.write_text(text)
+        done = subprocess.run(
+            ["python3", str(APP / "plan.py"), str(path)],
+            capture_output=True, text=True, timeout=20, cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr[-500:]
+        assert json.loads(done.stdout) == expected(manifest, rules)
+        assert path.read_text() == text, "plan.py must not modify the manifest"
