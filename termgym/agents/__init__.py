@@ -1,0 +1,33 @@
+"""Agents: the Agent protocol, the registry, and the bundled oracle, memorizer, replay and llm."""
+
+from __future__ import annotations
+
+from termgym.agents._base import SUBMIT, Agent, EpisodeContext, Reference
+from termgym.agents._registry import (
+    ENTRY_POINT_GROUP,
+    AgentSpec,
+    agent_spec,
+    make_agent,
+    register_agent,
+    registered_agents,
+    unregister_agent,
+)
+
+register_agent("oracle", "termgym.agents._reference:OracleAgent")
+register_agent("memorizer", "termgym.agents._reference:MemorizerAgent")
+register_agent("replay", "termgym.agents._replay:ReplayAgent")
+register_agent("llm", "termgym.agents._llm:LLMAgent")
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SUBMIT",
+    "Agent",
+    "AgentSpec",
+    "EpisodeContext",
+    "Reference",
+    "agent_spec",
+    "make_agent",
+    "register_agent",
+    "registered_agents",
+    "unregister_agent",
+]

@@ -1,0 +1,319 @@
+"""The llm agent: any OpenAI-compatible chat-completions endpoint, one fenced command per turn."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from termgym.agents._base import SUBMIT, EpisodeContext
+from termgym.agents._reference import as_keystrokes
+from termgym.errors import AgentError
+
+SYSTEM_PROMPT = """\
+You are working in a Linux terminal to complete a task.
+
+Each turn, think briefly if you like, then end your reply with exactly one fenced code block:
+
+```bash
+<a shell command; it may span several lines>
+```
+
+It runs in a persistent bash shell (the working directory and variables carry over), and \
+you are shown its exit code and output. Use non-interactive commands only: no editors, \
+pagers or prompts. When the task is complete, reply with the single word SUBMIT and no code \
+block; your work is then checked and the episode ends. You have at most {max_steps} commands.
+"""
+
+KEYS_PROMPT = """\
+You are typing into a Linux terminal to complete a task.
+
+Each turn, think briefly if you like, then end your reply with exactly one fenced code block: \
+either ```bash with a command line (typed, then Enter is pressed) or ```keys with raw \
+keystrokes in this notation: plain characters, <Enter>, <Tab>, <Esc>, <BS>, <Up>, <Down>, \
+<Left>, <Right>, <C-c> (Ctrl+c), <M-x> (Alt+x), <lt> (a literal "<"). You are shown the \
+screen afterwards. When the task is complete, reply with the single word SUBMIT and no code \
+block; your work is then checked. You have at most {max_steps} turns.
+"""
+
+PROBE_QUESTION = (
+    "The task is over. List every instruction and rule you followed while working on it: "
+    "each constraint, limit, threshold or value you applied, and where you learned it."
+)
+
+FORMAT_REMINDER = (
+    "Your reply had no code block and was not SUBMIT. Reply with exactly one ```bash block "
+    "holding the next command, or with the single word SUBMIT when the task is complete."
+)
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
+_SUBMIT_LINE = re.compile(r"^[\s*_`.!]*SUBMIT[\s*_`.!]*$", re.M)
+_COMMAND_LANGS = {"bash", "sh", "shell", "console", "zsh", ""}
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """Keep the head and the tail of `text` within `limit` characters, with a marker between."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 5
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}"
+
+
+def parse_reply(content: str, mode: str = "command") -> tuple[str | None, str]:
+    """Turn a model's reply into an action.
+
+    Returns (action, note): the action is a command, keystrokes, SUBMIT, or None when the reply
+    follows no protocol; the note says what was ignored (extra blocks), else "".
+    """
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(content)]
+    usable = [
+        (lang, body)
+        for lang, body in blocks
+        if lang in _COMMAND_LANGS or (mode == "keys" and lang == "keys")
+    ]
+    if not usable:
+        return (SUBMIT if _SUBMIT_LINE.search(content) else None), ""
+    lang, body = usable[0]
+    body = body.rstrip("\n")
+    if not body.strip():
+        return None, ""
+    note = ""
+    if len(usable) > 1:
+        note = f"Note: only the first of your {len(usable)} code blocks was run."
+    if mode == "keys":
+        return (body if lang == "keys" else as_keystrokes(body)), note
+    return body, note
+
+
+def split_reasoning(message: Any) -> tuple[str, str | None]:
+    """The content and the reasoning text of a chat-completion message.
+
+    Reasoning comes from a `reasoning_content` or `reasoning` field (vLLM, DeepSeek, Ollama,
+    OpenRouter), or from <think>...</think> inside the content.
+    """
+    content = message.content or ""
+    extra = getattr(message, "model_extra", None) or {}
+    reasoning = None
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key, getattr(message, key, None))
+        if isinstance(value, str) and value.strip():
+            reasoning = value
+            break
+    thoughts = _THINK.findall(content)
+    if thoughts:
+        content = _THINK.sub("", content).strip()
+        inline = "\n".join(t.strip() for t in thoughts)
+        reasoning = f"{reasoning}\n{inline}" if reasoning else inline
+    return content, reasoning
+
+
+class LLMAgent:
+    """An agent backed by an OpenAI-compatible chat-completions endpoint (see docs/agents.md).
+
+    Args:
+        model: Model name; defaults to $TERMGYM_LLM_MODEL.
+        base_url: Endpoint, e.g. http://localhost:8000/v1 (vLLM) or http://localhost:11434/v1
+            (Ollama); defaults to $TERMGYM_LLM_BASE_URL, then $OPENAI_BASE_URL, then OpenAI's.
+        api_key: Defaults to $TERMGYM_LLM_KEY, then $OPENAI_API_KEY ("EMPTY" for a custom
+            base_url that needs none).
+        temperature: Sampling temperature.
+        max_tokens: Cap on tokens per reply (None: the endpoint's default).
+        timeout: Seconds one request may take.
+        max_retries: Retries of the client library on connection errors, 408/409/429 and 5xx.
+        max_output_chars: Characters of a command's output shown to the model (head and tail).
+        max_history_chars: Once the conversation grows past this, the oldest outputs are elided.
+        format_retries: Replies without a code block or SUBMIT tolerated in a row.
+        probe: After SUBMIT, ask the model which instructions and rules it followed.
+        extra_body: Extra JSON fields for the request (e.g. vLLM's chat_template_kwargs).
+    """
+
+    name = "llm"
+    privileged = False
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        max_output_chars: int = 8000,
+        max_history_chars: int = 200_000,
+        format_retries: int = 2,
+        probe: bool = False,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise AgentError(
+                "the llm agent needs the openai package: pip install 'termgym[llm]'"
+            ) from exc
+        self.model = model or os.environ.get("TERMGYM_LLM_MODEL", "")
+        if not self.model:
+            raise AgentError("llm: expected a model name (option model or $TERMGYM_LLM_MODEL)")
+        self.base_url = (
+            base_url or os.environ.get("TERMGYM_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        )
+        key = api_key or os.environ.get("TERMGYM_LLM_KEY") or os.environ.get("OPENAI_API_KEY")
+        if not key and not self.base_url:
+            raise AgentError(
+                "llm: expected an API key (option api_key, $TERMGYM_LLM_KEY or $OPENAI_API_KEY) "
+                "or a base_url of an endpoint that needs none"
+            )
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=self.base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=max_retries
+        )
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.max_output_chars = max_output_chars
+        self.max_history_chars = max_history_chars
+        self.format_retries = format_retries
+        self.probe_enabled = probe
+        self.extra_body = dict(extra_body or {})
+        self._context: EpisodeContext | None = None
+        self._messages: list[dict[str, str]] = []
+        self._transcript: list[dict[str, Any]] = []
+        self._step = 0
+        self._note = ""
+        self._probed = False
+
+    def reset(self, context: EpisodeContext) -> None:
+        """Start a conversation: the system prompt; the instruction comes with the first act."""
+        self._context = context
+        template = KEYS_PROMPT if context.mode == "keys" else SYSTEM_PROMPT
+        self._messages = []
+        self._transcript = []
+        self._step = 0
+        self._note = ""
+        self._probed = False
+        self._add("system", template.format(max_steps=context.max_steps))
+
+    def act(self, observation: Mapping[str, Any]) -> str:
+        """Show the observation to the model and return the action it answers with."""
+        context = self._require_context()
+        self._add("user", self._render(observation, first=self._step == 0))
+        for _attempt in range(self.format_retries + 1):
+            content = self._complete()
+            action, self._note = parse_reply(content, context.mode)
+            if action is not None:
+                break
+            self._add("user", FORMAT_REMINDER)
+        else:
+            raise AgentError(
+                f"llm: model {self.model!r} answered {self.format_retries + 1} times in a row "
+                "with neither a code block nor SUBMIT"
+            )
+        if action == SUBMIT:
+            if self.probe_enabled:
+                self.probe()
+            return SUBMIT
+        self._step += 1
+        return action
+
+    def probe(self) -> str | None:
+        """Ask the disclosure question once per episode; the answer goes in the transcript."""
+        if self._probed or self._context is None:
+            return None
+        self._probed = True
+        self._add("probe_question", PROBE_QUESTION)
+        try:
+            return self._complete(role="probe")
+        except AgentError as exc:
+            self._transcript.append(
+                {"step": self._step + 1, "role": "probe", "content": "", "reasoning": None,
+                 "error": str(exc)}
+            )
+            return None
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """Every message of the episode: system, user, assistant (with reasoning), probe."""
+        return [dict(entry) for entry in self._transcript]
+
+    def _require_context(self) -> EpisodeContext:
+        if self._context is None:
+            raise AgentError("llm: act() called before reset()")
+        return self._context
+
+    def _render(self, observation: Mapping[str, Any], *, first: bool) -> str:
+        context = self._require_context()
+        parts = []
+        if first:
+            parts.append(f"Task:\n{context.instruction.strip()}")
+        if self._note:
+            parts.append(self._note)
+        if context.mode == "keys":
+            screen = str(observation.get("screen", "")).rstrip()
+            if screen or not first:
+                parts.append(f"Screen:\n```\n{truncate_middle(screen, self.max_output_chars)}\n```")
+        elif not first:
+            output = truncate_middle(str(observation.get("output", "")), self.max_output_chars)
+            code = observation.get("exit_code", -1)
+            status = "none (timed out or interrupted)" if code == -1 else str(code)
+            parts.append(f"Exit code: {status}\nOutput:\n```\n{output}\n```")
+        else:
+            parts.append("The shell is ready. Send your first command.")
+        return "\n\n".join(parts)
+
+    def _add(self, role: str, content: str, **extra: Any) -> None:
+        api_role = {"probe_question": "user", "probe": "assistant"}.get(role, role)
+        self._messages.append({"role": api_role, "content": content})
+        step = self._step if role in ("system", "user") else self._step + 1
+        self._transcript.append(
+            {"step": step, "role": role, "content": content, "reasoning": None, **extra}
+        )
+
+    def _complete(self, role: str = "assistant") -> str:
+        self._elide_history()
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=self._messages,  # type: ignore[arg-type]
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                extra_body=self.extra_body or None,
+            )
+        except self._openai.APIStatusError as exc:
+            raise AgentError(
+                f"llm: {self._where()} answered HTTP {exc.status_code} for model "
+                f"{self.model!r}: {_short(exc.message)}"
+            ) from exc
+        except self._openai.APITimeoutError as exc:
+            raise AgentError(f"llm: {self._where()} did not answer in time: {exc}") from exc
+        except self._openai.APIConnectionError as exc:
+            raise AgentError(f"llm: cannot reach {self._where()}: {exc}") from exc
+        except self._openai.OpenAIError as exc:
+            raise AgentError(f"llm: request to {self._where()} failed: {exc}") from exc
+        if not getattr(response, "choices", None):
+            raise AgentError(f"llm: {self._where()} answered with no choices: {response!r:.200}")
+        choice = response.choices[0]
+        content, reasoning = split_reasoning(choice.message)
+        usage = response.usage.model_dump() if getattr(response, "usage", None) else None
+        self._add(role, content, finish_reason=choice.finish_reason, usage=usage)
+        self._transcript[-1]["reasoning"] = reasoning
+        return content
+
+    def _where(self) -> str:
+        return self.base_url or "the OpenAI API"
+
+    def _elide_history(self) -> None:
+        total = sum(len(m["content"]) for m in self._messages)
+        for message in self._messages[2:-1]:
+            if total <= self.max_history_chars:
+                break
+            if message["role"] == "user" and not message["content"].startswith("[elided"):
+                total -= len(message["content"])
+                message["content"] = "[elided: earlier output dropped to fit the context]"
+                total += len(message["content"])
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,137 @@
+"""The llm agent through the real openai client against a local chat-completions server."""
+
+from __future__ import annotations
+
+import pytest
+
+from termgym.agents import SUBMIT, EpisodeContext, make_agent
+from termgym.agents._llm import PROBE_QUESTION, parse_reply, truncate_middle
+from termgym.errors import AgentError
+
+CONTEXT = EpisodeContext(
+    task_id="fuel-planner",
+    instruction="Plan the loads; respect /app/policy/fuel.yaml.",
+    max_steps=10,
+    episode_id="ep-1",
+)
+
+
+def _agent(server, **options):
+    agent = make_agent("llm", model="test-model", base_url=server.base_url, api_key="k",
+                       max_retries=0, **options)
+    agent.reset(CONTEXT)
+    return agent
+
+
+def test_reply_with_a_bash_block_becomes_the_command(chat_server):
+    chat_server.reply("Let me look.\n```bash\ncat /app/policy/fuel.yaml\n```",
+                      reasoning="The policy file holds the limit.")
+    agent = _agent(chat_server)
+    action = agent.act({"output": "", "exit_code": -1, "screen": "", "step": 0})
+    assert action == "cat /app/policy/fuel.yaml"
+    sent = chat_server.requests[0]
+    assert sent["model"] == "test-model"
+    assert sent["messages"][0]["role"] == "system"
+    assert "Plan the loads" in sent["messages"][1]["content"]
+    assert chat_server.headers[0]["authorization"] == "Bearer k"
+
+
+def test_reasoning_content_and_reasoning_fields_are_recorded(chat_server):
+    chat_server.reply("```bash\nls\n```", reasoning="first thought")
+    chat_server.reply("SUBMIT", reasoning="done thinking", reasoning_field="reasoning")
+    agent = _agent(chat_server)
+    assert agent.act({"output": "", "exit_code": -1}) == "ls"
+    assert agent.act({"output": "policy\n", "exit_code": 0}) == SUBMIT
+    assistant = [m for m in agent.transcript() if m["role"] == "assistant"]
+    assert [m["reasoning"] for m in assistant] == ["first thought", "done thinking"]
+    assert [m["step"] for m in assistant] == [1, 2]
+    assert assistant[0]["usage"]["total_tokens"] == 15
+
+
+def test_think_tags_in_content_are_split_into_reasoning(chat_server):
+    chat_server.reply("<think>max is 100 I recall</think>\n```bash\necho hi\n```")
+    agent = _agent(chat_server)
+    assert agent.act({"output": "", "exit_code": -1}) == "echo hi"
+    last = agent.transcript()[-1]
+    assert last["reasoning"] == "max is 100 I recall"
+    assert "<think>" not in last["content"]
+
+
+def test_observation_output_and_exit_code_reach_the_model_truncated(chat_server):
+    chat_server.reply("```bash\nseq 100000\n```")
+    chat_server.reply("SUBMIT")
+    agent = _agent(chat_server, max_output_chars=500)
+    agent.act({"output": "", "exit_code": -1})
+    agent.act({"output": "x" * 5000, "exit_code": 3})
+    shown = chat_server.requests[1]["messages"][-1]["content"]
+    assert "Exit code: 3" in shown
+    assert "characters omitted" in shown
+    assert len(shown) < 800
+
+
+def test_http_500_raises_agent_error_naming_the_status(chat_server):
+    chat_server.reply(status=500)
+    agent = _agent(chat_server)
+    with pytest.raises(AgentError, match="HTTP 500"):
+        agent.act({"output": "", "exit_code": -1})
+
+
+def test_unreachable_endpoint_raises_agent_error():
+    agent = make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", api_key="k",
+                       max_retries=0, timeout=5)
+    agent.reset(CONTEXT)
+    with pytest.raises(AgentError, match="cannot reach"):
+        agent.act({"output": "", "exit_code": -1})
+
+
+def test_reply_without_protocol_is_reminded_then_fails(chat_server):
+    for _ in range(3):
+        chat_server.reply("I think I should list files.")
+    agent = _agent(chat_server, format_retries=2)
+    with pytest.raises(AgentError, match="neither a code block nor SUBMIT"):
+        agent.act({"output": "", "exit_code": -1})
+    assert "exactly one ```bash block" in chat_server.requests[1]["messages"][-1]["content"]
+
+
+def test_reminder_recovers_when_model_complies(chat_server):
+    chat_server.reply("hmm")
+    chat_server.reply("```bash\npwd\n```")
+    agent = _agent(chat_server)
+    assert agent.act({"output": "", "exit_code": -1}) == "pwd"
+
+
+def test_disclosure_probe_answer_is_kept_as_probe(chat_server):
+    chat_server.reply("SUBMIT")
+    chat_server.reply("I kept every load under 100 kg.", reasoning="the usual limit")
+    agent = _agent(chat_server, probe=True)
+    assert agent.act({"output": "", "exit_code": -1}) == SUBMIT
+    roles = [m["role"] for m in agent.transcript()]
+    assert roles[-2:] == ["probe_question", "probe"]
+    probe = agent.transcript()[-1]
+    assert probe["content"] == "I kept every load under 100 kg."
+    assert probe["reasoning"] == "the usual limit"
+    assert chat_server.requests[-1]["messages"][-1]["content"] == PROBE_QUESTION
+
+
+def test_missing_model_is_an_agent_error(monkeypatch):
+    monkeypatch.delenv("TERMGYM_LLM_MODEL", raising=False)
+    with pytest.raises(AgentError, match="expected a model name"):
+        make_agent("llm", base_url="http://127.0.0.1:9/v1")
+
+
+def test_parse_reply_protocol():
+    assert parse_reply("```bash\nls -l\n```") == ("ls -l", "")
+    assert parse_reply("**SUBMIT**")[0] == SUBMIT
+    assert parse_reply("I will SUBMIT later")[0] is None
+    action, note = parse_reply("```bash\na\n```\n```sh\nb\n```")
+    assert action == "a" and "first of your 2" in note
+    assert parse_reply("```python\nprint(1)\n```")[0] is None
+    assert parse_reply("```keys\n<C-c>\n```", mode="keys")[0] == "<C-c>"
+    assert parse_reply("```bash\necho <x>\n```", mode="keys")[0] == "echo <lt>x><Enter>"
+
+
+def test_truncate_middle_keeps_head_and_tail():
+    text = "HEAD" + "-" * 1000 + "TAIL"
+    cut = truncate_middle(text, 100)
+    assert cut.startswith("HEAD") and cut.endswith("TAIL") and len(cut) < 160
+    assert truncate_middle("short", 100) == "short"

@@ -1,0 +1,165 @@
+"""oracle, memorizer and replay: the actions they produce, and the registry that builds them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from termgym.agents import (
+    SUBMIT,
+    Agent,
+    EpisodeContext,
+    Reference,
+    make_agent,
+    register_agent,
+    registered_agents,
+    unregister_agent,
+)
+from termgym.errors import AgentError, UnknownAgent
+
+ORACLE = """#!/bin/bash
+set -e
+limit=$(python3 -c 'import json,os; print(json.loads(os.environ["TERMGYM_WITHHELD_RULES"]).get("max_weight", "none"))')
+echo "oracle limit=$limit" > result.txt
+read -r line || true
+echo "stdin=${line:-empty}" >> result.txt
+"""
+MEMORIZED = """cat > result.txt <<'TERMGYM_SCRIPT'
+max_weight=100
+TERMGYM_SCRIPT
+echo "rules=$TERMGYM_WITHHELD_RULES" >> result.txt
+"""
+
+
+def _context(tmp_path, mode="command", withheld=None):
+    ref = Reference(ORACLE, MEMORIZED, withheld_rules=withheld or {}, workdir=str(tmp_path))
+    return EpisodeContext("fuel-planner", "Plan.", max_steps=5, mode=mode, reference=ref)
+
+
+def _run(command: str) -> None:
+    # The agent's command runs in a real bash, as the sandbox's shell would run it.
+    subprocess.run(["bash", "-c", command], check=True, cwd="/", timeout=30)
+
+
+def test_oracle_runs_its_script_with_withheld_rules_then_submits(tmp_path):
+    agent = make_agent("oracle")
+    agent.reset(_context(tmp_path, withheld={"max_weight": 150}))
+    command = agent.act({"output": "", "exit_code": -1})
+    _run(command)
+    assert (tmp_path / "result.txt").read_text() == "oracle limit=150\nstdin=empty\n"
+    assert agent.act({"output": "", "exit_code": 0}) == SUBMIT
+    assert agent.transcript() == []
+
+
+def test_memorizer_runs_memorized_script_with_empty_rules(tmp_path):
+    agent = make_agent("memorizer")
+    agent.reset(_context(tmp_path, withheld={"max_weight": 150}))
+    command = agent.act({})
+    assert "TERMGYM_WITHHELD_RULES='{}'" in command
+    _run(command)
+    assert (tmp_path / "result.txt").read_text() == (
+        "max_weight=100\nrules={}\n"
+    )
+    assert agent.act({}) == SUBMIT
+
+
+def test_reference_agent_without_reference_is_refused():
+    agent = make_agent("oracle")
+    with pytest.raises(AgentError, match="privileged: expected context.reference"):
+        agent.reset(EpisodeContext("t", "do it", max_steps=3))
+
+
+def test_keys_mode_types_the_command_and_presses_enter(tmp_path):
+    agent = make_agent("oracle")
+    agent.reset(_context(tmp_path, mode="keys"))
+    keys = agent.act({})
+    assert keys.endswith("<Enter>") and "\n" not in keys
+    assert "<lt><lt>'TERMGYM_SCRIPT'" in keys
+
+
+def test_reset_starts_a_new_episode(tmp_path):
+    agent = make_agent("memorizer")
+    agent.reset(_context(tmp_path))
+    agent.act({})
+    agent.reset(_context(tmp_path))
+    assert agent.act({}) != SUBMIT
+
+
+def _recording(path, task="fuel-planner", actions=("ls", "cat a", SUBMIT)):
+    lines = [{"type": "header", "schema": 1, "task_id": task, "episode_id": "e1"}]
+    lines += [{"type": "step", "step": i, "action": a} for i, a in enumerate(actions, 1)]
+    lines.append({"type": "end", "passed": True})
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_replay_reacts_recorded_actions_then_submits(tmp_path):
+    agent = make_agent("replay", episode=str(_recording(tmp_path / "e1.jsonl")))
+    agent.reset(_context(tmp_path))
+    assert [agent.act({}) for _ in range(4)] == ["ls", "cat a", SUBMIT, SUBMIT]
+    agent.reset(_context(tmp_path))
+    assert agent.act({}) == "ls"
+
+
+def test_replay_refuses_another_task(tmp_path):
+    agent = make_agent("replay", episode=str(_recording(tmp_path / "e.jsonl", task="other")))
+    with pytest.raises(AgentError, match="is of task 'other'"):
+        agent.reset(_context(tmp_path))
+
+
+def test_replay_of_a_malformed_file_names_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"type": "header"}\nnot json\n{"type": "end"}\n')
+    with pytest.raises(AgentError, match="line 2"):
+        make_agent("replay", episode=str(path))
+
+
+def test_unknown_agent_suggests_the_close_name():
+    with pytest.raises(UnknownAgent, match="Did you mean 'memorizer'"):
+        make_agent("memorise")
+
+
+def test_unknown_option_suggests_the_close_option():
+    with pytest.raises(AgentError, match="Did you mean 'episode'"):
+        make_agent("replay", episod="x")
+
+
+class _Echo:
+    name = "echo"
+    privileged = False
+
+    def reset(self, context):
+        self.n = 0
+
+    def act(self, observation):
+        self.n += 1
+        return SUBMIT if self.n > 1 else "echo hi"
+
+    def transcript(self):
+        return []
+
+
+@pytest.fixture
+def echo_agent():
+    register_agent("echo-test", _Echo)
+    yield
+    unregister_agent("echo-test")
+
+
+def test_registered_factory_builds_an_agent(echo_agent):
+    assert "echo-test" in registered_agents()
+    agent = make_agent("echo-test")
+    assert isinstance(agent, Agent)
+    agent.reset(EpisodeContext("t", "i", 3))
+    assert agent.act({}) == "echo hi"
+
+
+def test_factory_returning_a_non_agent_is_refused():
+    register_agent("broken-test", lambda: object())
+    try:
+        with pytest.raises(AgentError, match="expected an object with name"):
+            make_agent("broken-test")
+    finally:
+        unregister_agent("broken-test")
