@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Memorized solution: the original schedule (backup Sundays at 02:30, rotation every
+# 15 minutes) hard-coded, whatever ops/schedule.md now says.
+set -euo pipefail
+cat > /app/crontab <<'CRON'
+# Reporting host jobs (see ops/schedule.md)
+# m h dom mon dow command
+30 2 * * sun /opt/reports/bin/backup.sh --full
+*/15 * * * * /opt/reports/bin/rotate-logs.sh
+45 7 * * mon-fri /opt/reports/bin/mail-report.sh --to analysts@example.com
+CRON
+cat /app/crontab
