@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Memorized solution: the original spec (at least 7 letters, top 10) hard-coded.
+set -euo pipefail
+APP="${TERMGYM_WORKDIR:-/app}"
+cat > "$APP/report.sh" <<SH
+#!/usr/bin/env bash
+set -euo pipefail
+DATA="\${1:-$APP/data}"
+OUT="\${2:-$APP/out/summary.txt}"
+mkdir -p "\$(dirname "\$OUT")"
+cat "\$DATA"/*.txt | tr -c 'A-Za-z' '\n' | tr 'A-Z' 'a-z' | awk 'length(\$0) >= 7' \
+  | sort | uniq -c | sort -k1,1nr -k2,2 | head -n 10 | awk '{print \$2, \$1}' > "\$OUT" || true
+SH
+chmod +x "$APP/report.sh"
+bash "$APP/report.sh"
