@@ -1,0 +1,59 @@
+"""Episode recordings: a JSONL log and an asciicast v2 file per episode, written as it happens."""
+
+from __future__ import annotations
+
+from termgym.recording._cast import CastIndex, CastReplay, index_cast
+from termgym.recording._reader import (
+    EpisodeFollower,
+    EpisodeLog,
+    RunLog,
+    StepList,
+    episode_files,
+    latest_run,
+    read_episode,
+    read_run,
+    read_run_header,
+)
+from termgym.recording._records import (
+    CLASSES,
+    SCHEMA_VERSION,
+    STEP_MODES,
+    EpisodeEnd,
+    EpisodeHeader,
+    StepRecord,
+)
+from termgym.recording._writer import (
+    EpisodeWriter,
+    NullRecorder,
+    Recorder,
+    RunWriter,
+    new_run_id,
+    write_run_header,
+)
+
+__all__ = [
+    "CLASSES",
+    "SCHEMA_VERSION",
+    "STEP_MODES",
+    "CastIndex",
+    "CastReplay",
+    "EpisodeEnd",
+    "EpisodeFollower",
+    "EpisodeHeader",
+    "EpisodeLog",
+    "EpisodeWriter",
+    "NullRecorder",
+    "Recorder",
+    "RunLog",
+    "RunWriter",
+    "StepList",
+    "StepRecord",
+    "episode_files",
+    "index_cast",
+    "latest_run",
+    "new_run_id",
+    "read_episode",
+    "read_run",
+    "read_run_header",
+    "write_run_header",
+]

@@ -1,0 +1,262 @@
+"""The values a recording holds: episode header, one record per step, episode end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+"""Version of the JSONL layout; bumped on any change a reader must know about."""
+
+StepMode = Literal["command", "keys", "submit"]
+EpisodeClass = Literal["adapted", "stale", "both", "neither"]
+STEP_MODES: tuple[str, ...] = ("command", "keys", "submit")
+CLASSES: tuple[str, ...] = ("adapted", "stale", "both", "neither")
+
+
+@dataclass(frozen=True)
+class EpisodeHeader:
+    """What an episode is: written once, as the first line of its JSONL file.
+
+    Attributes:
+        episode_id: Unique within the run; names the files (`<episode_id>.jsonl` / `.cast`).
+        task: Task id (e.g. "fuel-planner").
+        task_version: The task.yaml `version`.
+        variant: "original", "contradicted", "withheld", "swapped" or "sampled".
+        rules_visible: Rule values as the agent could read them; a withheld rule is absent.
+        rules_enforced: Rule values the hidden graders enforce in this episode.
+        seed: The episode seed, or None.
+        agent: Agent name.
+        backend: Sandbox backend ("docker", "bwrap").
+        versions: Versions of what ran (termgym, image digest, python ...).
+        started: Unix time the episode started.
+        cols: Terminal width of the recording.
+        rows: Terminal height of the recording.
+        run_id: The run this episode belongs to ("" when recorded alone).
+        initial_output: Raw terminal bytes shown before the first step (the prompt);
+            goes to the cast only.
+        extra: Anything else worth keeping (JSON-able).
+    """
+
+    episode_id: str
+    task: str
+    task_version: int
+    variant: str
+    rules_visible: Mapping[str, Any]
+    rules_enforced: Mapping[str, Any]
+    seed: int | None
+    agent: str
+    backend: str
+    versions: Mapping[str, str]
+    started: float
+    cols: int = 120
+    rows: int = 40
+    run_id: str = ""
+    initial_output: bytes = b""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One action and what it produced.
+
+    Attributes:
+        index: 0-based step number within the episode.
+        mode: "command" (a shell command), "keys" (raw keystrokes) or "submit".
+        action: The action text as the agent gave it.
+        output: Decoded output of the step (escape sequences removed by the sandbox).
+        exit_code: The command's exit status; None for keystrokes, submit, or a timeout.
+        duration: Wall seconds the step took in the sandbox.
+        timed_out: The command overran its timeout.
+        truncated: The output was cut at the sandbox's output limit.
+        screen: The terminal screen after the step, as text (TerminalScreen.text()).
+        raw: The raw terminal bytes of the step; written to the cast, not to the JSONL
+            (always b"" when read back from a JSONL file).
+        t: Seconds from the episode start to the start of the step.
+        restarted: The sandbox shell had to be restarted during the step.
+    """
+
+    index: int
+    mode: StepMode
+    action: str
+    output: str
+    exit_code: int | None
+    duration: float
+    timed_out: bool = False
+    truncated: bool = False
+    screen: str = ""
+    raw: bytes = b""
+    t: float = 0.0
+    restarted: bool = False
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """How an episode ended: the last line of its JSONL file.
+
+    Attributes:
+        reward: Final reward (the grader score; 0 on infrastructure error).
+        terminated: Ended by submit.
+        truncated: Ended by the step or time limit (the state was still graded).
+        verdicts: Shadow grading: variant or rule-set name -> {"passed", "score", "details"}.
+        cls: "adapted", "stale", "both", "neither", or None when it could not be classed.
+        error: Infrastructure error message (grader crash, sandbox died), or None.
+        audit: Audit hits, each a mapping with at least "kind" and "message", and "step"
+            (the step index it happened at) when known.
+        extra: Anything else worth keeping (JSON-able).
+        ended: Unix time the episode ended; filled in by the writer when None.
+    """
+
+    reward: float
+    terminated: bool
+    truncated: bool
+    verdicts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cls: EpisodeClass | None = None
+    error: str | None = None
+    audit: Sequence[Mapping[str, Any]] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    ended: float | None = None
+
+
+def json_default(value: Any) -> Any:
+    """Turn the values json does not know (dataclasses, paths, sets, bytes) into JSON ones."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def dumps_line(obj: Mapping[str, Any]) -> bytes:
+    """One JSONL line (with its newline) as UTF-8 bytes; never raises on odd values."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=json_default)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+def header_line(header: EpisodeHeader) -> dict[str, Any]:
+    """The JSON object of the header line."""
+    return {
+        "type": "header",
+        "schema": SCHEMA_VERSION,
+        "episode_id": header.episode_id,
+        "task": header.task,
+        "task_version": header.task_version,
+        "variant": header.variant,
+        "rules_visible": header.rules_visible,
+        "rules_enforced": header.rules_enforced,
+        "seed": header.seed,
+        "agent": header.agent,
+        "backend": header.backend,
+        "versions": header.versions,
+        "started": header.started,
+        "cols": header.cols,
+        "rows": header.rows,
+        "run_id": header.run_id,
+        "extra": header.extra,
+    }
+
+
+def step_line(step: StepRecord) -> dict[str, Any]:
+    """The JSON object of a step line (without `raw`, which goes to the cast)."""
+    return {
+        "type": "step",
+        "index": step.index,
+        "mode": step.mode,
+        "action": step.action,
+        "output": step.output,
+        "exit_code": step.exit_code,
+        "duration": step.duration,
+        "timed_out": step.timed_out,
+        "truncated": step.truncated,
+        "restarted": step.restarted,
+        "t": step.t,
+        "screen": step.screen,
+    }
+
+
+def end_line(end: EpisodeEnd, ended: float, steps: int) -> dict[str, Any]:
+    """The JSON object of the end line."""
+    reward = end.reward
+    if isinstance(reward, float) and not math.isfinite(reward):
+        reward = 0.0
+    return {
+        "type": "end",
+        "reward": reward,
+        "terminated": end.terminated,
+        "truncated": end.truncated,
+        "verdicts": end.verdicts,
+        "cls": end.cls,
+        "error": end.error,
+        "audit": list(end.audit),
+        "extra": end.extra,
+        "ended": ended,
+        "steps": steps,
+    }
+
+
+def _fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def header_from(data: Mapping[str, Any]) -> EpisodeHeader:
+    """Build an EpisodeHeader from a header line (unknown keys ignored, missing ones defaulted)."""
+    values: dict[str, Any] = {
+        "episode_id": "",
+        "task": "",
+        "task_version": 0,
+        "variant": "",
+        "rules_visible": {},
+        "rules_enforced": {},
+        "seed": None,
+        "agent": "",
+        "backend": "",
+        "versions": {},
+        "started": 0.0,
+    }
+    values.update(_fields(EpisodeHeader, data))
+    values.pop("initial_output", None)
+    return EpisodeHeader(**values)
+
+
+def step_from(data: Mapping[str, Any]) -> StepRecord:
+    """Build a StepRecord from a step line (raw is b"": it lives in the cast)."""
+    values: dict[str, Any] = {
+        "index": -1,
+        "mode": "command",
+        "action": "",
+        "output": "",
+        "exit_code": None,
+        "duration": 0.0,
+    }
+    values.update(_fields(StepRecord, data))
+    values.pop("raw", None)
+    return StepRecord(**values)
+
+
+def end_from(data: Mapping[str, Any]) -> EpisodeEnd:
+    """Build an EpisodeEnd from an end line."""
+    values: dict[str, Any] = {"reward": 0.0, "terminated": False, "truncated": False}
+    values.update(_fields(EpisodeEnd, data))
+    values["audit"] = tuple(values.get("audit") or ())
+    return EpisodeEnd(**values)
+
+
+def run_json_path(run_dir: Path) -> Path:
+    """Where a run's header lives."""
+    return run_dir / "run.json"

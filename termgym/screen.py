@@ -1,0 +1,316 @@
+"""A terminal screen emulator over pyte that keeps the alternate screen of vim, less and top."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyte
+from pyte.screens import Char, Cursor, Margins, StaticDefaultDict
+
+__all__ = ["Cell", "ScreenSnapshot", "StyledRun", "TerminalScreen"]
+
+# Private DEC modes that switch to the alternate screen buffer (DECSET / DECRST).
+_ALT_PLAIN = 47  # switch buffers only
+_ALT_CLEAR = 1047  # switch; the alternate buffer is cleared on leaving
+_ALT_CURSOR = 1049  # save cursor, switch and clear the alternate buffer; restore on leaving
+_SAVE_CURSOR = 1048  # save / restore the cursor only
+_ALT_MODES = frozenset({_ALT_PLAIN, _ALT_CLEAR, _ALT_CURSOR, _SAVE_CURSOR})
+
+Cell = Char
+"""One screen cell (pyte's Char): data, fg, bg, bold, italics, underscore, strikethrough,
+reverse, blink. Colours are pyte names ("default", "red", "brightblue") or 6-digit hex."""
+
+
+@dataclass(frozen=True)
+class StyledRun:
+    """A run of adjacent cells on one row sharing one style.
+
+    Attributes:
+        text: The characters (a wide character counts once; its stub cell is dropped).
+        fg: Foreground colour: "default", a pyte colour name, or 6 hex digits.
+        bg: Background colour, same forms as `fg`.
+        bold, italics, underscore, strikethrough, reverse, blink: SGR attributes.
+    """
+
+    text: str
+    fg: str = "default"
+    bg: str = "default"
+    bold: bool = False
+    italics: bool = False
+    underscore: bool = False
+    strikethrough: bool = False
+    reverse: bool = False
+    blink: bool = False
+
+
+@dataclass(frozen=True)
+class ScreenSnapshot:
+    """Everything needed to put a TerminalScreen back where it was (see `snapshot`)."""
+
+    state: dict
+
+
+class _AltScreen(pyte.Screen):
+    """pyte.Screen plus DECSET/DECRST 47, 1047, 1048 and 1049 (the alternate screen)."""
+
+    def __init__(self, columns: int, lines: int) -> None:
+        self.main_buffer: dict[int, StaticDefaultDict[int, Char]] | None = None
+        self.alt_saved_cursor: Cursor | None = None
+        super().__init__(columns, lines)
+
+    def reset(self) -> None:
+        super().reset()
+        self.main_buffer = None
+        self.alt_saved_cursor = None
+
+    @property
+    def in_alternate(self) -> bool:
+        return self.main_buffer is not None
+
+    def set_mode(self, *modes: int, **kwargs: object) -> None:
+        if kwargs.get("private"):
+            for mode in modes:
+                if mode in _ALT_MODES:
+                    self._enter(mode)
+            modes = tuple(m for m in modes if m not in _ALT_MODES)
+            if not modes:
+                return
+        super().set_mode(*modes, **kwargs)
+
+    def reset_mode(self, *modes: int, **kwargs: object) -> None:
+        if kwargs.get("private"):
+            for mode in modes:
+                if mode in _ALT_MODES:
+                    self._leave(mode)
+            modes = tuple(m for m in modes if m not in _ALT_MODES)
+            if not modes:
+                return
+        super().reset_mode(*modes, **kwargs)
+
+    def _save_cursor_copy(self) -> None:
+        cur = self.cursor
+        saved = Cursor(cur.x, cur.y, cur.attrs)
+        saved.hidden = cur.hidden
+        self.alt_saved_cursor = saved
+
+    def _restore_cursor_copy(self) -> None:
+        saved = self.alt_saved_cursor
+        if saved is not None:
+            restored = Cursor(saved.x, saved.y, saved.attrs)
+            restored.hidden = saved.hidden
+            self.cursor = restored
+            self.ensure_hbounds()
+            self.ensure_vbounds()
+
+    def _new_buffer(self) -> dict[int, StaticDefaultDict[int, Char]]:
+        fresh = type(self.buffer)(self.buffer.default_factory)  # type: ignore[attr-defined]
+        return fresh
+
+    def _enter(self, mode: int) -> None:
+        if mode == _SAVE_CURSOR:
+            self._save_cursor_copy()
+            return
+        if mode == _ALT_CURSOR:
+            self._save_cursor_copy()
+        if self.main_buffer is None:
+            self.main_buffer = self.buffer
+            self.buffer = self._new_buffer()
+        elif mode == _ALT_CURSOR:
+            self.buffer.clear()
+        self.dirty.update(range(self.lines))
+
+    def _leave(self, mode: int) -> None:
+        if mode == _SAVE_CURSOR:
+            self._restore_cursor_copy()
+            return
+        if self.main_buffer is not None:
+            self.buffer = self.main_buffer
+            self.main_buffer = None
+            self.dirty.update(range(self.lines))
+        if mode == _ALT_CURSOR:
+            self._restore_cursor_copy()
+
+
+class _SafeStream(pyte.Stream):
+    """pyte.Stream that drops a sequence its screen cannot handle instead of raising.
+
+    Real programs send sequences pyte does not know (vim's private SGR `CSI > 4;2 m`).
+    """
+
+    def _send_to_parser(self, data: str) -> bool | None:
+        try:
+            return super()._send_to_parser(data)
+        except Exception:  # pyte has already re-initialised its parser
+            return self._taking_plain_text
+
+
+def _copy_buffer(buffer: dict) -> dict:
+    fresh = type(buffer)(buffer.default_factory)  # type: ignore[attr-defined]
+    for y, row in buffer.items():
+        if row:
+            new_row: StaticDefaultDict[int, Char] = StaticDefaultDict(row.default)
+            new_row.update(row)
+            fresh[y] = new_row
+    return fresh
+
+
+class TerminalScreen:
+    """A cols x rows terminal: feed it the raw bytes a program wrote, read back the screen.
+
+    Handles the alternate screen (DECSET/DECRST 1049, 1047, 47, and 1048 cursor save), so
+    leaving vim, less or top brings back the shell screen as it was.
+
+    Args:
+        cols: Width in cells.
+        rows: Height in cells.
+    """
+
+    def __init__(self, cols: int = 120, rows: int = 40) -> None:
+        self.cols = cols
+        self.rows = rows
+        self._screen = _AltScreen(cols, rows)
+        self._stream = _SafeStream(self._screen)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._lines: list[str] = [""] * rows
+        self._screen.dirty.update(range(rows))
+
+    # -- input -------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Feed raw terminal bytes (UTF-8; a character split across calls is kept whole)."""
+        text = self._decoder.decode(data)
+        if text:
+            self._stream.feed(text)
+
+    def feed_text(self, text: str) -> None:
+        """Feed already decoded terminal output (as stored in an asciicast)."""
+        if text:
+            self._stream.feed(text)
+
+    def reset(self) -> None:
+        """Clear everything, as a freshly opened terminal."""
+        self._screen.reset()
+        self._decoder.reset()
+        self._stream = _SafeStream(self._screen)
+
+    # -- output ------------------------------------------------------------------------------
+
+    @property
+    def in_alternate_screen(self) -> bool:
+        """True while a full-screen program (vim, less, top) holds the alternate screen."""
+        return self._screen.in_alternate
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        """The cursor position as (column, row), 0-based."""
+        return self._screen.cursor.x, self._screen.cursor.y
+
+    @property
+    def title(self) -> str:
+        """The window title a program set (OSC 0/2), or ""."""
+        return self._screen.title
+
+    def lines(self) -> list[str]:
+        """Every visible row as text, trailing spaces removed (always `rows` items)."""
+        screen = self._screen
+        dirty = screen.dirty
+        if dirty:
+            buffer = screen.buffer
+            cols = self.cols
+            cache = self._lines
+            for y in dirty:
+                if 0 <= y < self.rows:
+                    row = buffer.get(y)
+                    if not row:
+                        cache[y] = ""
+                        continue
+                    width = min(max(row) + 1, cols)
+                    cache[y] = "".join([row[x].data for x in range(width)]).rstrip()
+            dirty.clear()
+        return list(self._lines)
+
+    def text(self) -> str:
+        """The visible screen as text: rows joined by newlines, trailing blank rows dropped."""
+        return "\n".join(self.lines()).rstrip("\n")
+
+    def cells(self, row: int) -> list[Cell]:
+        """The `cols` cells of one row, with their colours and attributes."""
+        line = self._screen.buffer.get(row)
+        if line is None:
+            default = self._screen.default_char
+            return [default] * self.cols
+        return [line[x] for x in range(self.cols)]
+
+    def styled_lines(self) -> list[list[StyledRun]]:
+        """Every visible row as runs of equally styled text (for drawing with colours)."""
+        return [list(self._row_runs(y)) for y in range(self.rows)]
+
+    def _row_runs(self, y: int) -> Iterator[StyledRun]:
+        line = self._screen.buffer.get(y)
+        if not line:
+            return
+        width = min(max(line) + 1, self.cols)
+        key: tuple | None = None
+        parts: list[str] = []
+        for x in range(width):
+            char = line[x]
+            if char.data == "":
+                continue  # the stub cell after a wide character
+            style = char[1:]
+            if style != key:
+                if parts and key is not None:
+                    yield StyledRun("".join(parts), *key)
+                key, parts = style, []
+            parts.append(char.data)
+        if parts and key is not None:
+            yield StyledRun("".join(parts), *key)
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def snapshot(self) -> ScreenSnapshot:
+        """Capture the screen state so `restore` can return to it (used to seek in replays)."""
+        s = self._screen
+        cursor = Cursor(s.cursor.x, s.cursor.y, s.cursor.attrs)
+        cursor.hidden = s.cursor.hidden
+        state = {
+            "buffer": _copy_buffer(s.buffer),
+            "main_buffer": _copy_buffer(s.main_buffer) if s.main_buffer is not None else None,
+            "alt_saved_cursor": s.alt_saved_cursor,
+            "cursor": cursor,
+            "savepoints": list(s.savepoints),
+            "mode": set(s.mode),
+            "margins": s.margins,
+            "title": s.title,
+            "icon_name": s.icon_name,
+            "charset": s.charset,
+            "g0_charset": s.g0_charset,
+            "g1_charset": s.g1_charset,
+            "tabstops": set(s.tabstops),
+        }
+        return ScreenSnapshot(state)
+
+    def restore(self, snap: ScreenSnapshot) -> None:
+        """Return to a state captured by `snapshot` (the snapshot stays reusable)."""
+        s = self._screen
+        st = snap.state
+        s.buffer = _copy_buffer(st["buffer"])
+        main = st["main_buffer"]
+        s.main_buffer = _copy_buffer(main) if main is not None else None
+        s.alt_saved_cursor = st["alt_saved_cursor"]
+        cur = st["cursor"]
+        s.cursor = Cursor(cur.x, cur.y, cur.attrs)
+        s.cursor.hidden = cur.hidden
+        s.savepoints = list(st["savepoints"])
+        s.mode = set(st["mode"])
+        s.margins = st["margins"] if isinstance(st["margins"], Margins | None) else None
+        s.title = st["title"]
+        s.icon_name = st["icon_name"]
+        s.charset = st["charset"]
+        s.g0_charset = st["g0_charset"]
+        s.g1_charset = st["g1_charset"]
+        s.tabstops = set(st["tabstops"])
+        s.dirty.update(range(self.rows))
+        self._decoder.reset()
+        self._stream = _SafeStream(s)

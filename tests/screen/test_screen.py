@@ -1,0 +1,204 @@
+"""TerminalScreen: text, colours, the alternate screen, snapshots, and real full-screen programs."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+
+import pexpect
+import pytest
+
+from termgym.screen import TerminalScreen
+
+
+def test_text_shows_what_was_printed_with_trailing_blanks_dropped() -> None:
+    screen = TerminalScreen(40, 10)
+    screen.feed(b"hello\r\nworld   \r\n$ ")
+    assert screen.text() == "hello\nworld\n$"
+    assert screen.lines()[:3] == ["hello", "world", "$"]
+    assert len(screen.lines()) == 10
+    assert screen.cursor == (2, 2)
+
+
+def test_utf8_split_across_feeds_is_kept_whole() -> None:
+    screen = TerminalScreen(40, 5)
+    data = "café 日本".encode()
+    screen.feed(data[:4])
+    screen.feed(data[4:])
+    assert screen.text() == "café 日本"
+
+
+def test_wide_characters_keep_their_place_in_styled_runs() -> None:
+    screen = TerminalScreen(20, 3)
+    screen.feed("日本x".encode())
+    assert "".join(run.text for run in screen.styled_lines()[0]) == "日本x"
+
+
+def test_colours_and_attributes_are_kept() -> None:
+    screen = TerminalScreen(40, 5)
+    screen.feed(b"plain \x1b[1;31mbold red\x1b[0m \x1b[38;5;208mx\x1b[48;2;1;2;3my\x1b[0m")
+    runs = screen.styled_lines()[0]
+    by_text = {run.text: run for run in runs}
+    assert by_text["bold red"].fg == "red" and by_text["bold red"].bold
+    assert by_text["plain "].fg == "default" and not by_text["plain "].bold
+    assert by_text["x"].fg == "ff8700"
+    assert by_text["y"].bg == "010203"
+    assert screen.cells(0)[6].fg == "red"
+
+
+def test_alternate_screen_1049_restores_the_shell_screen_and_cursor() -> None:
+    screen = TerminalScreen(40, 10)
+    screen.feed(b"$ ls\r\nfile1 file2\r\n$ vim")
+    before_text, before_cursor = screen.text(), screen.cursor
+    screen.feed(b"\x1b[?1049h\x1b[H\x1b[2J~\r\n~\r\n\x1b[10;1H-- INSERT --")
+    assert screen.in_alternate_screen
+    assert screen.text().startswith("~\n~")
+    assert "file1" not in screen.text()
+    screen.feed(b"\x1b[?1049l")
+    assert not screen.in_alternate_screen
+    assert screen.text() == before_text
+    assert screen.cursor == before_cursor
+
+
+def test_alternate_screen_1049_starts_clear_each_time() -> None:
+    screen = TerminalScreen(20, 5)
+    screen.feed(b"\x1b[?1049hleftover\x1b[?1049l")
+    screen.feed(b"\x1b[?1049h")
+    assert screen.text() == ""
+
+
+@pytest.mark.parametrize("mode", [47, 1047])
+def test_alternate_screen_modes_47_and_1047_switch_buffers(mode: int) -> None:
+    screen = TerminalScreen(20, 5)
+    screen.feed(b"main text")
+    screen.feed(b"\x1b[?%dh\x1b[Halt text" % mode)
+    assert screen.in_alternate_screen
+    assert "alt text" in screen.text() and "main" not in screen.text()
+    screen.feed(b"\x1b[?%dl" % mode)
+    assert screen.text() == "main text"
+
+
+def test_leaving_an_alternate_screen_never_entered_changes_nothing() -> None:
+    screen = TerminalScreen(20, 5)
+    screen.feed(b"still here\x1b[?1049l\x1b[?47l")
+    assert screen.text() == "still here"
+    assert not screen.in_alternate_screen
+
+
+def test_other_private_modes_still_work_next_to_the_alternate_screen() -> None:
+    screen = TerminalScreen(20, 5)
+    screen.feed(b"\x1b[?25;1049h")
+    assert screen.in_alternate_screen
+    screen.feed(b"\x1b[?25l")
+    assert screen._screen.cursor.hidden
+
+
+def test_real_tput_smcup_and_rmcup_bytes_switch_and_restore() -> None:
+    if shutil.which("tput") is None:
+        pytest.skip("tput is not installed")
+    env = {**os.environ, "TERM": "xterm"}
+    smcup = subprocess.run(["tput", "smcup"], env=env, capture_output=True, check=True).stdout
+    rmcup = subprocess.run(["tput", "rmcup"], env=env, capture_output=True, check=True).stdout
+    assert smcup, "tput printed nothing for smcup"
+    screen = TerminalScreen(40, 10)
+    screen.feed(b"prompt$ ")
+    screen.feed(smcup + b"\x1b[Hfull screen app")
+    assert screen.in_alternate_screen and "prompt" not in screen.text()
+    screen.feed(rmcup)
+    assert screen.text() == "prompt$"
+
+
+@pytest.mark.parametrize("program", ["less", "vim"])
+def test_real_full_screen_program_leaves_the_shell_screen_as_it_was(program: str, tmp_path) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed on this machine")
+    target = tmp_path / "notes.txt"
+    target.write_text("".join(f"note line {i}\n" for i in range(100)))
+    argv = {"less": ["less", str(target)], "vim": ["vim", "-u", "NONE", "-N", str(target)]}
+    script = f"printf 'before the program\\r\\n'; {' '.join(argv[program])}; printf 'after\\r\\n'"
+    log = io.BytesIO()
+    child = pexpect.spawn(
+        "sh",
+        ["-c", script],
+        env={"TERM": "xterm", "PATH": os.environ["PATH"]},
+        dimensions=(24, 80),
+        timeout=10,
+    )
+    child.logfile_read = log
+    child.expect("note line 5")
+    child.expect([pexpect.TIMEOUT], timeout=0.5)
+    inside = log.getvalue()
+    child.send(":q\r" if program == "vim" else "q")
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = TerminalScreen(80, 24)
+    screen.feed(inside)
+    assert screen.in_alternate_screen
+    assert "note line 10" in screen.text()
+    assert "before the program" not in screen.text()
+    screen.feed(log.getvalue()[len(inside) :])
+    assert not screen.in_alternate_screen
+    assert "note line" not in screen.text()
+    assert screen.lines()[0] == "before the program"
+    assert "after" in screen.text()
+
+
+def test_snapshot_and_restore_return_to_the_exact_screen() -> None:
+    screen = TerminalScreen(30, 6)
+    screen.feed(b"one\r\n\x1b[32mtwo\x1b[0m\r\n\x1b[?1049hALT")
+    snap = screen.snapshot()
+    text, runs, cursor = screen.text(), screen.styled_lines(), screen.cursor
+    screen.feed(b"\x1b[2J\x1b[?1049lmore\r\nand more")
+    assert screen.text() != text
+    screen.restore(snap)
+    assert (screen.text(), screen.styled_lines(), screen.cursor) == (text, runs, cursor)
+    screen.feed(b"\x1b[?1049l")
+    assert screen.text() == "one\ntwo"
+    screen.restore(snap)  # a snapshot can be used twice
+    assert screen.text() == text
+
+
+def test_cached_lines_match_a_full_render_under_random_sequences() -> None:
+    import random
+
+    pieces = [
+        b"line\r\n",
+        b"\x1b[2J",
+        b"\x1b[H",
+        b"\x1b[5;3H",
+        b"xyz",
+        b"\x1b[K",
+        b"\x1b[1M",
+        b"\x1b[2L",
+        b"\x1bM",
+        b"\x1b[?1049h",
+        b"\x1b[?1049l",
+        b"\x1b[?47h",
+        b"\x1b[3P",
+        b"\x1b[4@",
+        b"\x1b[2;4r",
+        b"\x1b[r",
+        b"\n\n\n",
+        "日本語".encode(),
+        b"\x1b[1J",
+        b"\x1bc",
+        b"\x1b[3X",
+        b"\x1b[S",
+        b"\x1b[T",
+    ]
+    rng = random.Random(7)
+    for _ in range(100):
+        screen = TerminalScreen(12, 5)
+        for _ in range(40):
+            screen.feed(rng.choice(pieces))
+            cached = screen.lines()
+            screen._screen.dirty.update(range(5))
+            assert screen.lines() == cached
+
+
+def test_sequences_pyte_does_not_know_are_dropped_not_raised() -> None:
+    screen = TerminalScreen(30, 3)
+    screen.feed(b"a\x1b[>4;2mb\x1b[?4mcd\x1b]0;title\x07e")
+    assert screen.text() == "abcde"
