@@ -1,0 +1,1 @@
+"""Bundled grader kinds, registered through the "termgym.graders" entry-point group."""

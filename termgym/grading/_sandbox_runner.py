@@ -1,0 +1,223 @@
+"""Runs inside the frozen sandbox: every grader job over every rule set in one process.
+
+Injected (stdlib only, Python 3.7+) beside the grader files and started with one exec:
+    python3 termgym_run.py MANIFEST
+It prints one line, the manifest's token followed by a JSON report of every run, then
+removes the grader folder and its result folders.
+"""
+
+import base64
+import contextlib
+import inspect
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zlib
+
+OUTPUT_TAIL = 4000
+FILE_LIMIT = 1000000
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def _fmt(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def fill(value, rules):
+    """Fill "{{ rule }}" placeholders of call kwargs (recursively) with rule values."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value.strip())
+        if whole and whole.group(1) in rules:
+            return rules[whole.group(1)]
+        return _PLACEHOLDER.sub(
+            lambda m: _fmt(rules[m.group(1)]) if m.group(1) in rules else m.group(0), value
+        )
+    if isinstance(value, list):
+        return [fill(v, rules) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, rules) for k, v in value.items()}
+    return value
+
+
+def normalize(value):
+    """A call's return value as {"score", "passed"?, "message"}."""
+    if isinstance(value, bool):
+        return {"score": 1.0 if value else 0.0, "passed": value, "message": ""}
+    if isinstance(value, (int, float)):
+        return {"score": float(value), "message": ""}
+    if isinstance(value, tuple) and len(value) == 2:
+        out = normalize(value[0])
+        out["message"] = str(value[1])
+        return out
+    if isinstance(value, dict) and "score" in value:
+        out = {"score": float(value["score"]), "message": str(value.get("message", ""))}
+        if "passed" in value:
+            out["passed"] = bool(value["passed"])
+        return out
+    raise TypeError(f"expected bool, number, (score, message) or {{'score': ...}}, got {value!r}")
+
+
+def _read_results(folder):
+    files = {}
+    for base, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(base, name)
+            with open(path, "rb") as handle:
+                data = handle.read(FILE_LIMIT)
+            files[os.path.relpath(path, folder)] = data.decode("utf-8", "replace")
+    return files
+
+
+def _tail(path):
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - OUTPUT_TAIL))
+        return handle.read().decode("utf-8", "replace")
+
+
+def run_exec(job, names, rulesets, ctx):
+    results = tempfile.mkdtemp(prefix=".termgym-results-")
+    env = dict(os.environ)
+    rules = rulesets[names[0]]
+    rules_file = os.path.join(results, ".rules.json")
+    with open(rules_file, "w") as handle:
+        json.dump(rules, handle)
+    env.update(
+        {
+            "TERMGYM_RULES": json.dumps(rules),
+            "TERMGYM_RULES_FILE": rules_file,
+            "TERMGYM_RESULT_DIR": results,
+            "TERMGYM_SCORE_FILE": os.path.join(results, "score"),
+            "TERMGYM_WORKDIR": ctx["workdir"],
+            "TERMGYM_GRADER_DIR": ctx["graders"],
+        }
+    )
+    if job.get("batch"):
+        sets_file = os.path.join(results, ".rulesets.json")
+        with open(sets_file, "w") as handle:
+            json.dump({n: rulesets[n] for n in names}, handle)
+        env["TERMGYM_RULESETS_FILE"] = sets_file
+
+    def sub(text):
+        return text.replace("{graders}", ctx["graders"]).replace("{results}", results)
+
+    env.update({k: sub(v) for k, v in job.get("env", {}).items()})
+    argv = [sub(a) for a in job["argv"]]
+    log_path = os.path.join(ctx["graders"], ".log-{}".format(ctx["seq"]))
+    ctx["seq"] += 1
+    start = time.monotonic()
+    out = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ctx["workdir"],
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            out["error"] = f"could not start {argv[0]}: {exc}"
+            proc = None
+        if proc is not None:
+            try:
+                out["exit_code"] = proc.wait(timeout=job["timeout"])
+            except subprocess.TimeoutExpired:
+                out["timed_out"] = True
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    out["duration"] = time.monotonic() - start
+    out["output"] = _tail(log_path)
+    os.remove(rules_file)
+    if job.get("batch"):
+        os.remove(env["TERMGYM_RULESETS_FILE"])
+    out["files"] = _read_results(results)
+    shutil.rmtree(results, ignore_errors=True)
+    return out
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def run_call(job, name, rules, ctx):
+    module_name, _, attr = job["call"].partition(":")
+    out = {
+        "rulesets": [name],
+        "exit_code": None,
+        "timed_out": False,
+        "error": None,
+        "output": "",
+        "files": {},
+        "value": None,
+    }
+    start = time.monotonic()
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, job["timeout"])
+    try:
+        module = __import__(module_name, fromlist=["_"])
+        func = getattr(module, attr)
+        kwargs = fill(dict(job.get("kwargs", {})), rules)
+        params = inspect.signature(func).parameters
+        takes_all = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        if "rules" in params or takes_all:
+            kwargs["rules"] = dict(rules)
+        if "workdir" in params or takes_all:
+            kwargs["workdir"] = ctx["workdir"]
+        out["value"] = normalize(func(**kwargs))
+    except _Timeout:
+        out["timed_out"] = True
+    except BaseException:  # noqa: B036 - a grader may call sys.exit; report, never die
+        out["error"] = traceback.format_exc()[-OUTPUT_TAIL:]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        os.chdir(ctx["workdir"])
+    out["duration"] = time.monotonic() - start
+    return out
+
+
+def main(manifest_path):
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    graders = os.path.dirname(os.path.abspath(manifest_path))
+    ctx = {"workdir": manifest["workdir"], "graders": graders, "seq": 0}
+    sys.path[:0] = [os.path.join(graders, "graders"), graders]
+    os.chdir(ctx["workdir"])
+    rulesets = manifest["rulesets"]
+    report = []
+    try:
+        for job in manifest["jobs"]:
+            names = job["rulesets"]
+            if job.get("call"):
+                runs = [run_call(job, n, rulesets[n], ctx) for n in names]
+            elif job.get("batch"):
+                runs = [run_exec(job, names, rulesets, ctx)]
+            else:
+                runs = [run_exec(job, [n], rulesets, ctx) for n in names]
+            report.append({"id": job["id"], "runs": runs})
+    finally:
+        shutil.rmtree(graders, ignore_errors=True)
+    packed = base64.b64encode(zlib.compress(json.dumps(report).encode("utf-8"))).decode("ascii")
+    sys.stdout.write("\n" + manifest["token"] + packed + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

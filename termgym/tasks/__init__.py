@@ -1,0 +1,41 @@
+"""Tasks: task.yaml models, the loader, templates, variants and the registry of task folders."""
+
+from __future__ import annotations
+
+from termgym.tasks._loader import SPEC_FILE, Task, load_task, withheld_leaks
+from termgym.tasks._registry import (
+    BUNDLED,
+    TASKS_PATH_ENV,
+    get_task,
+    list_tasks,
+    task_dirs,
+    task_roots,
+)
+from termgym.tasks._spec import VARIANTS, GraderSpec, Limits, RuleSpec, TaskSpec
+from termgym.tasks._template import format_value, placeholders, render
+from termgym.tasks._variants import EpisodePlan, RuleSet, instantiate, sampled_values
+
+__all__ = [
+    "BUNDLED",
+    "SPEC_FILE",
+    "TASKS_PATH_ENV",
+    "VARIANTS",
+    "EpisodePlan",
+    "GraderSpec",
+    "Limits",
+    "RuleSet",
+    "RuleSpec",
+    "Task",
+    "TaskSpec",
+    "format_value",
+    "get_task",
+    "instantiate",
+    "list_tasks",
+    "load_task",
+    "placeholders",
+    "render",
+    "sampled_values",
+    "task_dirs",
+    "task_roots",
+    "withheld_leaks",
+]

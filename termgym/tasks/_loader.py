@@ -1,0 +1,306 @@
+"""Load a task folder into a checked Task: parse task.yaml, read templates, validate both."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import pydantic
+import yaml
+
+from termgym.errors import TaskSpecError, TermgymError
+from termgym.tasks._spec import GraderSpec, RuleSpec, TaskSpec
+from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
+
+SPEC_FILE = "task.yaml"
+
+
+@dataclass(frozen=True)
+class Task:
+    """A loaded, validated task folder.
+
+    Attributes:
+        spec: The parsed task.yaml.
+        root: The task folder.
+        templates: Workspace files, path relative to the workspace -> content (bytes).
+        text_files: Which of `templates` are templates (UTF-8 text, not in raw_files).
+    """
+
+    spec: TaskSpec
+    root: Path
+    templates: Mapping[str, bytes] = field(default_factory=dict)
+    text_files: frozenset[str] = frozenset()
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def rules(self) -> Mapping[str, RuleSpec]:
+        return self.spec.rules
+
+    @property
+    def source(self) -> Path:
+        """The task.yaml file."""
+        return self.root / SPEC_FILE
+
+    @property
+    def original_values(self) -> dict[str, object]:
+        """Every rule's authored value."""
+        return {name: rule.value for name, rule in self.spec.rules.items()}
+
+    @property
+    def image(self) -> str | None:
+        """The image named in task.yaml (None when the task builds from a Dockerfile)."""
+        return self.spec.image
+
+    def path(self, relative: str) -> Path:
+        """A path inside the task folder."""
+        return self.root / relative
+
+
+def _fail(source: Path, where: str, message: str) -> TaskSpecError:
+    return TaskSpecError(f"{source}: {where}: {message}")
+
+
+def _pydantic_message(source: Path, error: pydantic.ValidationError) -> TaskSpecError:
+    lines = []
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"].removeprefix("Value error, ")
+        found = item.get("input")
+        if item["type"] in ("missing",):
+            message = "required field is missing"
+        elif item["type"] == "extra_forbidden":
+            message = "unknown field (not part of the task format)"
+        elif item["type"] not in ("value_error",) and not isinstance(found, dict):
+            message = f"{message}; found {found!r}"
+        lines.append(f"field '{loc}': {message}")
+    return TaskSpecError(f"{source}: " + "\n  ".join(lines))
+
+
+def _read_spec(source: Path) -> TaskSpec:
+    if not source.is_file():
+        raise TaskSpecError(f"{source}: expected a task spec file, found none")
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise TaskSpecError(f"{source}: expected valid YAML, found: {exc}") from None
+    if not isinstance(data, dict):
+        raise TaskSpecError(f"{source}: expected a mapping of fields, found {type(data).__name__}")
+    try:
+        return TaskSpec.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise _pydantic_message(source, exc) from None
+
+
+def _read_files(root: Path, spec: TaskSpec, source: Path) -> tuple[dict[str, bytes], set[str]]:
+    folder = root / spec.files
+    if not folder.exists():
+        if "files" in spec.model_fields_set:
+            raise _fail(source, "field 'files'", f"expected a folder {spec.files}/, found none")
+        return {}, set()
+    if not folder.is_dir():
+        raise _fail(source, "field 'files'", f"expected a folder, found a file {spec.files}")
+    templates: dict[str, bytes] = {}
+    text: set[str] = set()
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(folder).as_posix()
+        templates[rel] = path.read_bytes()
+        if any(fnmatch.fnmatch(rel, pattern) for pattern in spec.raw_files):
+            continue
+        try:
+            templates[rel].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        text.add(rel)
+    return templates, text
+
+
+def _visible_texts(task: Task) -> dict[str, str]:
+    """Every template the agent sees, keyed as stated_in names them."""
+    texts = {"instruction": task.spec.instruction}
+    for rel in sorted(task.text_files):
+        texts[f"{task.spec.files}/{rel}"] = task.templates[rel].decode("utf-8")
+    return texts
+
+
+def _check_templates(task: Task, source: Path) -> None:
+    rules = task.spec.rules
+    for where, text in _visible_texts(task).items():
+        try:
+            check_blocks(text)
+        except TemplateError as exc:
+            raise _fail(source, where, f"template: {exc}") from None
+        for name in sorted(placeholders(text) - set(rules)):
+            hint = _did_you_mean(name, rules)
+            raise _fail(
+                source,
+                where,
+                f"placeholder {{{{ {name} }}}} names no rule: expected one "
+                f"of the declared rules {sorted(rules)}{hint}",
+            )
+
+
+def _did_you_mean(name: str, options: Mapping[str, object] | list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_rules(task: Task, source: Path) -> None:
+    texts = _visible_texts(task)
+    files_prefix = task.spec.files.rstrip("/") + "/"
+    for name, rule in task.spec.rules.items():
+        where = f"field 'rules.{name}.stated_in'"
+        for place in rule.stated_in:
+            if place != "instruction":
+                if not place.startswith(files_prefix):
+                    raise _fail(
+                        source,
+                        where,
+                        f"expected 'instruction' or a path under "
+                        f"{files_prefix} (what the agent sees), found {place!r}",
+                    )
+                if not task.path(place).is_file():
+                    raise _fail(source, where, f"expected an existing file, found no {place}")
+                if place not in texts:
+                    raise _fail(source, where, f"expected a text file, {place} is binary or raw")
+            if name not in placeholders(texts[place]):
+                raise _fail(
+                    source,
+                    where,
+                    f"{place} should state the rule through "
+                    f"{{{{ {name} }}}}, found no placeholder of it there",
+                )
+        used = any(name in placeholders(text) for text in texts.values())
+        if rule.contradict is not None and "contradicted" in task.spec.variants and not used:
+            raise _fail(
+                source,
+                f"field 'rules.{name}.contradict'",
+                "a contradicted rule must be "
+                f"stated where the agent sees it, found no {{{{ {name} }}}} in the "
+                "instruction or the workspace files",
+            )
+
+
+def _name_words(name: str) -> list[str]:
+    return [w for w in re.split(r"[_\W]+", name.lower()) if len(w) >= 3]
+
+
+def withheld_leaks(task: Task) -> list[str]:
+    """Places where the withheld variant still states a withheld rule's original value.
+
+    After rendering the withheld variant, each withheld rule's `stated_in` places must not
+    hold its original value as a whole word. Values of three characters or more are searched
+    everywhere in those places; shorter ones (like `2`) only on lines that also name the rule
+    (a word of its name, e.g. "hour" for run_hour); bool rules are not searched, since
+    true/false are too common (their placeholder lines and blocks are dropped all the same).
+    """
+    names = [n for n, r in task.spec.rules.items() if r.withhold]
+    values = task.original_values
+    texts = _visible_texts(task)
+    leaks = []
+    for name in names:
+        rule = task.spec.rules[name]
+        if rule.type == "bool":
+            continue
+        text_value = format_value(rule.value)
+        pattern = re.compile(rf"(?<![\w.]){re.escape(text_value)}(?![\w]|\.\d)")
+        words = _name_words(name) if len(text_value) < 3 else []
+        for place in rule.stated_in:
+            rendered = render(texts[place], values, withheld=names)
+            for number, line in enumerate(rendered.splitlines(), 1):
+                if not pattern.search(line):
+                    continue
+                if len(text_value) < 3 and not any(w in line.lower() for w in words):
+                    continue
+                leaks.append(
+                    f"{place} line {number} still states {name}'s value "
+                    f"{text_value!r}: {line.strip()!r}"
+                )
+    return leaks
+
+
+def _check_graders(task: Task, source: Path) -> None:
+    from termgym.grading import grader_kind
+
+    for field_name, specs in (
+        ("graders", task.spec.graders),
+        ("grader_pool", task.spec.grader_pool),
+    ):
+        for index, spec in enumerate(specs):
+            where = f"field '{field_name}[{index}]' ({spec.name})"
+            try:
+                grader_kind(spec.kind).validate(spec, task.root)
+            except TermgymError as exc:
+                raise _fail(source, where, str(exc)) from None
+            except (ValueError, pydantic.ValidationError) as exc:
+                raise _fail(source, where, f"kind {spec.kind}: {exc}") from None
+
+
+def _check_paths(task: Task, source: Path) -> None:
+    spec = task.spec
+    if not task.path(spec.oracle).is_file():
+        raise _fail(
+            source,
+            "field 'oracle'",
+            f"expected an oracle solution at {spec.oracle}, found no such file",
+        )
+    if spec.memorized is not None and not task.path(spec.memorized).is_file():
+        raise _fail(
+            source,
+            "field 'memorized'",
+            f"expected a memorized solution at {spec.memorized}, found no such file",
+        )
+    if spec.dockerfile is not None and not task.path(spec.dockerfile).is_file():
+        raise _fail(
+            source,
+            "field 'dockerfile'",
+            f"expected a Dockerfile at {spec.dockerfile}, found no such file",
+        )
+
+
+def load_task(path: str | Path) -> Task:
+    """Load and validate a task folder (or its task.yaml).
+
+    Raises:
+        TaskSpecError: the spec is malformed; the message names the file, the field and what
+            was expected.
+    """
+    path = Path(path)
+    root = path.parent if path.name == SPEC_FILE else path
+    source = root / SPEC_FILE
+    spec = _read_spec(source)
+    if spec.id != root.name:
+        raise _fail(
+            source, "field 'id'", f"expected the folder name {root.name!r}, found {spec.id!r}"
+        )
+    templates, text = _read_files(root, spec, source)
+    task = Task(
+        spec=spec, root=root, templates=MappingProxyType(templates), text_files=frozenset(text)
+    )
+    _check_paths(task, source)
+    _check_templates(task, source)
+    _check_rules(task, source)
+    _check_graders(task, source)
+    if "withheld" in spec.variants:
+        leaks = withheld_leaks(task)
+        if leaks:
+            raise _fail(
+                source,
+                "variant 'withheld'",
+                "expected the withheld rules to be gone "
+                "from what the agent sees, found: " + "; ".join(leaks),
+            )
+    return task
+
+
+__all__ = ["SPEC_FILE", "Task", "load_task", "withheld_leaks", "GraderSpec"]

@@ -1,0 +1,81 @@
+"""Where tasks come from: the bundled environments/ folder plus folders the user names."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from termgym.errors import TaskNotFound
+from termgym.tasks._loader import SPEC_FILE, Task, load_task
+
+TASKS_PATH_ENV = "TERMGYM_TASKS_PATH"
+"""Extra task folders, os.pathsep-separated; each holds task folders (or is one)."""
+
+BUNDLED = Path(__file__).resolve().parents[2] / "environments"
+"""The tasks shipped with termgym."""
+
+_cache: dict[Path, tuple[float, Task]] = {}
+
+
+def task_roots(paths: Sequence[str | Path] | None = None) -> list[Path]:
+    """Folders searched for tasks: `paths`, then $TERMGYM_TASKS_PATH, then the bundled ones."""
+    roots = [Path(p) for p in paths or ()]
+    roots += [Path(p) for p in os.environ.get(TASKS_PATH_ENV, "").split(os.pathsep) if p]
+    roots.append(BUNDLED)
+    unique: list[Path] = []
+    for root in roots:
+        if root.resolve() not in [u.resolve() for u in unique]:
+            unique.append(root)
+    return unique
+
+
+def task_dirs(paths: Sequence[str | Path] | None = None) -> dict[str, Path]:
+    """Task id -> task folder; the first root holding an id wins."""
+    found: dict[str, Path] = {}
+    for root in task_roots(paths):
+        if (root / SPEC_FILE).is_file():
+            found.setdefault(root.name, root)
+            continue
+        if not root.is_dir():
+            continue
+        for child in sorted(root.iterdir()):
+            if (child / SPEC_FILE).is_file():
+                found.setdefault(child.name, child)
+    return found
+
+
+def load_cached(folder: Path) -> Task:
+    """Load a task folder, reusing the last load while its task.yaml is unchanged."""
+    folder = folder.resolve()
+    mtime = max((p.stat().st_mtime for p in folder.rglob("*") if p.is_file()), default=0.0)
+    hit = _cache.get(folder)
+    if hit and hit[0] == mtime:
+        return hit[1]
+    task = load_task(folder)
+    _cache[folder] = (mtime, task)
+    return task
+
+
+def get_task(task_id: str, paths: Sequence[str | Path] | None = None) -> Task:
+    """The task with that id (or at that folder path).
+
+    Raises:
+        TaskNotFound: no such task; the message lists where it looked and close ids.
+        TaskSpecError: the task exists but its spec is malformed.
+    """
+    if os.sep in task_id or (Path(task_id) / SPEC_FILE).is_file():
+        return load_cached(Path(task_id))
+    dirs = task_dirs(paths)
+    if task_id not in dirs:
+        close = difflib.get_close_matches(task_id, list(dirs), n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        where = ", ".join(str(r) for r in task_roots(paths))
+        raise TaskNotFound(f"no task {task_id!r} in {where}: expected one of {sorted(dirs)}.{hint}")
+    return load_cached(dirs[task_id])
+
+
+def list_tasks(paths: Sequence[str | Path] | None = None) -> list[Task]:
+    """Every task found, loaded and validated (a malformed one raises TaskSpecError)."""
+    return [load_cached(folder) for folder in task_dirs(paths).values()]

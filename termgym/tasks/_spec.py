@@ -1,0 +1,228 @@
+"""Pydantic models of task.yaml: what a task author writes, checked field by field."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+VARIANTS: tuple[str, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
+"""Every variant a task can offer, in the order tables list them."""
+
+RuleType = Literal["int", "float", "str", "bool", "choice"]
+RuleValue = int | float | str | bool
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _check_type(kind: str, value: object, what: str) -> RuleValue:
+    """Return `value` if it fits rule type `kind`, else raise ValueError naming `what`."""
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{what}: expected a bool (true/false), found {value!r}")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{what}: expected an int, found {_type_name(value)} {value!r}")
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{what}: expected a number, found {_type_name(value)} {value!r}")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{what}: expected a finite number, found {value!r}")
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"{what}: expected a string, found {_type_name(value)} {value!r}")
+    return value if isinstance(value, str) else str(value)
+
+
+class RuleSpec(BaseModel):
+    """One named, typed parameter the hidden graders enforce."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: RuleType
+    value: Any
+    range: tuple[float, float] | None = None
+    choices: list[Any] | None = None
+    contradict: Any = None
+    stated_in: list[str] = Field(default_factory=list)
+    withhold: bool = True
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RuleSpec:
+        self.value = _check_type(self.type, self.value, "value")
+        if self.range is not None:
+            if self.type not in ("int", "float"):
+                raise ValueError(
+                    f"range: only int and float rules take a range, this rule is "
+                    f"{self.type}; use choices"
+                )
+            low, high = self.range
+            if low > high:
+                raise ValueError(
+                    f"range: expected [low, high] with low <= high, found {low} > {high}"
+                )
+            if self.type == "int" and (low != int(low) or high != int(high)):
+                raise ValueError(
+                    f"range: expected int bounds for an int rule, found {list(self.range)}"
+                )
+        if self.choices is not None:
+            if self.type in ("int", "float", "bool"):
+                raise ValueError(
+                    f"choices: only str and choice rules take choices, this rule is "
+                    f"{self.type}; use range"
+                )
+            self.choices = [_check_type(self.type, c, "choices") for c in self.choices]
+            if len(self.choices) < 1:
+                raise ValueError("choices: expected at least one choice, found an empty list")
+        elif self.type == "choice":
+            raise ValueError("choices: a choice rule needs a list of choices, found none")
+        self._within(self.value, "value")
+        if self.contradict is not None:
+            self.contradict = _check_type(self.type, self.contradict, "contradict")
+            if self.contradict == self.value:
+                raise ValueError(
+                    f"contradict: expected a value different from value "
+                    f"{self.value!r}, found the same {self.contradict!r}"
+                )
+            self._within(self.contradict, "contradict")
+        return self
+
+    def _within(self, value: RuleValue, what: str) -> None:
+        if self.range is not None:
+            low, high = self.range
+            if not low <= float(value) <= high:  # type: ignore[arg-type]
+                raise ValueError(
+                    f"{what}: expected a value within range [{_num(low)}, "
+                    f"{_num(high)}], found {value!r}"
+                )
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{what}: expected one of {self.choices}, found {value!r}")
+
+    @property
+    def samplable(self) -> bool:
+        """Whether the sampled variant can draw a value other than `value` for this rule."""
+        if self.type == "bool":
+            return True
+        if self.range is not None:
+            return self.range[0] != self.range[1]
+        return self.choices is not None and len(set(map(str, self.choices))) > 1
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+class GraderSpec(BaseModel):
+    """One hidden grader: its kind, its weight, and the parameters its kind takes."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    kind: str
+    weight: float = Field(default=1.0, ge=0)
+    timeout: float | None = Field(default=None, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+            raise ValueError(f"expected letters, digits, '_', '.' or '-', found {name!r}")
+        return name
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The kind-specific parameters (everything besides name, kind, weight, timeout)."""
+        return dict(self.model_extra or {})
+
+
+class Limits(BaseModel):
+    """Time, step and network limits of an episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_timeout: float = Field(default=600, gt=0)
+    grading_timeout: float = Field(default=60, gt=0)
+    max_steps: int = Field(default=50, gt=0)
+    network: bool = False
+    memory_mb: int = Field(default=1024, gt=0)
+
+
+class TaskSpec(BaseModel):
+    """The whole of a task.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    version: int = Field(default=1, ge=1)
+    title: str
+    category: str = "general"
+    instruction: str
+    image: str | None = None
+    dockerfile: str | None = None
+    workdir: str = "/app"
+    files: str = "files"
+    raw_files: list[str] = Field(default_factory=list)
+    setup: list[str] = Field(default_factory=list)
+    rules: dict[str, RuleSpec] = Field(default_factory=dict)
+    variants: list[Literal["original", "contradicted", "withheld", "swapped", "sampled"]] = Field(
+        default_factory=lambda: ["original"]
+    )
+    graders: list[GraderSpec] = Field(min_length=1)
+    grader_pool: list[GraderSpec] = Field(default_factory=list)
+    oracle: str = "solution/oracle.sh"
+    memorized: str | None = None
+    limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("rules")
+    @classmethod
+    def _rule_names(cls, rules: dict[str, RuleSpec]) -> dict[str, RuleSpec]:
+        for name in rules:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(
+                    f"rule name {name!r}: expected an identifier "
+                    "(letters, digits, '_', not starting with a digit)"
+                )
+        return rules
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute(cls, workdir: str) -> str:
+        if not workdir.startswith("/"):
+            raise ValueError(f"expected an absolute path, found {workdir!r}")
+        return workdir.rstrip("/") or "/"
+
+    @model_validator(mode="after")
+    def _whole(self) -> TaskSpec:
+        if self.image and self.dockerfile:
+            raise ValueError("image, dockerfile: expected one of them, found both")
+        if "original" not in self.variants:
+            raise ValueError(f"variants: expected 'original' among them, found {self.variants}")
+        names = [g.name for g in (*self.graders, *self.grader_pool)]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"graders: expected unique grader names, found {dupes} twice")
+        if "contradicted" in self.variants and not any(
+            r.contradict is not None for r in self.rules.values()
+        ):
+            raise ValueError(
+                "variants: 'contradicted' needs at least one rule with a "
+                "`contradict` value, found none"
+            )
+        if "withheld" in self.variants and not any(r.withhold for r in self.rules.values()):
+            raise ValueError(
+                "variants: 'withheld' needs at least one rule that can be withheld, found none"
+            )
+        if "swapped" in self.variants and not self.grader_pool:
+            raise ValueError("variants: 'swapped' needs a non-empty grader_pool, found none")
+        if "sampled" in self.variants and not any(r.samplable for r in self.rules.values()):
+            raise ValueError(
+                "variants: 'sampled' needs a rule with a range or several choices, found none"
+            )
+        return self
