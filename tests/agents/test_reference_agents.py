@@ -21,7 +21,8 @@ from termgym.errors import AgentError, UnknownAgent
 
 ORACLE = """#!/bin/bash
 set -e
-limit=$(python3 -c 'import json,os; print(json.loads(os.environ["TERMGYM_WITHHELD_RULES"]).get("max_weight", "none"))')
+limit=$(python3 -c 'import json, os
+print(json.loads(os.environ["TERMGYM_WITHHELD_RULES"]).get("max_weight", "none"))')
 echo "oracle limit=$limit" > result.txt
 read -r line || true
 echo "stdin=${line:-empty}" >> result.txt

@@ -1,0 +1,379 @@
+"""Run metrics: pass rates, memorization and concentration, each with a bootstrap interval.
+
+The formulas are in docs/metrics.md. Every rate is a ratio of weighted episode counts, so a
+bootstrap replicate is just another weight vector over the episodes: the point estimate uses
+weight 1 everywhere, and each replicate uses the counts of a two-stage cluster resample
+(tasks with replacement, then each drawn task's episodes with replacement).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+CLASSES: tuple[str, ...] = ("adapted", "stale", "both", "neither")
+VARIANT_ORDER: tuple[str, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
+TOP_SHARE = 0.2
+"""The fraction of tasks whose share of the passes `top_share` reports."""
+
+
+@dataclass(frozen=True)
+class EpisodeSummary:
+    """What the metrics need of one episode.
+
+    Attributes:
+        episode_id: The episode's id.
+        task: Task id.
+        variant: The episode's variant.
+        agent: Agent name.
+        passed: The episode passed its own graders.
+        shadow_class: adapted / stale / both / neither from shadow grading, or None.
+        reward: The final reward (grader score).
+        error: Infrastructure error (sandbox or grader): such episodes are left out of every
+            rate and counted apart. None when the episode was graded.
+        agent_error: The agent failed (raised); the episode still counts, as graded.
+        steps: Steps taken.
+        run_id: The run the episode belongs to.
+    """
+
+    episode_id: str
+    task: str
+    variant: str
+    agent: str
+    passed: bool
+    shadow_class: str | None = None
+    reward: float = 0.0
+    error: str | None = None
+    agent_error: str | None = None
+    steps: int = 0
+    run_id: str = ""
+
+    @property
+    def infra_error(self) -> bool:
+        """The episode hit an infrastructure error and is excluded from rates."""
+        return self.error is not None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeSummary:
+        """Build from a plain mapping (keys as the attributes; "task_id" and "class" accepted)."""
+        klass = data.get("shadow_class", data.get("class", data.get("cls")))
+        return cls(
+            episode_id=str(data.get("episode_id", "")),
+            task=str(data.get("task", data.get("task_id", ""))),
+            variant=str(data.get("variant", "original")),
+            agent=str(data.get("agent", "")),
+            passed=bool(data.get("passed", False)),
+            shadow_class=klass if klass in CLASSES else None,
+            reward=float(data.get("reward", 0.0) or 0.0),
+            error=data.get("error"),
+            agent_error=data.get("agent_error"),
+            steps=int(data.get("steps", 0) or 0),
+            run_id=str(data.get("run_id", "")),
+        )
+
+
+def summary_from_log(log: Any, result: Mapping[str, Any] | None = None) -> EpisodeSummary:
+    """Summarize a `termgym.recording.EpisodeLog` (plus its results.jsonl line, if any).
+
+    An episode without an end line (crashed or still running) counts as an infrastructure
+    error; `result["status"] == "agent-error"` marks an agent failure.
+    """
+    header, end = log.header, log.end
+    result = result or {}
+    variant = header.variant if header else str(result.get("variant", ""))
+    error: str | None
+    if end is None:
+        error = "incomplete: the recording has no end line"
+        passed, klass, reward = False, None, 0.0
+    else:
+        infra = result.get("status") == "infra-error"
+        error = end.error or (str(result.get("error")) if infra else None)
+        own = end.verdicts.get(variant) if isinstance(end.verdicts, Mapping) else None
+        if isinstance(own, Mapping) and own.get("passed") is not None:
+            passed = bool(own["passed"])
+        else:
+            passed = bool(end.extra.get("passed", end.reward >= 1.0 - 1e-9))
+        klass, reward = end.cls, float(end.reward)
+    return EpisodeSummary(
+        episode_id=log.episode_id,
+        task=header.task if header else str(result.get("task", "")),
+        variant=variant,
+        agent=header.agent if header else "",
+        passed=passed,
+        shadow_class=klass if klass in CLASSES else None,
+        reward=reward,
+        error=error,
+        agent_error=result.get("error") if result.get("status") == "agent-error" else None,
+        steps=len(log.steps),
+        run_id=header.run_id if header else "",
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A metric's point estimate and its percentile-bootstrap interval.
+
+    `value` (and the bounds) are None when the metric is undefined (no episode in its
+    denominator); `n` is the number of episodes in the denominator.
+    """
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    def format(self, percent: bool = True, digits: int = 1) -> str:
+        """E.g. "62.5% [50.0, 75.0]" or "n/a"."""
+        if self.value is None:
+            return "n/a"
+        scale, unit = (100.0, "%") if percent else (1.0, "")
+        bounds = ""
+        if self.low is not None and self.high is not None:
+            bounds = f" [{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
+        return f"{self.value * scale:.{digits}f}{unit}{bounds}"
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """Every metric of one agent's episodes (see docs/metrics.md).
+
+    Attributes:
+        agent: Agent name ("" when mixed).
+        episodes: Episodes counted (infrastructure errors excluded).
+        infra_errors: Episodes excluded for infrastructure errors.
+        agent_errors: Counted episodes in which the agent failed.
+        pass_rate: Variant -> pass rate.
+        overall_pass_rate: Pass rate over every counted episode.
+        drop: Pass rate on original minus pass rate on contradicted.
+        adaptation_rate: adapted / classed shifted episodes.
+        stale_rate: stale / classed shifted episodes.
+        memorization_index: stale / (stale + adapted).
+        withheld_hit_rate: Pass rate on withheld episodes.
+        top_share: Share of the per-task pass rates carried by the top 20% of tasks.
+        gini: Gini coefficient of the per-task pass rates.
+        class_counts: Variant -> class -> episodes.
+        per_task: Task -> variant -> (passes, episodes).
+        resamples: Bootstrap replicates drawn.
+        confidence: Interval coverage (e.g. 0.95).
+        seed: Seed of the resampling.
+    """
+
+    agent: str
+    episodes: int
+    infra_errors: int
+    agent_errors: int
+    pass_rate: dict[str, Estimate]
+    overall_pass_rate: Estimate
+    drop: Estimate
+    adaptation_rate: Estimate
+    stale_rate: Estimate
+    memorization_index: Estimate
+    withheld_hit_rate: Estimate
+    top_share: Estimate
+    gini: Estimate
+    class_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_task: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    resamples: int = 0
+    confidence: float = 0.95
+    seed: int | None = 0
+
+    def headline(self) -> dict[str, Estimate]:
+        """The scalar metrics by name (pass rates as pass_rate[<variant>])."""
+        out = {f"pass_rate[{v}]": e for v, e in self.pass_rate.items()}
+        out.update(
+            overall_pass_rate=self.overall_pass_rate, drop=self.drop,
+            adaptation_rate=self.adaptation_rate, stale_rate=self.stale_rate,
+            memorization_index=self.memorization_index,
+            withheld_hit_rate=self.withheld_hit_rate, top_share=self.top_share, gini=self.gini,
+        )
+        return out
+
+
+def order_variants(variants: Iterable[str]) -> list[str]:
+    """Variants in the canonical order, unknown ones after, alphabetically."""
+    known = [v for v in VARIANT_ORDER if v in set(variants)]
+    return known + sorted(set(variants) - set(VARIANT_ORDER))
+
+
+def gini(values: Sequence[float]) -> float:
+    """Gini coefficient of non-negative values: 0 when equal, (k-1)/k when one of k holds all."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n, total = len(x), float(x.sum())
+    if n == 0 or total <= 0:
+        return math.nan
+    ranks = np.arange(1, n + 1)
+    return float(2.0 * (ranks * x).sum() / (n * total) - (n + 1) / n)
+
+
+def top_share(values: Sequence[float], fraction: float = TOP_SHARE) -> float:
+    """Share of the sum carried by the ceil(fraction * n) largest values."""
+    x = np.sort(np.asarray(values, dtype=float))[::-1]
+    total = float(x.sum())
+    if len(x) == 0 or total <= 0:
+        return math.nan
+    k = max(1, math.ceil(fraction * len(x)))
+    return float(x[:k].sum() / total)
+
+
+class _Data:
+    """Episode attributes as arrays, and the metric functions over weight matrices."""
+
+    def __init__(self, episodes: Sequence[EpisodeSummary]) -> None:
+        self.tasks = sorted({e.task for e in episodes})
+        self.variants = order_variants({e.variant for e in episodes})
+        task_index = {t: i for i, t in enumerate(self.tasks)}
+        self.task = np.array([task_index[e.task] for e in episodes], dtype=int)
+        self.passed = np.array([e.passed for e in episodes], dtype=float)
+        variant = np.array([e.variant for e in episodes], dtype=object)
+        klass = np.array([e.shadow_class or "" for e in episodes], dtype=object)
+        self.is_variant = {v: (variant == v).astype(float) for v in self.variants}
+        shifted = (variant != "original") & np.isin(klass, CLASSES)
+        self.shifted = shifted.astype(float)
+        self.adapted = (shifted & (klass == "adapted")).astype(float)
+        self.stale = (shifted & (klass == "stale")).astype(float)
+        onehot = np.zeros((len(episodes), len(self.tasks)))
+        onehot[np.arange(len(episodes)), self.task] = 1.0
+        self.task_rates = _ratio(self.passed @ onehot, onehot.sum(axis=0))
+
+    def metrics(self, w: np.ndarray, mult: np.ndarray) -> dict[str, np.ndarray]:
+        """Each metric for each row of weights `w` (B, N); `mult` (B, T) task multiplicities."""
+        out = {f"pass_rate[{v}]": _ratio(w @ (self.passed * m), w @ m)
+               for v, m in self.is_variant.items()}
+        out["overall_pass_rate"] = _ratio(w @ self.passed, w.sum(axis=1))
+        nan = np.full(len(w), np.nan)
+        out["drop"] = out.get("pass_rate[original]", nan) - out.get("pass_rate[contradicted]", nan)
+        out["adaptation_rate"] = _ratio(w @ self.adapted, w @ self.shifted)
+        out["stale_rate"] = _ratio(w @ self.stale, w @ self.shifted)
+        out["memorization_index"] = _ratio(w @ self.stale, w @ (self.stale + self.adapted))
+        out["withheld_hit_rate"] = out.get("pass_rate[withheld]", nan)
+        # Concentration is a property of the task population: replicates redraw which tasks
+        # are in the run (each with its observed pass rate), not the episodes within them.
+        rates = self.task_rates
+        out["top_share"] = np.array([_weighted(top_share, rates, m) for m in mult])
+        out["gini"] = np.array([_weighted(gini, rates, m) for m in mult])
+        return out
+
+    def denominators(self) -> dict[str, int]:
+        n = {f"pass_rate[{v}]": int(m.sum()) for v, m in self.is_variant.items()}
+        n.update(overall_pass_rate=len(self.passed), adaptation_rate=int(self.shifted.sum()),
+                 stale_rate=int(self.shifted.sum()),
+                 memorization_index=int((self.stale + self.adapted).sum()),
+                 withheld_hit_rate=n.get("pass_rate[withheld]", 0), top_share=len(self.tasks),
+                 gini=len(self.tasks))
+        n["drop"] = min(n.get("pass_rate[original]", 0), n.get("pass_rate[contradicted]", 0))
+        return n
+
+    def replicate_weights(
+        self, rng: np.random.Generator, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Two-stage cluster bootstrap: tasks with replacement, then episodes within each."""
+        n_tasks = len(self.tasks)
+        mult = rng.multinomial(n_tasks, np.full(n_tasks, 1.0 / n_tasks), size=count)
+        w = np.zeros((count, len(self.task)))
+        for t in range(n_tasks):
+            idx = np.flatnonzero(self.task == t)
+            draws = mult[:, t] * len(idx)
+            w[:, idx] = rng.multinomial(draws, np.full(len(idx), 1.0 / len(idx)))
+        return w, mult.astype(float)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _weighted(fn: Callable[[Sequence[float]], float], rates: np.ndarray, mult: np.ndarray) -> float:
+    keep = (mult > 0) & ~np.isnan(rates)
+    return fn(np.repeat(rates[keep], mult[keep].astype(int)))
+
+
+def compute_metrics(
+    summaries: Iterable[EpisodeSummary],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> RunMetrics:
+    """Every metric of `summaries`, with percentile-bootstrap intervals (docs/metrics.md).
+
+    Args:
+        summaries: The episodes (normally of one agent; see `metrics_by_agent`).
+        resamples: Bootstrap replicates (0: point estimates only).
+        confidence: Coverage of the intervals.
+        seed: Seed of the resampling (the same seed gives the same intervals).
+    """
+    every = list(summaries)
+    counted = [e for e in every if not e.infra_error]
+    agents = {e.agent for e in every}
+    agent = agents.pop() if len(agents) == 1 else ""
+    data = _Data(counted)
+    denominators = data.denominators()
+    if counted:
+        point = data.metrics(np.ones((1, len(counted))), np.ones((1, len(data.tasks))))
+        replicates: dict[str, list[np.ndarray]] = defaultdict(list)
+        rng = np.random.default_rng(seed)
+        for start in range(0, resamples, 250):
+            w, mult = data.replicate_weights(rng, min(250, resamples - start))
+            for name, values in data.metrics(w, mult).items():
+                replicates[name].append(values)
+    else:
+        point, replicates = {}, defaultdict(list)
+    alpha = (1.0 - confidence) / 2.0
+
+    def estimate(name: str) -> Estimate:
+        n = denominators.get(name, 0)
+        if name not in point or np.isnan(point[name][0]):
+            return Estimate(None, None, None, n)
+        low = high = None
+        if replicates.get(name):
+            values = np.concatenate(replicates[name])
+            values = values[~np.isnan(values)]
+            if len(values):
+                low, high = (float(q) for q in np.quantile(values, [alpha, 1.0 - alpha]))
+        return Estimate(float(point[name][0]), low, high, n)
+
+    class_counts: dict[str, dict[str, int]] = {}
+    per_task: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    for variant in data.variants:
+        of_variant = [e for e in counted if e.variant == variant]
+        counts = Counter(e.shadow_class for e in of_variant if e.shadow_class)
+        class_counts[variant] = {c: counts.get(c, 0) for c in CLASSES}
+        for task in data.tasks:
+            mine = [e for e in of_variant if e.task == task]
+            if mine:
+                per_task[task][variant] = (sum(e.passed for e in mine), len(mine))
+    return RunMetrics(
+        agent=agent,
+        episodes=len(counted),
+        infra_errors=len(every) - len(counted),
+        agent_errors=sum(e.agent_error is not None for e in counted),
+        pass_rate={v: estimate(f"pass_rate[{v}]") for v in data.variants},
+        overall_pass_rate=estimate("overall_pass_rate"),
+        drop=estimate("drop"),
+        adaptation_rate=estimate("adaptation_rate"),
+        stale_rate=estimate("stale_rate"),
+        memorization_index=estimate("memorization_index"),
+        withheld_hit_rate=estimate("withheld_hit_rate"),
+        top_share=estimate("top_share"),
+        gini=estimate("gini"),
+        class_counts=class_counts,
+        per_task=dict(per_task),
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+
+
+def metrics_by_agent(
+    summaries: Iterable[EpisodeSummary], **options: Any
+) -> dict[str, RunMetrics]:
+    """`compute_metrics` for each agent's episodes separately."""
+    groups: dict[str, list[EpisodeSummary]] = defaultdict(list)
+    for s in summaries:
+        groups[s.agent].append(s)
+    return {agent: compute_metrics(group, **options) for agent, group in sorted(groups.items())}

@@ -1,0 +1,138 @@
+"""Metrics on constructed episode summaries whose answers are known."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from termgym.metrics import (
+    EpisodeSummary,
+    compute_metrics,
+    gini,
+    metrics_by_agent,
+    top_share,
+)
+
+_ids = itertools.count()
+
+
+def _ep(task, variant, passed, cls=None, agent="a", error=None):
+    return EpisodeSummary(f"e{next(_ids)}", task, variant, agent, passed, cls, error=error)
+
+
+def _balanced(n_tasks, per_task, p_orig=0.75, p_contra=0.25):
+    """Per task: `per_task` original and contradicted episodes with exact pass fractions."""
+    out = []
+    for t in range(n_tasks):
+        for k in range(per_task):
+            out.append(_ep(f"t{t}", "original", k < p_orig * per_task))
+            passed = k < p_contra * per_task
+            out.append(_ep(f"t{t}", "contradicted", passed, "adapted" if passed else "stale"))
+    return out
+
+
+def test_pass_rate_per_variant_and_drop():
+    m = compute_metrics(_balanced(4, 4), resamples=200)
+    assert m.pass_rate["original"].value == pytest.approx(0.75)
+    assert m.pass_rate["contradicted"].value == pytest.approx(0.25)
+    assert m.drop.value == pytest.approx(0.5)
+    assert m.pass_rate["original"].n == 16
+
+
+def test_adaptation_stale_and_memorization_index():
+    episodes = [
+        _ep("t1", "contradicted", True, "adapted"),
+        _ep("t1", "contradicted", False, "stale"),
+        _ep("t2", "contradicted", False, "stale"),
+        _ep("t2", "sampled", False, "stale"),
+        _ep("t3", "contradicted", True, "both"),
+        _ep("t3", "contradicted", False, "neither"),
+        _ep("t3", "original", True, "both"),  # original episodes are never "shifted"
+    ]
+    m = compute_metrics(episodes, resamples=100)
+    assert m.adaptation_rate.value == pytest.approx(1 / 6)
+    assert m.stale_rate.value == pytest.approx(3 / 6)
+    assert m.memorization_index.value == pytest.approx(3 / 4)
+    assert m.memorization_index.n == 4
+    assert m.class_counts["contradicted"] == {"adapted": 1, "stale": 2, "both": 1, "neither": 1}
+
+
+def test_withheld_hit_rate_is_the_pass_rate_on_withheld():
+    episodes = [_ep("t1", "withheld", True), _ep("t2", "withheld", False),
+                _ep("t3", "withheld", False), _ep("t3", "original", True)]
+    m = compute_metrics(episodes, resamples=100)
+    assert m.withheld_hit_rate.value == pytest.approx(1 / 3)
+
+
+def test_infrastructure_errors_are_excluded_and_counted_apart():
+    episodes = [_ep("t1", "original", True), _ep("t1", "original", False, error="grader died"),
+                _ep("t2", "original", False, error="sandbox crashed")]
+    m = compute_metrics(episodes, resamples=50)
+    assert m.pass_rate["original"].value == 1.0
+    assert (m.episodes, m.infra_errors) == (1, 2)
+
+
+def test_interval_contains_the_point_estimate_and_shrinks_with_n():
+    small = compute_metrics(_balanced(4, 4), resamples=1000, seed=1)
+    large = compute_metrics(_balanced(40, 40), resamples=1000, seed=1)
+    for m in (small, large):
+        for name, e in m.headline().items():
+            if e.value is not None:
+                assert e.low <= e.value + 1e-9 and e.value - 1e-9 <= e.high, name
+    width = lambda e: e.high - e.low  # noqa: E731
+    assert width(large.pass_rate["original"]) < width(small.pass_rate["original"]) / 2
+    assert width(large.memorization_index) < width(small.memorization_index) / 2
+
+
+def test_same_seed_same_interval():
+    a = compute_metrics(_balanced(5, 6), resamples=300, seed=7)
+    b = compute_metrics(_balanced(5, 6), resamples=300, seed=7)
+    assert a.drop == b.drop
+
+
+def test_a_perfect_memorizer_has_index_one_with_a_degenerate_interval():
+    episodes = [_ep(f"t{t}", "contradicted", False, "stale") for t in range(5)]
+    m = compute_metrics(episodes, resamples=200)
+    assert (m.memorization_index.value, m.memorization_index.low) == (1.0, 1.0)
+    assert m.adaptation_rate.value == 0.0
+
+
+def test_undefined_metrics_are_none():
+    m = compute_metrics([_ep("t1", "original", True)], resamples=50)
+    assert m.memorization_index.value is None
+    assert m.drop.value is None
+    assert m.memorization_index.format() == "n/a"
+    empty = compute_metrics([], resamples=50)
+    assert empty.overall_pass_rate.value is None and empty.episodes == 0
+
+
+def test_gini_and_top_share_known_values():
+    assert gini([1, 1, 1, 1]) == pytest.approx(0.0)
+    assert gini([1, 0, 0, 0]) == pytest.approx(0.75)
+    assert top_share([1, 1, 1, 1, 1]) == pytest.approx(0.2)
+    assert top_share([1, 0, 0, 0, 0]) == pytest.approx(1.0)
+
+
+def test_concentration_when_one_task_carries_the_passes():
+    episodes = [_ep("t0", "original", True) for _ in range(5)]
+    episodes += [_ep(f"t{t}", "original", False) for t in range(1, 5) for _ in range(5)]
+    m = compute_metrics(episodes, resamples=200)
+    assert m.top_share.value == pytest.approx(1.0)
+    assert m.gini.value == pytest.approx(0.8)
+    spread = compute_metrics(_balanced(5, 4), resamples=200)
+    assert spread.gini.value == pytest.approx(0.0)
+
+
+def test_per_task_breakdown_and_grouping_by_agent():
+    episodes = _balanced(2, 4) + [_ep("t0", "original", False, agent="b")]
+    by_agent = metrics_by_agent(episodes, resamples=50)
+    assert set(by_agent) == {"a", "b"}
+    assert by_agent["a"].per_task["t0"]["original"] == (3, 4)
+    assert by_agent["b"].pass_rate["original"].value == 0.0
+
+
+def test_summary_from_dict_accepts_recording_names():
+    s = EpisodeSummary.from_dict({"task_id": "t", "variant": "contradicted", "passed": 1,
+                                  "class": "stale", "reward": None})
+    assert (s.task, s.shadow_class, s.passed, s.reward) == ("t", "stale", True, 0.0)
