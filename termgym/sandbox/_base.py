@@ -95,8 +95,13 @@ class Sandbox(Protocol):
     def freeze(self) -> None:
         """Stop every agent process; the filesystem stays as the agent left it."""
 
-    def exec(self, argv: Sequence[str], timeout: float = 60.0, workdir: str | None = None,
-             env: Mapping[str, str] | None = None) -> RunResult:
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float = 60.0,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
         """Run a program outside the agent's shell (used for setup and grading)."""
 
     def close(self) -> None:

@@ -1,0 +1,116 @@
+"""Image and sandbox commands: `termgym image build-base`, `termgym gc`, `termgym sandbox`."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from termgym.errors import BackendUnavailable, TermgymError
+
+
+@click.group("image")
+def image() -> None:
+    """Build the images tasks run in."""
+
+
+@image.command("build-base")
+@click.option("--force", is_flag=True, help="Rebuild even when the recipe is unchanged.")
+def build_base_cmd(force: bool) -> None:
+    """Build termgym/base:bookworm (Debian bookworm with bash, python3, tmux ...); cached."""
+    from termgym.images import build_base, ensure_base_rootfs
+    from termgym.sandbox import BASE_IMAGE
+
+    started = time.monotonic()
+    try:
+        image_id = build_base(force=force, log=click.echo)
+    except BackendUnavailable as exc:
+        click.echo(f"{exc}\nPreparing the bubblewrap root filesystem instead.", err=True)
+        try:
+            rootfs = ensure_base_rootfs(log=click.echo)
+        except TermgymError as inner:
+            raise click.ClickException(str(inner)) from inner
+        click.echo(f"Base root filesystem for bwrap: {rootfs}")
+        return
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from exc
+    took = time.monotonic() - started
+    click.echo(f"{BASE_IMAGE} = {image_id[:19]} ({took:.1f} s)")
+
+
+@click.command("gc")
+def gc() -> None:
+    """Remove every container termgym left behind (those labelled io.termgym.sandbox)."""
+    from termgym.sandbox import collect_garbage
+
+    try:
+        removed = collect_garbage()
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Removed {len(removed)} leftover sandbox(es).")
+    for name in removed:
+        click.echo(f"  {name}")
+
+
+@click.group("sandbox")
+def sandbox() -> None:
+    """Start a sandbox by hand: run commands in it, or type into its shell."""
+
+
+@sandbox.command("run")
+@click.argument("commands", nargs=-1, required=True)
+@click.option("--backend", "-b", default=None, help="docker, bwrap or local (default: best).")
+@click.option("--image", "image_ref", default=None, help="Image to run (default: base image).")
+@click.option("--network", is_flag=True, help="Give the sandbox a network.")
+@click.option("--timeout", default=30.0, show_default=True, help="Seconds per command.")
+def run_cmd(
+    commands: tuple[str, ...], backend: str | None, image_ref: str | None, network: bool,
+    timeout: float,
+) -> None:  # fmt: skip
+    """Run COMMANDS one after another in one sandbox's persistent shell."""
+    from termgym.sandbox import BASE_IMAGE, SandboxConfig, make_sandbox
+
+    config = SandboxConfig(image=image_ref or BASE_IMAGE, network=network)
+    try:
+        with make_sandbox(backend, config, allow_local=backend == "local") as box:
+            click.echo(f"[{box.backend}]", err=True)
+            for command in commands:
+                result = box.run(command, timeout=timeout)
+                sys.stdout.write(result.output)
+                flags = [k for k in ("timed_out", "truncated", "restarted") if getattr(result, k)]
+                click.echo(
+                    f"[exit {result.exit_code}, {result.duration * 1000:.1f} ms"
+                    + (", " + ", ".join(flags) if flags else "")
+                    + "]",
+                    err=True,
+                )
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@sandbox.command("shell")
+@click.option("--backend", "-b", default=None, help="docker, bwrap or local (default: best).")
+@click.option("--image", "image_ref", default=None, help="Image to run (default: base image).")
+@click.option("--network", is_flag=True, help="Give the sandbox a network.")
+def shell_cmd(backend: str | None, image_ref: str | None, network: bool) -> None:
+    """A line-by-line prompt into a sandbox's persistent shell (what an agent sees)."""
+    from termgym.sandbox import BASE_IMAGE, SandboxConfig, make_sandbox
+
+    config = SandboxConfig(image=image_ref or BASE_IMAGE, network=network)
+    try:
+        with make_sandbox(backend, config, allow_local=backend == "local") as box:
+            click.echo(f"termgym sandbox on {box.backend}; Ctrl-D leaves.", err=True)
+            while True:
+                try:
+                    line = input("$ ")
+                except EOFError:
+                    break
+                result = box.run(line)
+                sys.stdout.write(result.output)
+                if result.output and not result.output.endswith("\n"):
+                    sys.stdout.write("\n")
+                if result.exit_code not in (0, None) or result.timed_out or result.restarted:
+                    click.echo(f"[exit {result.exit_code}]", err=True)
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,265 @@
+"""Images: build the base image and task images, and export root filesystems for bubblewrap."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from termgym.errors import BackendUnavailable, ImageError
+from termgym.sandbox._base import BASE_IMAGE
+from termgym.sandbox._engine import docker_client
+
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+BASE_PACKAGES: tuple[str, ...] = (
+    "bash", "coreutils", "procps", "tmux", "less", "ca-certificates",
+    "python3", "python3-pytest", "git", "make", "sqlite3", "jq",
+)  # fmt: skip
+"""Installed on top of a minimal Debian; python3 brings the sqlite3 module, pytest runs graders."""
+
+RECIPE_LABEL = "io.termgym.recipe"
+
+_BASE_DOCKERFILE = """\
+FROM {parent}
+LABEL {label}="{recipe}"
+ENV LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color PYTHONDONTWRITEBYTECODE=1
+WORKDIR /app
+CMD ["bash"]
+"""
+
+_REGISTRY_PARENT_STEPS = """\
+RUN apt-get update && apt-get install -y --no-install-recommends {packages} \\
+    && rm -rf /var/lib/apt/lists/*
+"""
+
+Log = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def cache_dir() -> Path:
+    """Folder for exported root filesystems and debootstrap output (env TERMGYM_CACHE)."""
+    root = os.environ.get("TERMGYM_CACHE") or Path.home() / ".cache" / "termgym"
+    return Path(root)
+
+
+def recipe_hash() -> str:
+    """A short hash of everything that decides the base image's content."""
+    recipe = {
+        "suite": SUITE,
+        "mirror": MIRROR,
+        "packages": sorted(BASE_PACKAGES),
+        "dockerfile": _BASE_DOCKERFILE,
+        "registry_steps": _REGISTRY_PARENT_STEPS,
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _image_or_none(client: Any, ref: str) -> Any:
+    import docker.errors
+
+    try:
+        return client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def build_base(*, force: bool = False, log: Log = _quiet) -> str:
+    """Build `termgym/base:bookworm` unless an image of the same recipe is already tagged.
+
+    Uses a registry's `debian:bookworm` when one can be pulled; otherwise makes a root
+    filesystem with debootstrap from Debian's mirror and `docker import`s it.
+
+    Returns:
+        The image id.
+
+    Raises:
+        BackendUnavailable: no Docker engine answers (see `ensure_base_rootfs` for bwrap).
+        ImageError: neither a registry nor debootstrap could provide Debian.
+    """
+    client = docker_client()
+    recipe = recipe_hash()
+    existing = _image_or_none(client, BASE_IMAGE)
+    if existing is not None and not force and existing.labels.get(RECIPE_LABEL) == recipe:
+        log(f"{BASE_IMAGE} is up to date (recipe {recipe}).")
+        return str(existing.id)
+    parent, steps = _parent_image(client, recipe, log)
+    dockerfile = _BASE_DOCKERFILE.format(parent=parent, label=RECIPE_LABEL, recipe=recipe)
+    if steps:
+        dockerfile = dockerfile.replace("\nLABEL", "\n" + steps + "LABEL", 1)
+    log(f"Building {BASE_IMAGE} from {parent} ...")
+    image = _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=BASE_IMAGE)
+    log(f"Built {BASE_IMAGE} ({image.short_id}).")
+    return str(image.id)
+
+
+def _parent_image(client: Any, recipe: str, log: Log) -> tuple[str, str]:
+    """Return (parent image, extra Dockerfile steps): a pulled debian, or an imported rootfs."""
+    imported = f"termgym/base-rootfs:{recipe}"
+    if _image_or_none(client, imported) is not None:
+        return imported, ""
+    try:
+        client.images.pull("debian", tag=SUITE)
+    except Exception as exc:
+        log(f"No registry debian:{SUITE} ({type(exc).__name__}); using debootstrap instead.")
+    else:
+        packages = " ".join(sorted(set(BASE_PACKAGES)))
+        return f"debian:{SUITE}", _REGISTRY_PARENT_STEPS.format(packages=packages)
+    rootfs = ensure_base_rootfs(log=log)
+    log(f"Importing {rootfs} as {imported} ...")
+    with tempfile.TemporaryDirectory(prefix="termgym-import-") as tmp:
+        tarball = Path(tmp) / "rootfs.tar"
+        done = subprocess.run(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tarball), "."],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise ImageError(f"Could not pack {rootfs}: {done.stderr.decode(errors='replace')}")
+        repository, _, tag = imported.partition(":")
+        client.api.import_image_from_file(str(tarball), repository=repository, tag=tag)
+    return imported, ""
+
+
+def ensure_base_rootfs(*, log: Log = _quiet) -> Path:
+    """Make (once) the base root filesystem with debootstrap, and return its folder.
+
+    Raises:
+        ImageError: debootstrap is missing, we are not root, or the mirror failed.
+    """
+    home = cache_dir() / "debootstrap" / recipe_hash()
+    rootfs = home / "rootfs"
+    if (home / ".complete").exists():
+        return rootfs
+    if shutil.which("debootstrap") is None:
+        raise ImageError(
+            "Expected debootstrap to build the base root filesystem (no registry image could be "
+            "pulled), found none on PATH: install it (`apt-get install debootstrap`)."
+        )
+    if os.geteuid() != 0:
+        raise ImageError(
+            "debootstrap must run as root to build the base root filesystem; found uid "
+            f"{os.geteuid()}. Run `sudo termgym image build-base`, or use a machine whose "
+            "Docker can pull debian:bookworm."
+        )
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    log(f"debootstrap {SUITE} into {rootfs} (about a minute) ...")
+    argv = [
+        "debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
+        SUITE, str(rootfs), MIRROR,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, check=False)
+    if done.returncode != 0:
+        tail = done.stdout.decode(errors="replace")[-2000:] + done.stderr.decode(errors="replace")
+        raise ImageError(f"debootstrap failed (exit {done.returncode}):\n{tail[-3000:]}")
+    _trim_rootfs(rootfs)
+    (home / ".complete").write_text(recipe_hash())
+    return rootfs
+
+
+def _trim_rootfs(rootfs: Path) -> None:
+    for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+        for entry in (rootfs / leftover).glob("*"):
+            if entry.is_file():
+                entry.unlink()
+    (rootfs / "app").mkdir(exist_ok=True)
+
+
+def build_image(context_dir: Path, tag: str, *, log: Log = _quiet) -> str:
+    """Build a task image from the Dockerfile in `context_dir` (normally FROM the base image).
+
+    Returns:
+        The image id (docker's layer cache makes a rebuild take a second).
+
+    Raises:
+        ImageError: the Dockerfile is missing or the build failed; the message has the log tail.
+    """
+    context_dir = Path(context_dir)
+    if not (context_dir / "Dockerfile").is_file():
+        raise ImageError(f"Expected a Dockerfile in {context_dir}, found none.")
+    client = docker_client()
+    image = _build(client, log, path=str(context_dir), tag=tag)
+    return str(image.id)
+
+
+def _build(client: Any, log: Log, **kwargs: Any) -> Any:
+    import docker.errors
+
+    try:
+        image, lines = client.images.build(rm=True, forcerm=True, pull=False, **kwargs)
+    except docker.errors.BuildError as exc:
+        tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
+        raise ImageError(f"Building {kwargs.get('tag')} failed: {exc.msg}\n{tail[-3000:]}") from exc
+    except docker.errors.APIError as exc:
+        raise ImageError(f"Building {kwargs.get('tag')} failed: {exc}") from exc
+    for chunk in lines:
+        text = str(chunk.get("stream", "")).strip()
+        if text:
+            log(text)
+    return image
+
+
+def rootfs_for(image: str, *, log: Log = _quiet) -> Path:
+    """The root filesystem of `image` as a folder, for bubblewrap (exported once, then cached).
+
+    With a Docker engine the image is `docker export`ed to the cache folder under its id;
+    without one, only the base image is available, from debootstrap.
+
+    Raises:
+        ImageError: the image is unknown, or there is no engine to export a non-base image.
+    """
+    try:
+        client = docker_client()
+    except BackendUnavailable as exc:
+        if image == BASE_IMAGE:
+            return ensure_base_rootfs(log=log)
+        raise ImageError(
+            f"bwrap needs the root filesystem of {image}; without a Docker engine only "
+            f"{BASE_IMAGE} can be made (by debootstrap). {exc}"
+        ) from exc
+    found = _image_or_none(client, image)
+    if found is None:
+        if image == BASE_IMAGE:
+            return ensure_base_rootfs(log=log)
+        raise ImageError(f"Expected image {image} to exist in the Docker engine; found none.")
+    target = cache_dir() / "rootfs" / str(found.id).removeprefix("sha256:")[:16]
+    if (target / ".complete").exists():
+        return target / "root"
+    return _export(client, found, target, log)
+
+
+def _export(client: Any, image: Any, target: Path, log: Log) -> Path:
+    log(f"Exporting {image.tags or image.short_id} to {target} ...")
+    staging = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "root").mkdir(parents=True)
+    container = client.containers.create(image.id, command=["true"], network_mode="none")
+    try:
+        tar = subprocess.Popen(
+            ["tar", "-x", "-C", str(staging / "root"), "--exclude=dev/*", "-f", "-"],
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert tar.stdin is not None
+        for chunk in container.export(chunk_size=1 << 20):
+            tar.stdin.write(chunk)
+        tar.stdin.close()
+        if tar.wait() != 0:
+            raise ImageError(f"Unpacking {image.short_id} failed: {tar.stderr.read().decode()}")
+    finally:
+        container.remove(force=True)
+    (staging / ".complete").write_text(str(image.id))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target / "root"

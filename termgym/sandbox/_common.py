@@ -1,0 +1,173 @@
+"""What the three backends share: the persistent shell, the context manager, run/send_keys."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from termgym.errors import SandboxCrashed, SandboxError
+from termgym.sandbox._base import RunResult, SandboxConfig
+from termgym.sandbox._shell import PersistentShell
+
+DEFAULT_ENV: Mapping[str, str] = {
+    "HOME": "/root",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "xterm-256color",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+"""Exported into every agent shell before the task's own variables."""
+
+
+class ShellSandbox:
+    """Base of the backends: owns one PersistentShell; subclasses make the place it runs in."""
+
+    backend = "base"
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.shell: PersistentShell | None = None
+        self._crashed: str | None = None
+        self._closed = False
+
+    # subclasses fill these in
+    def _shell_argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def _shell_env(self) -> dict[str, str]:
+        return {**DEFAULT_ENV, **self.config.env}
+
+    def _shell_workdir(self) -> str:
+        return self.config.workdir
+
+    def _kill_hook(self, pid: int) -> None:  # noqa: B027 - optional hook
+        """Kill the shell (in-sandbox pid) and its foreground job, where the host cannot."""
+
+    def _on_shell_death(self) -> None:  # noqa: B027 - optional hook
+        """Raise SandboxCrashed when the shell died because the whole sandbox is gone."""
+
+    # the Protocol
+    def _start_shell(self) -> None:
+        self.shell = PersistentShell(
+            self._shell_argv(),
+            workdir=self._shell_workdir(),
+            env=self._shell_env(),
+            output_limit=self.config.output_limit,
+            host_env=self._host_env(),
+            on_death=self._on_shell_death,
+            kill_hook=self._kill_hook,
+        )
+        self.shell.start()
+
+    def _host_env(self) -> dict[str, str] | None:
+        return None
+
+    def _live_shell(self) -> PersistentShell:
+        if self._crashed is not None:
+            raise SandboxCrashed(self._crashed)
+        if self.shell is None:
+            raise SandboxError(f"The {self.backend} sandbox is not started; call start() first.")
+        return self.shell
+
+    def _crash(self, message: str) -> None:
+        self._crashed = message
+        if self.shell is not None:
+            self.shell.close()
+        raise SandboxCrashed(message)
+
+    def run(self, command: str, timeout: float = 30.0) -> RunResult:
+        """Run one command in the persistent shell and wait for it to complete."""
+        return self._live_shell().run(command, timeout=timeout)
+
+    def send_keys(self, keys: str | bytes, settle: float = 0.2, timeout: float = 5.0) -> RunResult:
+        """Type raw keystrokes (control keys included); return once output goes quiet."""
+        return self._live_shell().send_keys(keys, settle=settle, timeout=timeout)
+
+    def start(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def run_host(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    limit: int = 1_000_000,
+) -> RunResult:
+    """Run a host process (no terminal), stdout and stderr merged; killed at the timeout."""
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    truncated = len(out) > limit
+    if truncated:
+        dropped = len(out) - limit
+        out = (
+            out[: limit // 2]
+            + f"\n[... {dropped} bytes truncated by termgym ...]\n".encode()
+            + (out[len(out) - (limit - limit // 2) :])
+        )
+    return RunResult(
+        output=out.decode("utf-8", "replace"),
+        exit_code=None if timed_out else proc.returncode,
+        duration=time.monotonic() - began,
+        timed_out=timed_out,
+        truncated=truncated,
+        raw=out,
+    )
+
+
+def kill_session(sid: int) -> int:
+    """SIGKILL every host process whose session id is `sid`; return how many were signalled."""
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) == sid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed

@@ -1,0 +1,269 @@
+"""The docker backend: one locked-down container per episode, the agent's shell via `docker exec`.
+
+The container's main process is `sleep infinity` under docker's init, running as `nobody`;
+the agent's shell and every `exec` run as root without capabilities. So `kill -9 -1` run as
+root stops every agent process but cannot touch init or the main process (signalling another
+user needs CAP_KILL): that is `freeze()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tarfile
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from termgym.errors import SandboxCrashed, SandboxError
+from termgym.sandbox._base import SANDBOX_LABEL, RunResult, SandboxConfig
+from termgym.sandbox._common import DEFAULT_ENV, ShellSandbox
+from termgym.sandbox._engine import docker_cli, docker_client
+from termgym.sandbox._shell import BASH_ARGV, _Collector
+
+KEEP_CAPS: tuple[str, ...] = ()
+"""Capabilities added back after dropping ALL; bash, python, git and make need none."""
+
+MAIN_USER = "65534:65534"
+"""The container's main process runs as nobody so root's `kill -9 -1` cannot stop it."""
+
+AGENT_USER = "0:0"
+
+DETACH_KEYS = "ctrl-^,ctrl-_,ctrl-^,ctrl-_"
+"""`docker exec -it` swallows Ctrl-P by default (its detach prefix); move it out of the way."""
+
+
+class DockerSandbox(ShellSandbox):
+    """A container started through the Docker SDK; see the module docstring."""
+
+    backend = "docker"
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        super().__init__(config)
+        self.container: Any = None
+        self.name = "termgym-" + secrets.token_hex(6)
+
+    @property
+    def container_id(self) -> str:
+        if self.container is None:
+            raise SandboxError("The docker sandbox is not started; call start() first.")
+        return str(self.container.id)
+
+    def start(self) -> None:
+        """Start the container and attach the persistent shell."""
+        import docker.errors
+
+        client = docker_client()
+        docker_cli()
+        config = self.config
+        try:
+            self.container = client.containers.run(
+                config.image,
+                command=["sleep", "infinity"],
+                name=self.name,
+                detach=True,
+                init=True,
+                user=MAIN_USER,
+                working_dir=config.workdir,
+                network_mode="bridge" if config.network else "none",
+                cap_drop=["ALL"],
+                cap_add=list(KEEP_CAPS) or None,
+                security_opt=["no-new-privileges"],
+                pids_limit=config.pids,
+                mem_limit=f"{config.memory_mb}m",
+                memswap_limit=f"{config.memory_mb}m",
+                nano_cpus=int(config.cpus * 1e9),
+                labels={SANDBOX_LABEL: "1", **config.labels},
+                hostname="sandbox",
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(
+                f"Expected image {config.image} in the Docker engine; found none. "
+                "Build the base image with `termgym image build-base`."
+            ) from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"Docker could not start {config.image}: {exc}") from exc
+        try:
+            self._prepare_workdir()
+            self._start_shell()
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare_workdir(self) -> None:
+        done = self.container.exec_run(["mkdir", "-p", self.config.workdir], user=AGENT_USER)
+        if done.exit_code != 0:
+            raise SandboxError(f"Could not create {self.config.workdir}: {done.output!r}")
+
+    def _shell_argv(self) -> list[str]:
+        return [
+            docker_cli(), "exec", "-it", "--detach-keys", DETACH_KEYS, "-u", AGENT_USER,
+            "-w", self.config.workdir, self.container_id, *BASH_ARGV,
+        ]  # fmt: skip
+
+    def _kill_hook(self, pid: int) -> None:
+        script = f"t=$(ps -o tpgid= -p {pid}); kill -9 -$((t)) {pid} 2>/dev/null; kill -9 {pid}"
+        with contextlib.suppress(Exception):
+            self.container.exec_run(["sh", "-c", script], user=AGENT_USER)
+
+    def _on_shell_death(self) -> None:
+        try:
+            self.container.reload()
+            state = self.container.attrs["State"]
+        except Exception as exc:
+            self._crash(
+                f"The docker sandbox {self.name} vanished while a command ran "
+                f"({type(exc).__name__}: {exc}); start a new sandbox."
+            )
+            return
+        if state.get("Status") != "running":
+            oom = ", killed for exceeding its memory limit" if state.get("OOMKilled") else ""
+            self._crash(
+                f"The docker sandbox {self.name} stopped while a command ran (status "
+                f"{state.get('Status')}, exit code {state.get('ExitCode')}{oom}); "
+                "its files are gone with it: start a new sandbox."
+            )
+
+    def _check_running(self) -> None:
+        if self._crashed is not None:
+            raise SandboxCrashed(self._crashed)
+        if self.container is None:
+            raise SandboxError("The docker sandbox is not started; call start() first.")
+
+    def copy_in(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder to `dest` (absolute); `dest` names the copy."""
+        self._check_running()
+        src = Path(src)
+        if not src.exists():
+            raise SandboxError(f"Expected {src} to exist to copy it in; found nothing there.")
+        target = PurePosixPath(dest)
+        if not target.is_absolute():
+            raise SandboxError(f"Expected an absolute sandbox path to copy to; got {dest!r}.")
+        with tempfile.TemporaryFile() as spool:
+            with tarfile.open(fileobj=spool, mode="w") as tar:
+                tar.add(str(src), arcname=str(target).lstrip("/") or ".", filter=_as_root)
+            spool.seek(0)
+            if not self.container.put_archive("/", spool):
+                raise SandboxError(f"Docker refused to copy {src} to {dest}.")
+
+    def copy_out(self, src: str, dest: Path) -> None:
+        """Copy the sandbox file or folder `src` to the host path `dest` (which names the copy)."""
+        import docker.errors
+
+        self._check_running()
+        dest = Path(dest)
+        try:
+            stream, _ = self.container.get_archive(src)
+        except docker.errors.NotFound as exc:
+            raise SandboxError(f"Expected {src} in the sandbox; found nothing there.") from exc
+        with tempfile.TemporaryDirectory(prefix="termgym-out-") as tmp:
+            with tempfile.TemporaryFile() as spool:
+                for chunk in stream:
+                    spool.write(chunk)
+                spool.seek(0)
+                with tarfile.open(fileobj=spool, mode="r") as tar:
+                    tar.extractall(tmp, filter="tar")
+            entries = os.listdir(tmp)
+            if len(entries) != 1:
+                raise SandboxError(f"Expected one entry when copying {src} out; got {entries}.")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.is_dir() and (Path(tmp) / entries[0]).is_dir():
+                shutil.copytree(Path(tmp) / entries[0], dest, symlinks=True, dirs_exist_ok=True)
+            else:
+                shutil.move(str(Path(tmp) / entries[0]), dest)
+
+    def freeze(self) -> None:
+        """Kill every agent process (`kill -9 -1` as root); files stay as the agent left them."""
+        self._check_running()
+        for _ in range(50):
+            with contextlib.suppress(Exception):
+                self.container.exec_run(["kill", "-9", "-1"], user=AGENT_USER)
+            if self._agent_processes() == 0:
+                break
+            time.sleep(0.05)
+        else:
+            raise SandboxError(f"Could not stop the agent's processes in {self.name}.")
+        if self.shell is not None:
+            self.shell.close()
+
+    def _agent_processes(self) -> int:
+        """How many processes other than init, the main process and the check itself remain."""
+        try:
+            done = self.container.exec_run(["ps", "-e", "-o", "user=,pid="], user=MAIN_USER)
+        except Exception:
+            return -1
+        if done.exit_code != 0:
+            return -1
+        users = [line.split()[0] for line in done.output.decode().splitlines() if line.strip()]
+        return sum(1 for user in users if user != "nobody")
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float = 60.0,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """Run `argv` as root in the container (not in the agent's shell), output merged."""
+        self._check_running()
+        began = time.monotonic()
+        api = self.container.client.api
+        full_env = {**DEFAULT_ENV, **self.config.env, **(env or {})}
+        exec_id = api.exec_create(
+            self.container_id,
+            ["timeout", "-k", "2", f"{timeout:g}", *argv],
+            workdir=workdir or self.config.workdir,
+            environment=full_env,
+            user=AGENT_USER,
+            stdout=True,
+            stderr=True,
+        )["Id"]
+        collector = _Collector(self.config.output_limit)
+        for chunk in api.exec_start(exec_id, stream=True):
+            collector.feed(chunk)
+            collector.trim()
+        code = api.exec_inspect(exec_id).get("ExitCode")
+        duration = time.monotonic() - began
+        raw, truncated = collector.finish()
+        timed_out = code in (124, 137) and duration >= timeout
+        return RunResult(
+            output=raw.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
+            exit_code=None if timed_out else code,
+            duration=duration,
+            timed_out=timed_out,
+            truncated=truncated,
+            raw=raw,
+        )
+
+    def close(self) -> None:
+        """Kill and remove the container (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.shell is not None:
+            self.shell.kill_hook = None
+            self.shell.close()
+        if self.container is not None:
+            with contextlib.suppress(Exception):
+                self.container.remove(force=True)
+
+
+def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def collect_garbage() -> list[str]:
+    """Remove every container labelled as a termgym sandbox; return their names."""
+    client = docker_client()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": SANDBOX_LABEL}):
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed.append(container.name)
+    return removed

@@ -1,0 +1,75 @@
+"""The Docker engine connection: one cached client, and a clear message when no engine answers."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from typing import Any
+
+from termgym.errors import BackendUnavailable
+
+HOW_TO_START_DOCKER = (
+    "Start a Docker engine (`make system` installs and starts one on Debian as root; "
+    "otherwise `sudo systemctl start docker` or open Docker Desktop), "
+    "or use the daemon-free bubblewrap backend with backend='bwrap' (install `bubblewrap`)."
+)
+
+
+def _engine_address() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+@functools.lru_cache(maxsize=4)
+def _client_for(address: str) -> Any:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # docker raises DockerException, requests errors, FileNotFoundError
+        raise BackendUnavailable(
+            f"No Docker engine answered at {address} ({type(exc).__name__}: {exc}). "
+            + HOW_TO_START_DOCKER
+        ) from exc
+    return client
+
+
+def docker_client() -> Any:
+    """Return a Docker SDK client whose engine answered a ping.
+
+    Raises:
+        BackendUnavailable: no engine answers; the message says how to start one.
+    """
+    return _client_for(_engine_address())
+
+
+def docker_answers() -> bool:
+    """True when a Docker engine answers a ping (cheap after the first call)."""
+    try:
+        docker_client()
+    except BackendUnavailable:
+        return False
+    return True
+
+
+def docker_cli() -> str:
+    """Path of the `docker` command-line client (the persistent shell attaches through it)."""
+    path = shutil.which("docker")
+    if path is None:
+        raise BackendUnavailable(
+            "The `docker` command-line client is not on PATH; the docker backend attaches the "
+            "agent's shell with `docker exec -it`. Install docker.io (or docker-ce-cli)."
+        )
+    return path
+
+
+def forget_clients() -> None:
+    """Drop cached clients (after DOCKER_HOST changes, or an engine restart)."""
+    _client_for.cache_clear()
+
+
+def run_quiet(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[bytes]:
+    """Run a helper command, capturing its output; never raises on a non-zero exit."""
+    return subprocess.run(argv, capture_output=True, timeout=timeout, check=False)

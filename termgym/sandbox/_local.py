@@ -1,0 +1,102 @@
+"""The local backend: a plain bash in a temporary folder on the host. Nothing is isolated."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from termgym.errors import SandboxError
+from termgym.sandbox._base import RunResult, SandboxConfig
+from termgym.sandbox._common import ShellSandbox, kill_session, run_host
+from termgym.sandbox._shell import BASH_ARGV
+
+
+class LocalSandbox(ShellSandbox):
+    """A bash on the host, its absolute sandbox paths mapped under a temporary root folder.
+
+    `/app` in the config or in copy_in/copy_out means `<root>/app` on the host. Commands the
+    agent types are NOT rewritten: an absolute path in a command reaches the real host path.
+    Only for quick checks on machines with neither Docker nor bubblewrap.
+    """
+
+    backend = "local"
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        super().__init__(config)
+        self.root: Path | None = None
+
+    def host_path(self, path: str) -> Path:
+        """Where the sandbox path `path` (absolute) lives on the host."""
+        if self.root is None:
+            raise SandboxError("The local sandbox is not started; call start() first.")
+        return self.root / path.lstrip("/")
+
+    def start(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="termgym-local-"))
+        self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
+        self._start_shell()
+
+    def _shell_argv(self) -> list[str]:
+        return list(BASH_ARGV)
+
+    def _shell_env(self) -> dict[str, str]:
+        env = super()._shell_env()
+        env["HOME"] = str(self.root)
+        env["PATH"] = os.environ.get("PATH", env["PATH"])
+        return env
+
+    def _shell_workdir(self) -> str:
+        return str(self.host_path(self.config.workdir))
+
+    def _kill_hook(self, pid: int) -> None:
+        kill_session(pid)
+
+    def copy_in(self, src: Path, dest: str) -> None:
+        """Copy a host file or folder to the sandbox path `dest`."""
+        _copy(Path(src), self.host_path(dest))
+
+    def copy_out(self, src: str, dest: Path) -> None:
+        """Copy the sandbox path `src` to the host path `dest`."""
+        _copy(self.host_path(src), Path(dest))
+
+    def freeze(self) -> None:
+        """Kill the shell and everything it started (its session)."""
+        if self.shell is not None and self.shell.shell_pid is not None:
+            kill_session(self.shell.shell_pid)
+            self.shell.close()
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float = 60.0,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """Run a host program in the mapped workdir."""
+        cwd = self.host_path(workdir or self.config.workdir)
+        full_env = {**os.environ, **self._shell_env(), **(env or {})}
+        return run_host(
+            argv, timeout=timeout, cwd=cwd, env=full_env, limit=self.config.output_limit
+        )
+
+    def close(self) -> None:
+        """Kill every process and delete the temporary root (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.freeze()
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _copy(src: Path, dest: Path) -> None:
+    if not src.exists():
+        raise SandboxError(f"Expected {src} to exist to copy it; found nothing there.")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
+    else:
+        shutil.copy2(src, dest)

@@ -1,0 +1,488 @@
+"""The persistent shell: one bash on a pty per episode, each command completed by a sentinel.
+
+How a command travels: it is encoded as a bash ANSI-C string (`$'...'`, printable ASCII
+only, split into lines short enough for a canonical-mode terminal) and run with
+`builtin eval`, followed on the same line by a `printf` of a random per-episode sentinel, a
+sequence number and `$?`. Echo is off, so the shell prints only what the command prints;
+the sentinel is printed in two halves so that even an echoed or traced copy of the line
+never holds it whole. The previous exit status is restored before each command, so `$?`
+behaves as at a real prompt.
+
+The command's stdin is the terminal: a command that waits for input waits until its
+timeout (then it is interrupted with Ctrl-C like any overrun), unless keystrokes are typed
+into it with `send_keys`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import secrets
+import select
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pexpect
+
+from termgym.errors import SandboxError
+from termgym.sandbox._base import RunResult
+
+_CHUNK = 65536
+_LINE_BUDGET = 1800  # encoded characters per line; a canonical-mode terminal line holds 4095
+_SLACK = 65536  # bytes read past the output limit before the kept tail is trimmed
+INTERRUPT_GRACE = 1.0
+"""Seconds a timed-out command gets after Ctrl-C before the shell is killed and restarted."""
+
+BASH_ARGV = ("bash", "--noprofile", "--norc", "--noediting", "-i")
+"""How every backend starts the agent's shell: interactive, no rc files, no readline."""
+
+
+def ansi_c_quote(text: str | bytes) -> list[str]:
+    """Encode `text` as pieces of a bash `$'...'` string body, printable ASCII only."""
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    pieces: list[str] = []
+    for byte in data:
+        if byte == 0x5C:
+            pieces.append("\\\\")
+        elif byte == 0x27:
+            pieces.append("\\'")
+        elif byte == 0x0A:
+            pieces.append("\\n")
+        elif 0x20 <= byte < 0x7F:
+            pieces.append(chr(byte))
+        elif byte:  # NUL cannot travel through a C string; it is dropped
+            pieces.append(f"\\x{byte:02x}")
+    return pieces
+
+
+def _chunks(pieces: Sequence[str], budget: int = _LINE_BUDGET) -> list[str]:
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        if size + len(piece) > budget and current:
+            out.append("".join(current))
+            current, size = [], 0
+        current.append(piece)
+        size += len(piece)
+    out.append("".join(current))
+    return out
+
+
+class _Collector:
+    """Output of one command: bounded memory, head and tail kept around a truncation marker."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 0)
+        self.half = self.limit // 2
+        self.keep = max(self.limit - self.half, 4096)
+        self.head: bytes | None = None
+        self.buf = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.buf += chunk
+
+    def trim(self) -> None:
+        if len(self.buf) <= self.limit + _SLACK:
+            return
+        if self.head is None:
+            self.head = bytes(self.buf[: self.half])
+            del self.buf[: self.half]
+        excess = len(self.buf) - self.keep
+        if excess > 0:
+            self.dropped += excess
+            del self.buf[:excess]
+
+    def finish(self) -> tuple[bytes, bool]:
+        """Return (kept bytes with marker if cut, whether anything was cut)."""
+        body = bytes(self.buf)
+        head, dropped = self.head, self.dropped
+        if head is None:
+            if len(body) <= self.limit:
+                return body, False
+            head = body[: self.half]
+            body = body[self.half :]
+        tail_size = self.limit - self.half
+        if len(body) > tail_size:
+            dropped += len(body) - tail_size
+            body = body[len(body) - tail_size :] if tail_size else b""
+        marker = f"\r\n[... {dropped} bytes truncated by termgym ...]\r\n".encode()
+        return head + marker + body, True
+
+
+@dataclass
+class _Outcome:
+    kind: str  # "done" | "timeout" | "died"
+    status: int | None = None
+
+
+class PersistentShell:
+    """One interactive bash on a pty, spawned by a backend's command, reused for every run.
+
+    Args:
+        argv: Command whose stdin/stdout is the shell (e.g. `docker exec -it <cid> bash ...`).
+        workdir: Directory the shell starts in (created if missing).
+        env: Variables exported into the shell (re-exported after a restart).
+        output_limit: Bytes kept per command; the rest is dropped behind a marker.
+        host_env: Environment of the spawned host process (None: inherit).
+        on_death: Called when the shell died; may raise SandboxCrashed (sandbox gone).
+        kill_hook: Called with the shell's in-sandbox pid to kill its foreground job and the
+            shell before the host process is killed (docker: the process lives in the container).
+        size: Terminal rows and columns.
+
+    Not thread-safe: one caller at a time.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        workdir: str = "/",
+        env: Mapping[str, str] | None = None,
+        output_limit: int = 1_000_000,
+        host_env: Mapping[str, str] | None = None,
+        on_death: Callable[[], None] | None = None,
+        kill_hook: Callable[[int], None] | None = None,
+        size: tuple[int, int] = (24, 80),
+    ) -> None:
+        self.argv = list(argv)
+        self.workdir = workdir
+        self.env = dict(env or {})
+        self.output_limit = output_limit
+        self.host_env = dict(host_env) if host_env is not None else None
+        self.on_death = on_death
+        self.kill_hook = kill_hook
+        self.size = size
+        token = secrets.token_hex(10)
+        self._left, self._right = "__TG" + token[:6], token[6:]
+        self._sentinel = re.compile(
+            rb"\r?\n" + (self._left + self._right).encode() + rb":(\d+):(-?\d+)\r?\n"
+        )
+        self._seq = 0
+        self._status = 0
+        self._child: pexpect.spawn | None = None
+        self._pending = b""
+        self.shell_pid: int | None = None
+        self.restarts = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self._child is not None and self._child.isalive()
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Spawn the shell and set it up; raises SandboxError if it does not come up."""
+        child = pexpect.spawn(
+            self.argv[0],
+            self.argv[1:],
+            env=self.host_env,
+            echo=False,
+            dimensions=self.size,
+            use_poll=True,
+        )
+        child.delaybeforesend = None
+        flags = fcntl.fcntl(child.child_fd, fcntl.F_GETFL)
+        fcntl.fcntl(child.child_fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        self._child = child
+        self._status = 0
+        self._seq += 1
+        init = self._init_script(self._seq)
+        deadline = time.monotonic() + timeout
+        self._write(init.encode(), deadline)
+        collector = _Collector(1 << 20)
+        outcome = self._read_until(collector, self._seq, deadline)
+        if outcome.kind != "done":
+            text = collector.finish()[0].decode("utf-8", "replace")[-2000:]
+            self._kill()
+            raise SandboxError(
+                f"Expected the shell ({' '.join(self.argv)}) to answer within {timeout:.0f} s; "
+                f"it {'exited' if outcome.kind == 'died' else 'did not answer'}. "
+                f"It printed: {text!r}"
+            )
+        self.shell_pid = outcome.status
+        self._status = 0
+
+    def _init_script(self, seq: int) -> str:
+        exports = "".join(
+            f"export {name}=$'{''.join(ansi_c_quote(value))}'\n" for name, value in self.env.items()
+        )
+        workdir = "".join(ansi_c_quote(self.workdir))
+        return (
+            "stty -echo 2>/dev/null; set +H +o history; unset HISTFILE PROMPT_COMMAND; "
+            "PS1=''; PS2=''; PS0=''; PS4='+ '\n"
+            "__tg_rc() { return $1; }\n"
+            + exports
+            + f"mkdir -p $'{workdir}' 2>/dev/null; cd $'{workdir}'\n"
+            + self._done_line(seq, "$$")
+        )
+
+    def _done_line(self, seq: int, status: str = '"$?"') -> str:
+        return f"builtin printf '\\n%s%s:%s:%s\\n' {self._left} {self._right} {seq} {status}\n"
+
+    def close(self) -> None:
+        """Kill the shell (idempotent)."""
+        if self._child is not None:
+            self._kill()
+
+    def _kill(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        if self.kill_hook is not None and self.shell_pid is not None:
+            with contextlib.suppress(Exception):
+                self.kill_hook(self.shell_pid)
+        if child.isalive():
+            with contextlib.suppress(Exception):
+                os.killpg(child.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            child.close(force=True)
+        self.shell_pid = None
+
+    def restart(self) -> None:
+        """Kill the shell (if any) and start a fresh one in the workdir."""
+        self._kill()
+        self.restarts += 1
+        self.start()
+
+    # ---- commands --------------------------------------------------------------------------
+
+    def run(self, command: str, timeout: float = 30.0) -> RunResult:
+        """Run `command` and wait for its sentinel (see the module docstring)."""
+        began = time.monotonic()
+        restarted = self._ensure_started()
+        collector = _Collector(self.output_limit)
+        self._drain(collector)
+        self._seq += 1
+        seq = self._seq
+        deadline = began + timeout
+        died_on_write = not self._write(self._command_lines(command, seq), deadline)
+        outcome = _Outcome("died") if died_on_write else self._read_until(collector, seq, deadline)
+        notes: list[str] = []
+        timed_out = False
+        exit_code: int | None = None
+        if outcome.kind == "timeout":
+            timed_out = True
+            notes.append(f"[termgym: timed out after {timeout:g} s; sent Ctrl-C]")
+            outcome = self._interrupt(collector)
+            if outcome.kind == "done":
+                self._status = 130
+        if outcome.kind == "done" and not timed_out:
+            exit_code = self._status = outcome.status if outcome.status is not None else 0
+        if outcome.kind in ("died", "timeout"):
+            status = self._death_status() if outcome.kind == "died" else None
+            self._handle_death()
+            if status is not None and not timed_out:
+                exit_code = status
+            why = "exited" if outcome.kind == "died" else "did not recover from Ctrl-C"
+            notes.append(
+                f"[termgym: the shell {why}"
+                + (f" (status {status})" if status is not None else "")
+                + "; a fresh shell was started in "
+                + f"{self.workdir}: working directory, variables and functions were reset]"
+            )
+            self.restart()
+            restarted = True
+        return self._result(collector, began, exit_code, timed_out, restarted, notes)
+
+    def send_keys(self, keys: str | bytes, settle: float = 0.2, timeout: float = 5.0) -> RunResult:
+        """Write raw keystrokes; return once no output came for `settle` seconds (or timeout)."""
+        began = time.monotonic()
+        restarted = self._ensure_started()
+        data = keys.encode("utf-8", "surrogateescape") if isinstance(keys, str) else keys
+        collector = _Collector(self.output_limit)
+        self._drain(collector)
+        deadline = began + timeout
+        alive = self._write(data, deadline)
+        quiet_since = time.monotonic()
+        notes: list[str] = []
+        while alive:
+            now = time.monotonic()
+            wait = min(deadline - now, quiet_since + settle - now)
+            if wait <= 0:
+                break
+            got = self._read_some(wait)
+            if got is None:
+                alive = False
+            elif got:
+                collector.feed(got)
+                self._strip_sentinels(collector, keep=None)
+                collector.trim()
+                quiet_since = time.monotonic()
+        exit_code = None
+        if not alive:
+            exit_code = self._death_status()
+            self._handle_death()
+            notes.append(f"[termgym: the shell exited (status {exit_code}); a fresh shell was "
+                         f"started in {self.workdir}]")  # fmt: skip
+            self.restart()
+            restarted = True
+        return self._result(collector, began, exit_code, False, restarted, notes)
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _ensure_started(self) -> bool:
+        if self._child is None:
+            self.start()
+            return False
+        if not self._child.isalive():
+            self._handle_death()
+            self.restart()
+            return True
+        return False
+
+    def _command_lines(self, command: str, seq: int) -> bytes:
+        parts = _chunks(ansi_c_quote(command))
+        prefix = f"__tg_rc {self._status}; "
+        if len(parts) == 1:
+            line = f"{prefix}builtin eval $'{parts[0]}'; " + self._done_line(seq)
+            return line.encode()
+        lines = [f"__tg_c=$'{parts[0]}'\n"] + [f"__tg_c+=$'{p}'\n" for p in parts[1:]]
+        lines.append(f'{prefix}builtin eval "$__tg_c"; ' + self._done_line(seq).rstrip("\n"))
+        lines.append("; unset __tg_c\n")
+        return "".join(lines).encode()
+
+    def _interrupt(self, collector: _Collector) -> _Outcome:
+        """Ctrl-C the foreground job, then ask for a fresh sentinel; "done" if the shell answers."""
+        deadline = time.monotonic() + INTERRUPT_GRACE
+        if not self._write(b"\x03", deadline):
+            return _Outcome("died")
+        time.sleep(0.05)
+        self._seq += 1
+        if not self._write(self._done_line(self._seq).encode(), deadline):
+            return _Outcome("died")
+        outcome = self._read_until(collector, self._seq, deadline)
+        return outcome
+
+    def _write(self, data: bytes, deadline: float) -> bool:
+        """Write everything; False if the shell is gone. Gives up silently at the deadline."""
+        assert self._child is not None
+        fd = self._child.child_fd
+        view = memoryview(data)
+        while view:
+            try:
+                sent = os.write(fd, view)
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return True
+                select.select([], [fd], [], min(remaining, 0.05))
+                continue
+            except OSError:
+                return False
+            view = view[sent:]
+        return True
+
+    def _read_some(self, wait: float) -> bytes | None:
+        """Bytes available within `wait` seconds (b"" if none); None once the shell is gone."""
+        assert self._child is not None
+        fd = self._child.child_fd
+        try:
+            ready, _, _ = select.select([fd], [], [], max(wait, 0))
+        except InterruptedError:
+            return b""
+        if not ready:
+            return b""
+        try:
+            data = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            return b""
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EBADF):
+                return None
+            raise
+        return data or None
+
+    def _drain(self, collector: _Collector) -> None:
+        """Collect what arrived between commands (e.g. output of background jobs)."""
+        collector.feed(self._pending)
+        self._pending = b""
+        while True:
+            got = self._read_some(0)
+            if not got:
+                return
+            collector.feed(got)
+            self._strip_sentinels(collector, keep=None)
+            collector.trim()
+
+    def _read_until(self, collector: _Collector, seq: int, deadline: float) -> _Outcome:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _Outcome("timeout")
+            got = self._read_some(remaining)
+            if got is None:
+                return _Outcome("died")
+            if not got:
+                continue
+            collector.feed(got)
+            status = self._strip_sentinels(collector, keep=seq, window=len(got))
+            if status is not None:
+                return _Outcome("done", status)
+            collector.trim()
+
+    def _strip_sentinels(
+        self, collector: _Collector, keep: int | None, window: int | None = None
+    ) -> int | None:
+        """Remove sentinel lines; if the one numbered `keep` is found, cut there, return status."""
+        buf = collector.buf
+        start = 0 if window is None else max(0, len(buf) - window - 64)
+        while True:
+            match = self._sentinel.search(buf, start)
+            if match is None:
+                return None
+            seq, status, begin, end = int(match[1]), int(match[2]), match.start(), match.end()
+            if keep is not None and seq == keep:
+                self._pending = bytes(buf[end:])
+                del buf[begin:]
+                return status
+            del buf[begin:end]
+            start = begin
+
+    def _death_status(self) -> int | None:
+        child = self._child
+        if child is None:
+            return None
+        with contextlib.suppress(Exception):
+            child.close(force=True)
+        if child.exitstatus is not None:
+            return int(child.exitstatus)
+        if child.signalstatus is not None:
+            return 128 + int(child.signalstatus)
+        return None
+
+    def _handle_death(self) -> None:
+        if self.on_death is not None:
+            self.on_death()
+
+    def _result(
+        self,
+        collector: _Collector,
+        began: float,
+        exit_code: int | None,
+        timed_out: bool,
+        restarted: bool,
+        notes: list[str],
+    ) -> RunResult:
+        raw, truncated = collector.finish()
+        if self._left.encode() in raw:  # a traced (set -x) copy of our own line
+            raw = b"\n".join(line for line in raw.split(b"\n") if self._left.encode() not in line)
+        output = raw.replace(b"\r\n", b"\n").decode("utf-8", "replace")
+        if notes:
+            sep = "" if not output or output.endswith("\n") else "\n"
+            output += sep + "\n".join(notes) + "\n"
+        return RunResult(
+            output=output,
+            exit_code=exit_code,
+            duration=time.monotonic() - began,
+            timed_out=timed_out,
+            truncated=truncated,
+            restarted=restarted,
+            raw=raw,
+        )
