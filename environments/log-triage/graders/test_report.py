@@ -1,0 +1,110 @@
+"""Hidden tests: the saved incident report, and the triage script on boundary logs it never saw."""
+
+import os
+import re
+import subprocess
+from datetime import datetime, timedelta
+from pathlib import Path
+
+APP = Path("/app")
+LINE = re.compile(r"^(\S+) (INFO|WARN|ERROR)(?: sev=(\d))? ")
+
+
+def parse_time(stamp):
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def reference(logdir, threshold, window):
+    entries = []
+    for name in sorted(os.listdir(logdir)):
+        path = Path(logdir) / name
+        if not name.endswith(".log") or not path.is_file():
+            continue
+        for index, line in enumerate(path.read_text().splitlines()):
+            m = LINE.match(line)
+            if m:
+                entries.append((parse_time(m.group(1)), name, index, m, line))
+    newest = max(e[0] for e in entries)
+    since = newest - timedelta(minutes=window)
+    hits = [
+        e for e in entries
+        if e[3].group(2) == "ERROR" and int(e[3].group(3)) >= threshold and e[0] >= since
+    ]
+    hits.sort(key=lambda e: e[:3])
+    return [f"incidents: {len(hits)}"] + [e[4] for e in hits]
+
+
+def report_lines(text):
+    lines = text.rstrip("\n").split("\n")
+    return [line.rstrip() for line in lines]
+
+
+def run_triage(logdir):
+    script = APP / "bin" / "triage"
+    assert script.exists(), "/app/bin/triage does not exist"
+    assert os.access(script, os.X_OK), "/app/bin/triage is not executable"
+    proc = subprocess.run(
+        [str(script), str(logdir)], capture_output=True, text=True, timeout=20, cwd="/tmp"
+    )
+    assert proc.returncode == 0, f"triage exited {proc.returncode}: {proc.stderr[-800:]}"
+    return report_lines(proc.stdout)
+
+
+def write_logs(logdir, files):
+    logdir.mkdir(parents=True, exist_ok=True)
+    for name, entries in files.items():
+        lines = [f"{t:%Y-%m-%dT%H:%M:%S}Z {rest}" for t, rest in sorted(entries)]
+        (logdir / name).write_text("\n".join(lines) + "\n")
+
+
+def boundary_logs(logdir, threshold, window):
+    """Entries on both sides of the severity threshold and of the window's edge."""
+    ref = datetime(2024, 9, 2, 16, 45, 0)
+    edge = ref - timedelta(minutes=window)
+    below = max(threshold - 1, 1)
+    files = {
+        "gateway.log": [
+            (ref, "INFO gateway: shift change note written"),
+            (edge, f"ERROR sev={threshold} gateway: exactly at the window edge"),
+            (edge - timedelta(seconds=1), f"ERROR sev=5 gateway: one second too old"),
+            (edge - timedelta(minutes=1), f"ERROR sev={threshold} gateway: a minute too old"),
+            (edge + timedelta(minutes=1), f"ERROR sev={threshold} gateway: a minute inside"),
+            (ref - timedelta(seconds=5), "INFO gateway: retry after ERROR sev=5 upstream"),
+            (ref - timedelta(seconds=9), "WARN sev=5 gateway: disk 97% full"),
+        ],
+        "billing.log": [
+            (ref - timedelta(minutes=3), f"ERROR sev={below} billing: card network refused"),
+            (ref - timedelta(minutes=2), f"ERROR sev={threshold} billing: ledger write failed"),
+            (ref - timedelta(minutes=1), f"ERROR sev={min(threshold + 1, 5)} billing: payouts stuck"),
+            (edge + timedelta(seconds=30), f"ERROR sev={below} billing: retry storm"),
+        ],
+    }
+    for minutes in range(1, 130):
+        sev = 1 + minutes % 5
+        files["gateway.log"].append(
+            (ref - timedelta(minutes=minutes, seconds=30), f"ERROR sev={sev} gateway: probe {minutes}")
+        )
+    write_logs(logdir, files)
+
+
+def test_saved_report_matches_the_logs(rules):
+    path = APP / "report" / "incidents.txt"
+    assert path.exists(), "/app/report/incidents.txt does not exist"
+    expected = reference(APP / "logs", rules["severity_threshold"], rules["window_minutes"])
+    got = report_lines(path.read_text())
+    assert got[0] == expected[0], f"report says {got[0]!r}, expected {expected[0]!r}"
+    assert got == expected
+
+
+def test_triage_on_unseen_boundary_logs(rules, tmp_path):
+    threshold, window = rules["severity_threshold"], rules["window_minutes"]
+    boundary_logs(tmp_path / "logs", threshold, window)
+    expected = reference(tmp_path / "logs", threshold, window)
+    got = run_triage(tmp_path / "logs")
+    assert got[0] == expected[0], f"report says {got[0]!r}, expected {expected[0]!r}"
+    assert got == expected
+
+
+def test_triage_reproduces_the_saved_report(rules):
+    expected = reference(APP / "logs", rules["severity_threshold"], rules["window_minutes"])
+    assert run_triage(APP / "logs") == expected

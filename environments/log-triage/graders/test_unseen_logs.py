@@ -1,0 +1,134 @@
+"""Hidden tests: the triage script on unseen log directories (ties, leap day, noise files)."""
+
+import os
+import random
+import re
+import subprocess
+from datetime import datetime, timedelta
+from pathlib import Path
+
+APP = Path("/app")
+LINE = re.compile(r"^(\S+) (INFO|WARN|ERROR)(?: sev=(\d))? ")
+
+
+def parse_time(stamp):
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def reference(logdir, threshold, window):
+    entries = []
+    for name in sorted(os.listdir(logdir)):
+        path = Path(logdir) / name
+        if not name.endswith(".log") or not path.is_file():
+            continue
+        for index, line in enumerate(path.read_text().splitlines()):
+            m = LINE.match(line)
+            if m:
+                entries.append((parse_time(m.group(1)), name, index, m, line))
+    newest = max(e[0] for e in entries)
+    since = newest - timedelta(minutes=window)
+    hits = [
+        e for e in entries
+        if e[3].group(2) == "ERROR" and int(e[3].group(3)) >= threshold and e[0] >= since
+    ]
+    hits.sort(key=lambda e: e[:3])
+    return [f"incidents: {len(hits)}"] + [e[4] for e in hits]
+
+
+def report_lines(text):
+    lines = text.rstrip("\n").split("\n")
+    return [line.rstrip() for line in lines]
+
+
+def run_triage(logdir):
+    script = APP / "bin" / "triage"
+    assert script.exists(), "/app/bin/triage does not exist"
+    assert os.access(script, os.X_OK), "/app/bin/triage is not executable"
+    proc = subprocess.run(
+        [str(script), str(logdir)], capture_output=True, text=True, timeout=20, cwd="/tmp"
+    )
+    assert proc.returncode == 0, f"triage exited {proc.returncode}: {proc.stderr[-800:]}"
+    return report_lines(proc.stdout)
+
+
+def write_logs(logdir, files):
+    logdir.mkdir(parents=True, exist_ok=True)
+    for name, entries in files.items():
+        lines = [f"{t:%Y-%m-%dT%H:%M:%S}Z {rest}" for t, rest in sorted(entries)]
+        (logdir / name).write_text("\n".join(lines) + "\n")
+
+
+def check(logdir, rules):
+    expected = reference(logdir, rules["severity_threshold"], rules["window_minutes"])
+    got = run_triage(logdir)
+    assert got[0] == expected[0], f"report says {got[0]!r}, expected {expected[0]!r}"
+    assert got == expected
+
+
+def test_window_reaching_back_over_a_leap_day_midnight(rules, tmp_path):
+    threshold, window = rules["severity_threshold"], rules["window_minutes"]
+    ref = datetime(2024, 3, 1, 0, 5, 0)
+    edge = ref - timedelta(minutes=window)
+    entries = [
+        (ref, "INFO queue: nightly compaction finished"),
+        (edge, f"ERROR sev={threshold} queue: consumer group rebalanced mid-batch"),
+        (edge - timedelta(seconds=1), f"ERROR sev={threshold} queue: offset commit failed"),
+        (edge - timedelta(hours=24), "ERROR sev=5 queue: yesterday's outage"),
+    ]
+    for minutes in range(0, 125, 4):
+        entries.append((ref - timedelta(minutes=minutes, seconds=7),
+                        f"ERROR sev={1 + minutes % 5} queue: partition {minutes} lagging"))
+    write_logs(tmp_path / "logs", {"queue.log": entries})
+    check(tmp_path / "logs", rules)
+
+
+def test_same_second_entries_follow_file_name_then_line_order(rules, tmp_path):
+    threshold = rules["severity_threshold"]
+    ref = datetime(2024, 11, 5, 8, 0, 0)
+    t = ref - timedelta(minutes=5)
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    stamp = f"{t:%Y-%m-%dT%H:%M:%S}Z"
+    (logdir / "zeta.log").write_text(
+        f"{stamp} ERROR sev={threshold} zeta: first in zeta\n"
+        f"{stamp} ERROR sev=5 zeta: second in zeta\n"
+        f"{ref:%Y-%m-%dT%H:%M:%S}Z INFO zeta: done\n"
+    )
+    (logdir / "alpha.log").write_text(
+        f"{stamp} ERROR sev=5 alpha: only one in alpha\n"
+        f"{stamp} WARN sev=5 alpha: not an error\n"
+    )
+    check(logdir, rules)
+
+
+def test_only_log_files_directly_in_the_directory_count(rules, tmp_path):
+    threshold = rules["severity_threshold"]
+    ref = datetime(2024, 7, 19, 23, 30, 0)
+    logdir = tmp_path / "logs"
+    write_logs(logdir, {"app.log": [
+        (ref, "INFO app: ok"),
+        (ref - timedelta(minutes=2), f"ERROR sev={threshold} app: real one"),
+    ]})
+    recent = ref + timedelta(minutes=1)
+    (logdir / "app.log.1").write_text(f"{recent:%Y-%m-%dT%H:%M:%S}Z ERROR sev=5 app: rotated\n")
+    (logdir / "notes.txt").write_text(f"{recent:%Y-%m-%dT%H:%M:%S}Z ERROR sev=5 nope: notes\n")
+    (logdir / "old").mkdir()
+    (logdir / "old" / "x.log").write_text(f"{recent:%Y-%m-%dT%H:%M:%S}Z ERROR sev=5 old: x\n")
+    check(logdir, rules)
+
+
+def test_busy_unseen_logs_match_the_reference(rules, tmp_path):
+    rng = random.Random(99)
+    ref = datetime(2025, 1, 20, 6, 0, 0)
+    files = {}
+    for name in ["auth.log", "cache.log", "search.log"]:
+        entries = []
+        for _ in range(400):
+            t = ref - timedelta(seconds=rng.randint(0, 150 * 60))
+            level = rng.choice(["INFO", "INFO", "WARN", "ERROR", "ERROR"])
+            sev = "" if level == "INFO" else f" sev={rng.randint(1, 5)}"
+            entries.append((t, f"{level}{sev} {name[:-4]}: event {rng.randrange(10**6)}"))
+        files[name] = entries
+    files["auth.log"].append((ref, "INFO auth: token cache warmed"))
+    write_logs(tmp_path / "logs", files)
+    check(tmp_path / "logs", rules)
