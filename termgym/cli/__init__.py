@@ -12,6 +12,8 @@ COMMANDS: list[str] = [
     "termgym.cli.sandbox_cmds:gc",
     "termgym.cli.sandbox_cmds:sandbox",
     "termgym.cli.demo:demo",
+    "termgym.cli.task_cmds:tasks",
+    "termgym.cli.task_cmds:check",
 ]
 
 

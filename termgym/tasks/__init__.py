@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from termgym.tasks._image import image_tag, task_image
 from termgym.tasks._loader import SPEC_FILE, Task, load_task, withheld_leaks
 from termgym.tasks._registry import (
     BUNDLED,

@@ -1,0 +1,110 @@
+"""`termgym tasks` (list and validate task folders) and `termgym check` (run them for real)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from termgym.errors import TermgymError
+from termgym.tasks import TASKS_PATH_ENV, get_task, load_task, task_dirs
+
+
+@click.command("tasks")
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help=f"Extra folder of tasks (also ${TASKS_PATH_ENV}, {os.pathsep}-separated).",
+)
+@click.option("--validate", is_flag=True, help="Only validate; exit 1 if any task is malformed.")
+def tasks(paths: tuple[str, ...], validate: bool) -> None:
+    """List the tasks found (bundled and extra folders), validating each spec."""
+    failed = 0
+    for task_id, folder in task_dirs(paths).items():
+        try:
+            task = load_task(folder)
+        except TermgymError as exc:
+            failed += 1
+            click.echo(f"{task_id:<22} INVALID  {exc}", err=validate)
+            continue
+        if validate:
+            click.echo(f"ok  {task.id}")
+            continue
+        rules = ", ".join(f"{n}={r.value!r}" for n, r in task.rules.items())
+        click.echo(
+            f"{task.id:<22} {task.spec.category:<10} {'/'.join(task.spec.variants):<44} {rules}"
+        )
+    if failed:
+        sys.exit(1)
+
+
+def _mark(value: bool | None) -> str:
+    return {True: "pass", False: "FAIL", None: "-"}[value]
+
+
+@click.command("check")
+@click.argument("task_ids", nargs=-1)
+@click.option("--backend", default=None, help="Sandbox backend (default: docker if it answers).")
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Extra folder of tasks.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    default=3,
+    show_default=True,
+    help="Task variants checked at once (one container each).",
+)
+def check(
+    task_ids: tuple[str, ...], backend: str | None, paths: tuple[str, ...], jobs: int
+) -> None:
+    """Run each task's oracle on every variant (must pass) and its memorized solution on the
+    contradicted (must be stale) and withheld (reported) variants. Exit 1 on any failure."""
+    from termgym.grading._check import CheckRow, check_tasks
+    from termgym.sandbox import default_backend
+
+    try:
+        chosen = (
+            [get_task(t, paths) for t in task_ids]
+            if task_ids
+            else [load_task(f) for f in task_dirs(paths).values()]
+        )
+        backend = backend or default_backend()
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not chosen:
+        raise click.ClickException("no tasks found")
+    header = (
+        f"{'task':<20} {'variant':<13} {'solution':<10} {'expects':<9} {'own':<5} "
+        f"{'orig':<5} {'class':<8} {'result':<7} secs"
+    )
+    click.echo(header)
+
+    def show(row: CheckRow) -> None:
+        result = {True: "ok", False: "FAIL", None: "info"}[row.ok]
+        click.echo(
+            f"{row.task:<20} {row.variant:<13} {row.solution:<10} {row.expected[:9]:<9} "
+            f"{_mark(row.own):<5} {_mark(row.original):<5} {row.episode_class or '-':<8} "
+            f"{result:<7} {row.seconds:.1f}"
+            + (f"  {row.why}" if row.ok is not True and row.why else "")
+        )
+
+    start = time.perf_counter()
+    rows = check_tasks(chosen, backend, jobs=jobs, on_row=show)
+    failures = [r for r in rows if r.ok is False]
+    click.echo(
+        f"\n{len(chosen)} task(s), {len(rows)} check(s), {len(failures)} failure(s) "
+        f"in {time.perf_counter() - start:.0f}s on {backend}"
+    )
+    for row in failures:
+        click.echo(f"FAIL {row.task} [{row.variant}] {row.solution}: {row.why}", err=True)
+    if failures:
+        sys.exit(1)

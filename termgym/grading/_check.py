@@ -1,0 +1,250 @@
+"""`termgym check`: run each task's oracle and memorized solutions on its variants, for real."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from termgym.errors import TermgymError
+from termgym.grading._runner import grade, prepare
+from termgym.grading._verdict import GradeReport
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+from termgym.tasks import EpisodePlan, Task, instantiate, task_image, withheld_leaks
+
+CHECK_SEED = 1
+"""Seed of the sampled and swapped variants under check (fixed, so failures reproduce)."""
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One solution on one variant of one task, and whether it behaved as it must.
+
+    `ok` is None for rows that only report (the memorized solution on withheld variants).
+    """
+
+    task: str
+    variant: str
+    solution: str
+    expected: str
+    own: bool | None
+    original: bool | None
+    episode_class: str | None
+    ok: bool | None
+    why: str = ""
+    seconds: float = 0.0
+
+
+def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float = 300.0) -> None:
+    """Copy a solution script to a fresh temporary place and run it in the workdir.
+
+    It gets TERMGYM_WITHHELD_RULES (the withheld rules' values as JSON, "{}" when none) and
+    TERMGYM_WORKDIR. The script is removed before grading.
+
+    Raises:
+        TermgymError: the script exited non-zero or timed out.
+    """
+    folder = f"/tmp/.termgym-solution-{secrets.token_hex(8)}"
+    sandbox.copy_in(plan.task.path(script), f"{folder}/solution.sh")
+    env = {
+        "TERMGYM_WITHHELD_RULES": json.dumps(dict(plan.withheld)),
+        "TERMGYM_WORKDIR": plan.workdir,
+    }
+    result = sandbox.exec(
+        ["bash", f"{folder}/solution.sh"], timeout=timeout, workdir=plan.workdir, env=env
+    )
+    sandbox.exec(["rm", "-rf", folder], workdir="/")
+    if result.exit_code != 0:
+        raise TermgymError(
+            f"{script} exited {result.exit_code} (timed out: {result.timed_out}): "
+            f"{result.output.strip()[-600:]}"
+        )
+
+
+def _reset(sandbox: Sandbox, plan: EpisodePlan) -> None:
+    sandbox.exec(["bash", "-c", 'find "$1" -mindepth 1 -delete', "_", plan.workdir], workdir="/")
+    prepare(sandbox, plan)
+
+
+def _row(
+    plan: EpisodePlan, solution: str, expected: str, report: GradeReport, seconds: float
+) -> CheckRow:
+    own = report.verdict.passed
+    original = report.verdicts["original"].passed if "original" in report.verdicts else own
+    why = ""
+    ok: bool | None
+    if expected == "pass":
+        ok = bool(own)
+        if not ok:
+            why = f"oracle failed its own graders: {_failures(report, report.own)}"
+    elif expected == "stale":
+        ok = own is False and original is True
+        if not ok:
+            why = (
+                "memorized solution should fail the contradicted rules and pass the original "
+                f"ones; it {'passed' if own else 'failed'} the contradicted and "
+                f"{'passed' if original else 'failed'} the original"
+            )
+    else:
+        ok = None
+        why = "passes the hidden original rule" if own else "fails the hidden original rule"
+    return CheckRow(
+        plan.task.id,
+        plan.variant,
+        solution,
+        expected,
+        own,
+        original,
+        report.episode_class,
+        ok,
+        why,
+        seconds,
+    )
+
+
+def _failures(report: GradeReport, name: str) -> str:
+    return "; ".join(
+        f"{r.grader}: {r.message}" for r in report.verdicts[name].results if not r.passed
+    )[:500]
+
+
+def check_variant(task: Task, variant: str, image: str, backend: str) -> list[CheckRow]:
+    """Oracle (and memorized, on contradicted and withheld) in one container for the variant."""
+    plan = instantiate(task, variant, seed=CHECK_SEED)
+    limits = task.spec.limits
+    config = SandboxConfig(
+        image=image,
+        workdir=plan.workdir,
+        network=limits.network,
+        memory_mb=limits.memory_mb,
+        labels={"io.termgym.check": task.id},
+    )
+    runs = [(task.spec.oracle, "oracle", "pass")]
+    if task.spec.memorized and variant == "contradicted":
+        runs.append((task.spec.memorized, "memorized", "stale"))
+    elif task.spec.memorized and variant == "withheld":
+        runs.append((task.spec.memorized, "memorized", "report"))
+    rows: list[CheckRow] = []
+    sandbox = make_sandbox(backend, config)
+    try:
+        sandbox.start()
+        for index, (script, label, expected) in enumerate(runs):
+            start = time.perf_counter()
+            try:
+                if index:
+                    _reset(sandbox, plan)
+                else:
+                    prepare(sandbox, plan)
+                run_solution(sandbox, plan, script)
+                report = grade(sandbox, plan)
+            except TermgymError as exc:
+                rows.append(
+                    CheckRow(
+                        task.id,
+                        variant,
+                        label,
+                        expected,
+                        None,
+                        None,
+                        None,
+                        False,
+                        str(exc)[:800],
+                        time.perf_counter() - start,
+                    )
+                )
+                continue
+            rows.append(_row(plan, label, expected, report, time.perf_counter() - start))
+    finally:
+        sandbox.close()
+    return rows
+
+
+def _static_rows(task: Task) -> list[CheckRow]:
+    rows = []
+    if "withheld" in task.spec.variants:
+        leaks = withheld_leaks(task)
+        rows.append(
+            CheckRow(
+                task.id,
+                "withheld",
+                "-",
+                "rule not visible",
+                None,
+                None,
+                None,
+                not leaks,
+                "; ".join(leaks),
+            )
+        )
+    if "contradicted" in task.spec.variants and not task.spec.memorized:
+        rows.append(
+            CheckRow(
+                task.id,
+                "contradicted",
+                "memorized",
+                "stale",
+                None,
+                None,
+                None,
+                False,
+                "no memorized solution declared (field 'memorized')",
+            )
+        )
+    return rows
+
+
+def check_tasks(
+    tasks: Sequence[Task],
+    backend: str,
+    jobs: int = 2,
+    on_row: Callable[[CheckRow], None] | None = None,
+) -> list[CheckRow]:
+    """Check every task on every variant; rows come back in task and variant order."""
+    images: dict[str, str] = {}
+    rows: list[CheckRow] = []
+    work = []
+
+    def add(found: list[CheckRow]) -> None:
+        for row in found:
+            if on_row:
+                on_row(row)
+        rows.extend(found)
+
+    for task in tasks:
+        add(_static_rows(task))
+        try:
+            images[task.id] = task_image(task)
+        except TermgymError as exc:
+            add(
+                [
+                    CheckRow(
+                        task.id, "-", "-", "image builds", None, None, None, False, str(exc)[:800]
+                    )
+                ]
+            )
+            continue
+        work.extend((task, variant) for variant in task.spec.variants)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(check_variant, t, v, images[t.id], backend) for t, v in work]
+        for (task, variant), future in zip(work, futures, strict=True):
+            try:
+                found = future.result()
+            except TermgymError as exc:
+                found = [
+                    CheckRow(
+                        task.id,
+                        variant,
+                        "-",
+                        "sandbox starts",
+                        None,
+                        None,
+                        None,
+                        False,
+                        str(exc)[:800],
+                    )
+                ]
+            add(found)
+    return rows
