@@ -39,4 +39,6 @@ __all__ = [
     "task_dirs",
     "task_roots",
     "withheld_leaks",
+    "image_tag",
+    "task_image",
 ]
