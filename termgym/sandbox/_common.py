@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -64,11 +64,14 @@ class ShellSandbox:
             host_env=self._host_env(),
             on_death=self._on_shell_death,
             kill_hook=self._kill_hook,
+            preexec_fn=self._preexec,
         )
         self.shell.start()
 
     def _host_env(self) -> dict[str, str] | None:
         return None
+
+    _preexec: Callable[[], None] | None = None
 
     def _live_shell(self) -> PersistentShell:
         if self._crashed is not None:
@@ -117,6 +120,7 @@ def run_host(
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     limit: int = 1_000_000,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> RunResult:
     """Run a host process (no terminal), stdout and stderr merged; killed at the timeout."""
     began = time.monotonic()
@@ -128,6 +132,7 @@ def run_host(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=preexec_fn,
     )
     timed_out = False
     try:

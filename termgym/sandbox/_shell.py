@@ -135,6 +135,7 @@ class PersistentShell:
         kill_hook: Called with the shell's in-sandbox pid to kill its foreground job and the
             shell before the host process is killed (docker: the process lives in the container).
         size: Terminal rows and columns.
+        preexec_fn: Run in the spawned child before exec (e.g. to join a cgroup).
 
     Not thread-safe: one caller at a time.
     """
@@ -150,6 +151,7 @@ class PersistentShell:
         on_death: Callable[[], None] | None = None,
         kill_hook: Callable[[int], None] | None = None,
         size: tuple[int, int] = (24, 80),
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         self.argv = list(argv)
         self.workdir = workdir
@@ -159,6 +161,7 @@ class PersistentShell:
         self.on_death = on_death
         self.kill_hook = kill_hook
         self.size = size
+        self.preexec_fn = preexec_fn
         token = secrets.token_hex(10)
         self._left, self._right = "__TG" + token[:6], token[6:]
         self._sentinel = re.compile(
@@ -186,6 +189,7 @@ class PersistentShell:
             echo=False,
             dimensions=self.size,
             use_poll=True,
+            preexec_fn=self.preexec_fn,
         )
         child.delaybeforesend = None
         flags = fcntl.fcntl(child.child_fd, fcntl.F_GETFL)

@@ -1,0 +1,66 @@
+"""Shared fixtures: a Docker engine (skipped outside CI when none answers, failing in CI), bwrap,
+the base image."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def _unavailable(what: str, reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{what} is required with CI=true: {reason}")
+    pytest.skip(f"{what} unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def docker_available() -> None:
+    """Skip (outside CI) or fail (CI=true) unless a Docker engine answers."""
+    from termgym.errors import BackendUnavailable
+    from termgym.sandbox._engine import docker_client
+
+    try:
+        docker_client()
+    except BackendUnavailable as exc:
+        _unavailable("A Docker engine", str(exc))
+
+
+@pytest.fixture(scope="session")
+def bwrap_available() -> None:
+    """Skip (outside CI) or fail (CI=true) unless bubblewrap can make its namespaces."""
+    from termgym.sandbox import bwrap_works
+
+    if not bwrap_works():
+        _unavailable("bubblewrap", "`bwrap` is missing or cannot create namespaces here")
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_available: None) -> str:
+    """The base image, built if missing (cached: seconds when it exists)."""
+    from termgym.images import build_base
+    from termgym.sandbox import BASE_IMAGE
+
+    build_base()
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def base_rootfs(bwrap_available: None) -> Iterator[str]:
+    """The base image's root filesystem folder for bwrap (exported or debootstrapped once)."""
+    from termgym.images import rootfs_for
+    from termgym.sandbox import BASE_IMAGE
+
+    yield str(rootfs_for(BASE_IMAGE))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `docker` / `bwrap` get the matching availability fixture."""
+    for item in items:
+        if item.get_closest_marker("docker") and "docker_available" not in item.fixturenames:
+            item.fixturenames.insert(0, "docker_available")  # type: ignore[attr-defined]
+        if item.get_closest_marker("bwrap") and "bwrap_available" not in item.fixturenames:
+            item.fixturenames.insert(0, "bwrap_available")  # type: ignore[attr-defined]

@@ -1,0 +1,46 @@
+"""Sandbox fixtures: each test runs on docker and on bwrap, in a fresh sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+
+BACKENDS = [
+    pytest.param("docker", marks=pytest.mark.docker),
+    pytest.param("bwrap", marks=pytest.mark.bwrap),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    if name == "docker":
+        request.getfixturevalue("base_image")
+    else:
+        request.getfixturevalue("base_rootfs")
+    return name
+
+
+@pytest.fixture
+def make_box(backend: str) -> Iterator[Callable[..., Sandbox]]:
+    """Start sandboxes of the test's backend (config fields as keywords); all closed after."""
+    made: list[Sandbox] = []
+
+    def make(**fields: object) -> Sandbox:
+        box = make_sandbox(backend, SandboxConfig(**fields))  # type: ignore[arg-type]
+        made.append(box)
+        box.start()
+        return box
+
+    yield make
+    for box in made:
+        box.close()
+
+
+@pytest.fixture
+def box(make_box: Callable[..., Sandbox]) -> Sandbox:
+    """A started sandbox with the default config and a small output limit."""
+    return make_box(output_limit=200_000)

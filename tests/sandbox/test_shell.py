@@ -1,0 +1,179 @@
+"""The persistent shell on docker and bwrap: state, exit codes, and every fault in the issue."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Callable
+
+from termgym.sandbox import Sandbox
+
+
+def _sentinel_free(box: Sandbox, text: str | bytes) -> bool:
+    shell = box.shell  # type: ignore[attr-defined]
+    whole = shell._left + shell._right
+    needle = whole.encode() if isinstance(text, bytes) else whole
+    return needle not in text
+
+
+def test_cwd_variables_and_functions_persist_between_runs(box: Sandbox) -> None:
+    box.run("mkdir -p /tmp/w && cd /tmp/w")
+    box.run("export COLOR=teal; LOCAL=1; greet() { echo \"hi $1 in $PWD\"; }")
+    result = box.run('greet you; echo "$COLOR $LOCAL"')
+    assert result.output == "hi you in /tmp/w\nteal 1\n"
+    assert result.exit_code == 0 and not result.restarted
+
+
+def test_exit_codes_are_reported_and_dollar_question_behaves_as_at_a_prompt(box: Sandbox) -> None:
+    assert box.run("false").exit_code == 1
+    assert box.run("echo $?").output == "1\n"
+    assert box.run("(exit 42)").exit_code == 42
+    assert box.run("true; echo $?").output == "0\n"
+    syntax = box.run("echo 'unterminated")
+    assert syntax.exit_code == 2 and "unexpected EOF" in syntax.output
+
+
+def test_multiline_commands_and_heredocs_never_show_the_sentinel(box: Sandbox) -> None:
+    command = "for i in 1 2; do\n  echo line $i\ndone\ncat <<'EOF'\n$HOME stays 'raw' \\n\nEOF\n"
+    result = box.run(command)
+    assert result.output == "line 1\nline 2\n$HOME stays 'raw' \\n\n"
+    assert _sentinel_free(box, result.output) and _sentinel_free(box, result.raw)
+    traced = box.run("set -x; echo traced; set +x")
+    assert "traced" in traced.output and _sentinel_free(box, traced.output)
+
+
+def test_a_long_command_is_split_over_lines_and_arrives_whole(box: Sandbox) -> None:
+    payload = "é" * 3000 + "x" * 9000
+    result = box.run(f"printf '%s' '{payload}' | wc -c")
+    assert result.output.strip() == str(len(payload.encode()))
+
+
+def test_never_ending_command_times_out_and_the_shell_keeps_its_state(box: Sandbox) -> None:
+    box.run("cd /tmp && KEEP=yes")
+    began = time.monotonic()
+    result = box.run("sleep 1000", timeout=1)
+    assert result.timed_out and result.exit_code is None and not result.restarted
+    assert time.monotonic() - began < 4
+    assert "timed out after 1 s" in result.output
+    assert box.run("echo $KEEP $PWD").output == "yes /tmp\n"
+
+
+def test_command_that_ignores_ctrl_c_gets_the_shell_restarted(box: Sandbox) -> None:
+    box.run("cd /tmp")
+    result = box.run("trap '' INT; sleep 1000", timeout=1)
+    assert result.timed_out and result.restarted
+    assert "fresh shell" in result.output
+    after = box.run("pwd")
+    assert after.output == "/app\n" and after.exit_code == 0
+
+
+def test_output_flood_is_capped_behind_a_marker_with_bounded_memory(
+    make_box: Callable[..., Sandbox],
+) -> None:
+    box = make_box(output_limit=100_000)
+    tracemalloc.start()
+    result = box.run("head -c 30000000 /dev/zero | tr '\\0' a; echo; echo END", timeout=60)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert result.truncated and result.exit_code == 0
+    assert "bytes truncated by termgym" in result.output
+    assert result.output.rstrip().endswith("END")
+    assert len(result.output) < 101_000
+    assert peak < 5_000_000, f"host memory grew by {peak} bytes for a 30 MB flood"
+    assert box.run("echo still here").output == "still here\n"
+
+
+def test_endless_flood_is_interrupted_at_the_timeout(make_box: Callable[..., Sandbox]) -> None:
+    box = make_box(output_limit=50_000)
+    result = box.run("yes flood", timeout=1.5)
+    assert result.timed_out and result.truncated
+    assert len(result.output) < 51_000
+    assert box.run("echo ok").output == "ok\n"
+
+
+def test_binary_and_invalid_utf8_output_decodes_with_replacement(box: Sandbox) -> None:
+    result = box.run("printf 'ok \\xff\\xfe \\xc3\\xa9 \\x01\\n'")
+    assert result.output == "ok \ufffd\ufffd é \x01\n"
+    assert b"\xff\xfe" in result.raw
+    blob = box.run("head -c 4096 /dev/urandom")
+    assert blob.exit_code == 0 and box.run("echo fine").output == "fine\n"
+
+
+def test_exit_typed_by_the_agent_restarts_the_shell_and_says_so(box: Sandbox) -> None:
+    box.run("cd /tmp")
+    result = box.run("exit 7")
+    assert result.restarted and result.exit_code == 7 and not result.timed_out
+    assert "the shell exited (status 7)" in result.output
+    assert box.run("pwd").output == "/app\n"
+
+
+def test_exec_typed_by_the_agent_restarts_the_shell(box: Sandbox) -> None:
+    result = box.run("exec true")
+    assert result.restarted and result.exit_code == 0
+    stuck = box.run("exec sleep 1000", timeout=1)
+    assert stuck.restarted and stuck.timed_out
+    assert box.run("echo back").output == "back\n"
+
+
+def test_command_waiting_on_stdin_times_out_cleanly(box: Sandbox) -> None:
+    for command in ("cat", "read -r line; echo got $line", "python3 -c 'input()'"):
+        result = box.run(command, timeout=1)
+        assert result.timed_out and not result.restarted, command
+        assert box.run("echo alive").output == "alive\n"
+
+
+def test_send_keys_drives_an_interactive_program(box: Sandbox) -> None:
+    box.send_keys("python3 -c 'name = input(\"name? \"); print(\"hello\", name)'\n", settle=0.5)
+    answer = box.send_keys("ada\n", settle=0.5)
+    assert "hello ada" in answer.output
+    assert box.run("echo $((6 * 7))").output == "42\n"
+
+
+def test_send_keys_control_c_stops_a_foreground_program(box: Sandbox) -> None:
+    box.send_keys("sleep 1000\n", settle=0.2)
+    box.send_keys(b"\x03", settle=0.3)
+    result = box.run("echo free", timeout=5)
+    assert result.output.endswith("free\n") and not result.timed_out
+
+
+def test_fork_bomb_is_held_by_the_pids_limit(make_box: Callable[..., Sandbox]) -> None:
+    box = make_box(pids=64, output_limit=20_000)
+    began = time.monotonic()
+    box.run(":(){ :|:& };:", timeout=3)
+    box.run("sleep 1", timeout=4)
+    assert time.monotonic() - began < 20
+    box.freeze()
+    count = box.exec(["sh", "-c", "ps -e --no-headers | wc -l"], timeout=20)
+    assert count.exit_code == 0 and int(count.output.split()[-1]) < 10
+
+
+def test_copy_a_folder_in_and_out_round_trips(box: Sandbox, tmp_path) -> None:  # noqa: ANN001
+    src = tmp_path / "src"
+    (src / "nested").mkdir(parents=True)
+    (src / "a.txt").write_text("alpha\n")
+    (src / "nested" / "b.bin").write_bytes(bytes(range(256)))
+    box.copy_in(src, "/app/data")
+    assert box.run("cat /app/data/a.txt; wc -c < /app/data/nested/b.bin").output == "alpha\n256\n"
+    box.run("echo changed >> /app/data/a.txt")
+    box.copy_out("/app/data", tmp_path / "back")
+    assert (tmp_path / "back" / "a.txt").read_text() == "alpha\nchanged\n"
+    assert (tmp_path / "back" / "nested" / "b.bin").read_bytes() == bytes(range(256))
+    box.copy_in(src / "a.txt", "/tmp/single.txt")
+    assert box.run("cat /tmp/single.txt").output == "alpha\n"
+
+
+def test_freeze_kills_every_agent_process_and_keeps_files(box: Sandbox) -> None:
+    box.run("echo kept > /app/out.txt; sleep 1000 & nohup sleep 1001 >/dev/null 2>&1 &")
+    box.freeze()
+    ps = box.exec(["ps", "-e", "-o", "args="])
+    assert "sleep 100" not in ps.output and "bash --noprofile" not in ps.output
+    assert box.exec(["cat", "/app/out.txt"]).output == "kept\n"
+
+
+def test_exec_runs_outside_the_shell_with_its_env_workdir_and_timeout(box: Sandbox) -> None:
+    box.run("cd /tmp; export ONLY_IN_SHELL=1")
+    result = box.exec(["sh", "-c", 'pwd; echo "[$ONLY_IN_SHELL] $EXTRA"'], env={"EXTRA": "x"})
+    assert result.output == "/app\n[] x\n" and result.exit_code == 0
+    assert box.exec(["sh", "-c", "exit 3"]).exit_code == 3
+    slow = box.exec(["sleep", "100"], timeout=1)
+    assert slow.timed_out and slow.exit_code is None and slow.duration < 10
