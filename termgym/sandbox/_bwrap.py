@@ -89,7 +89,8 @@ class BwrapSandbox(ShellSandbox):
         if os.geteuid() == 0:
             for part in ("upper", "work", "merged"):
                 (self.home / part).mkdir()
-            options = f"lowerdir={self.rootfs},upperdir={self.home / 'upper'},workdir={self.home / 'work'}"
+            upper, work = self.home / "upper", self.home / "work"
+            options = f"lowerdir={self.rootfs},upperdir={upper},workdir={work}"
             done = subprocess.run(
                 ["mount", "-t", "overlay", "overlay", "-o", options, str(merged)],
                 capture_output=True,
@@ -143,9 +144,9 @@ class BwrapSandbox(ShellSandbox):
         return [*self._bwrap_argv(), "--", *BASH_ARGV]
 
     def _on_shell_death(self) -> None:
-        if self.mode == "overlay" and self.home is not None:
-            if not os.path.ismount(self.home / "merged"):
-                self._crash(f"The bwrap sandbox {self.name} lost its root filesystem.")
+        home = self.home
+        if self.mode == "overlay" and home is not None and not os.path.ismount(home / "merged"):
+            self._crash(f"The bwrap sandbox {self.name} lost its root filesystem.")
 
     def copy_in(self, src: Path, dest: str) -> None:
         """Copy a host file or folder to `dest` (absolute); `dest` names the copy."""

@@ -18,7 +18,7 @@ def _sentinel_free(box: Sandbox, text: str | bytes) -> bool:
 
 def test_cwd_variables_and_functions_persist_between_runs(box: Sandbox) -> None:
     box.run("mkdir -p /tmp/w && cd /tmp/w")
-    box.run("export COLOR=teal; LOCAL=1; greet() { echo \"hi $1 in $PWD\"; }")
+    box.run('export COLOR=teal; LOCAL=1; greet() { echo "hi $1 in $PWD"; }')
     result = box.run('greet you; echo "$COLOR $LOCAL"')
     assert result.output == "hi you in /tmp/w\nteal 1\n"
     assert result.exit_code == 0 and not result.restarted
@@ -123,7 +123,7 @@ def test_command_waiting_on_stdin_times_out_cleanly(box: Sandbox) -> None:
 
 
 def test_send_keys_drives_an_interactive_program(box: Sandbox) -> None:
-    box.send_keys("python3 -c 'name = input(\"name? \"); print(\"hello\", name)'\n", settle=0.5)
+    box.send_keys('python3 -c \'name = input("name? "); print("hello", name)\'\n', settle=0.5)
     answer = box.send_keys("ada\n", settle=0.5)
     assert "hello ada" in answer.output
     assert box.run("echo $((6 * 7))").output == "42\n"
