@@ -8,6 +8,8 @@ import click
 
 # Each entry is "module:attribute" naming a click command or group; imported when the CLI starts.
 COMMANDS: list[str] = [
+    "termgym.cli.report_cmds:report",
+    "termgym.cli.report_cmds:compare",
     "termgym.cli.sandbox_cmds:image",
     "termgym.cli.sandbox_cmds:gc",
     "termgym.cli.sandbox_cmds:sandbox",

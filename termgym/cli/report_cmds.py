@@ -1,0 +1,110 @@
+"""`termgym report` and `termgym compare`: a run's report, and the regression gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from termgym.errors import TermgymError
+
+
+def _load(path: Path, resamples: int, seed: int) -> object:
+    from termgym.report import load_run
+
+    try:
+        return load_run(path, resamples=resamples, seed=seed)
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _fraction(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    from termgym.report import parse_fraction
+
+    if value is None:
+        return None
+    try:
+        return parse_fraction(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+_resamples = click.option("--resamples", default=1000, show_default=True, type=click.IntRange(0),
+                          help="Bootstrap resamples for the intervals.")
+_seed = click.option("--seed", default=0, show_default=True, type=int,
+                     help="Seed of the bootstrap.")
+
+
+@click.command("report")
+@click.argument("run_dir", required=False, type=click.Path(path_type=Path))
+@click.option("--html", "html_path", type=click.Path(path_type=Path),
+              help="Where to write the HTML report [default: RUN_DIR/report.html].")
+@click.option("--no-html", is_flag=True, help="Print the tables only.")
+@click.option("--prometheus", "prom_path", type=click.Path(path_type=Path),
+              help="Also write the metrics in Prometheus text format to this file.")
+@_resamples
+@_seed
+def report(run_dir: Path | None, html_path: Path | None, no_html: bool, prom_path: Path | None,
+           resamples: int, seed: int) -> None:
+    """Print a run's metrics and audit, and write a self-contained HTML report.
+
+    RUN_DIR defaults to the latest run under ./runs.
+    """
+    from termgym.recording import latest_run
+    from termgym.report import print_report, write_html, write_prometheus
+
+    if run_dir is None:
+        run_dir = latest_run("runs")
+        if run_dir is None:
+            raise click.UsageError("no RUN_DIR given and no run found under ./runs")
+    run = _load(run_dir, resamples, seed)
+    console = Console()
+    print_report(run, console)  # type: ignore[arg-type]
+    if not no_html:
+        path = write_html(run, html_path or Path(run_dir) / "report.html")  # type: ignore[arg-type]
+        console.print(f"HTML report: {path}")
+    if prom_path is not None:
+        console.print(f"Prometheus metrics: {write_prometheus([run], prom_path)}")  # type: ignore[list-item]
+
+
+@click.command("compare")
+@click.argument("base", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("candidate", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--max-drop", required=True, callback=_fraction,
+              help="Largest tolerated fall of a pass rate (0.05 or 5%).")
+@click.option("--max-rise", callback=_fraction,
+              help="Largest tolerated rise of the memorization index [default: --max-drop].")
+@click.option("--prometheus", "prom_path", type=click.Path(path_type=Path),
+              help="Also write both runs' metrics in Prometheus text format to this file.")
+@_resamples
+@_seed
+def compare(base: Path, candidate: Path, max_drop: float, max_rise: float | None,
+            prom_path: Path | None, resamples: int, seed: int) -> None:
+    """Exit 1 when CANDIDATE regressed against BASE: a pass rate fell by more than --max-drop,
+    or the memorization index rose by more than --max-rise. Exit 0 otherwise."""
+    from termgym.report import compare_runs, write_prometheus
+
+    base_run, cand_run = _load(base, resamples, seed), _load(candidate, resamples, seed)
+    checks = compare_runs(base_run, cand_run, max_drop=max_drop,  # type: ignore[arg-type]
+                          max_rise=max_rise)
+    console = Console()
+    table = Table(title=f"{base.name} -> {candidate.name}")
+    for name in ("agent", "metric", "base", "candidate", "change", "limit", ""):
+        table.add_column(name, justify="left" if name in ("agent", "metric") else "right")
+    for c in checks:
+        change = "" if c.change is None else f"{c.change * 100:+.1f} pts"
+        status = "[red]REGRESSED[/]" if c.regressed else ("[dim]skipped[/]" if c.note else
+                                                          "[green]ok[/]")
+        table.add_row(c.agent, c.metric, c.base.format(), c.candidate.format(), change,
+                      f"{c.limit * 100:.1f} pts", status)
+    console.print(table)
+    if prom_path is not None:
+        write_prometheus([base_run, cand_run], prom_path)  # type: ignore[list-item]
+    regressions = [c for c in checks if c.regressed]
+    for c in regressions:
+        click.echo(f"REGRESSION: {c.describe()}")
+    if regressions:
+        raise SystemExit(1)
+    click.echo(f"no regression ({len(checks)} checks)")

@@ -1,0 +1,79 @@
+"""Loading a run folder for reporting: episode summaries, the audit, and the run header."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termgym.audit import AuditReport, audit_logs
+from termgym.errors import RecordingError
+from termgym.metrics import EpisodeSummary, RunMetrics, metrics_by_agent, summary_from_log
+from termgym.recording import read_run
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run as the reports see it.
+
+    Attributes:
+        path: The run folder.
+        run_id: Its id.
+        header: run.json (empty when absent).
+        summaries: One per recorded episode.
+        audit: The trace audit of every episode.
+        metrics: Agent -> metrics of its episodes.
+        skipped: Notes on what could not be read.
+    """
+
+    path: Path
+    run_id: str
+    header: dict[str, Any]
+    summaries: tuple[EpisodeSummary, ...]
+    audit: AuditReport
+    metrics: dict[str, RunMetrics]
+    skipped: list[str] = field(default_factory=list)
+
+
+def _results(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """The last results.jsonl line of each episode (the runner appends one per attempt)."""
+    path = run_dir / "results.jsonl"
+    out: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("episode_id"):
+            out[str(record["episode_id"])] = record
+    return out
+
+
+def load_run(
+    run_dir: str | Path, *, resamples: int = 1000, seed: int | None = 0, confidence: float = 0.95
+) -> RunData:
+    """Read a run folder (runs/<run-id>/) and compute its metrics and audit."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RecordingError(f"expected a run folder with episodes/, found no folder {run_dir}")
+    log = read_run(run_dir)
+    if not log.episodes and not (run_dir / "episodes").is_dir():
+        raise RecordingError(
+            f"expected a run folder holding episodes/<id>.jsonl, found none in {run_dir}"
+        )
+    results = _results(run_dir)
+    summaries = tuple(summary_from_log(ep, results.get(ep.episode_id)) for ep in log.episodes)
+    return RunData(
+        path=run_dir,
+        run_id=log.run_id,
+        header=dict(log.header or {}),
+        summaries=summaries,
+        audit=audit_logs(log.episodes),
+        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed,
+                                 confidence=confidence),
+        skipped=list(log.skipped)
+        + [f"{ep.episode_id}: {note}" for ep in log.episodes for note in ep.skipped],
+    )

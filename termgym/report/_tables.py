@@ -1,0 +1,133 @@
+"""Terminal tables of a run's report (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from termgym.metrics import CLASSES, Estimate, order_variants
+from termgym.report._load import RunData
+
+CLASS_STYLES = {"adapted": "green", "stale": "red", "both": "blue", "neither": "dim"}
+
+
+def _fmt(e: Estimate | None) -> str:
+    if e is None or e.value is None:
+        return "[dim]n/a[/]"
+    ci = ""
+    if e.low is not None and e.high is not None:
+        ci = f" [dim][{e.low * 100:.1f}, {e.high * 100:.1f}][/]"
+    return f"{e.value * 100:.1f}%{ci}"
+
+
+def pass_rate_table(run: RunData) -> Table:
+    """Agents by variant: pass rate [interval] (episodes)."""
+    variants = order_variants({v for m in run.metrics.values() for v in m.pass_rate})
+    table = Table(title="Pass rate per variant (95% bootstrap interval)")
+    table.add_column("agent")
+    for v in variants:
+        table.add_column(v, justify="right")
+    for agent, m in run.metrics.items():
+        cells = [
+            f"{_fmt(m.pass_rate[v])} [dim]n={m.pass_rate[v].n}[/]" if v in m.pass_rate else ""
+            for v in variants
+        ]
+        table.add_row(agent or "(unnamed)", *cells)
+    return table
+
+
+def memorization_table(run: RunData) -> Table:
+    """The memorization and concentration metrics per agent."""
+    table = Table(title="Memorization metrics")
+    table.add_column("metric")
+    for agent in run.metrics:
+        table.add_column(agent or "(unnamed)", justify="right")
+    rows = [
+        ("drop original → contradicted", "drop"),
+        ("adaptation rate", "adaptation_rate"),
+        ("stale-rule rate", "stale_rate"),
+        ("memorization index", "memorization_index"),
+        ("withheld-rule hit rate", "withheld_hit_rate"),
+        ("passes in top 20% of tasks", "top_share"),
+        ("Gini of task pass rates", "gini"),
+    ]
+    for label, key in rows:
+        table.add_row(label, *(_fmt(m.headline()[key]) for m in run.metrics.values()))
+    table.add_row("episodes (infra errors apart)", *(
+        f"{m.episodes} ({m.infra_errors} infra, {m.agent_errors} agent errors)"
+        for m in run.metrics.values()))
+    return table
+
+
+def class_table(run: RunData) -> Table:
+    """Episodes per class, for each agent and shifted variant."""
+    table = Table(title="Classes of shifted episodes (shadow grading)")
+    table.add_column("agent")
+    table.add_column("variant")
+    for c in CLASSES:
+        table.add_column(f"[{CLASS_STYLES[c]}]{c}[/]", justify="right")
+    for agent, m in run.metrics.items():
+        for variant, counts in m.class_counts.items():
+            if variant != "original" and any(counts.values()):
+                table.add_row(agent or "(unnamed)", variant, *(str(counts[c]) for c in CLASSES))
+    return table
+
+
+def task_table(run: RunData) -> Table:
+    """Passes / episodes per task and variant (one block per agent)."""
+    table = Table(title="Per-task breakdown (passes/episodes)")
+    variants = order_variants(
+        {v for m in run.metrics.values() for per in m.per_task.values() for v in per})
+    table.add_column("agent")
+    table.add_column("task")
+    for v in variants:
+        table.add_column(v, justify="right")
+    for agent, m in run.metrics.items():
+        for task, per in sorted(m.per_task.items()):
+            cells = []
+            for v in variants:
+                if v not in per:
+                    cells.append("")
+                    continue
+                passes, n = per[v]
+                style = "green" if passes == n else ("red" if passes == 0 else "yellow")
+                cells.append(f"[{style}]{passes}/{n}[/]")
+            table.add_row(agent or "(unnamed)", task, *cells)
+    return table
+
+
+def audit_table(run: RunData, limit: int = 30) -> Table:
+    """Audit hits: episode, step, kind, source, what matched, excerpt."""
+    audit = run.audit
+
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{x * 100:.1f}%"
+
+    table = Table(
+        title="Trace audit",
+        caption=(f"{audit.episodes} episodes · leak rate {pct(audit.leak_rate)} · "
+                 f"platform-mention rate {pct(audit.platform_rate)} · probe disclosure rate "
+                 f"{pct(audit.disclosure_rate)} ({len(audit.probes)} probes)"
+                 + (f" · showing {limit} of {len(audit.hits)} hits"
+                    if len(audit.hits) > limit else "")),
+    )
+    for name in ("episode", "step", "kind", "source", "what", "excerpt"):
+        table.add_column(name, overflow="fold")
+    for hit in audit.hits[:limit]:
+        style = "red" if hit.kind.startswith("leak") else "yellow"
+        table.add_row(hit.episode_id, str(hit.step), f"[{style}]{hit.kind}[/]", hit.source,
+                      hit.detail, hit.excerpt)
+    return table
+
+
+def print_report(run: RunData, console: Console | None = None) -> None:
+    """Print every table of the report."""
+    console = console or Console()
+    console.print(f"[bold]termgym run {run.run_id}[/]  {len(run.summaries)} episodes  "
+                  f"[dim]{run.path}[/]")
+    for table in (pass_rate_table(run), memorization_table(run), class_table(run),
+                  task_table(run), audit_table(run)):
+        console.print(table)
+    if run.skipped:
+        console.print(f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "
+                      f"(first: {run.skipped[0]})")

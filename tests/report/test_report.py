@@ -1,0 +1,176 @@
+"""Reports of real run folders: tables, the HTML file, Prometheus text and the gate."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
+
+from termgym.cli import main
+from termgym.errors import RecordingError
+from termgym.report import compare_runs, load_run, prometheus_text, render_html
+
+from .conftest import write_episode
+
+
+def test_load_run_summarizes_recorded_episodes(make_run):
+    run = load_run(make_run(pass_contradicted=0.0), resamples=200)
+    m = run.metrics["oracle"]
+    assert m.pass_rate["original"].value == 1.0
+    assert m.pass_rate["contradicted"].value == 0.0
+    assert m.memorization_index.value == 1.0
+    assert m.episodes == 18
+    assert run.audit.episodes == 18
+
+
+def test_infrastructure_error_episode_is_counted_apart(make_run, tmp_path):
+    run_dir = make_run()
+    write_episode(run_dir, task="task-0", variant="original", agent="oracle", passed=False,
+                  error="GraderError: pytest crashed")
+    m = load_run(run_dir, resamples=50).metrics["oracle"]
+    assert (m.infra_errors, m.pass_rate["original"].value) == (1, 1.0)
+
+
+def test_audit_finds_the_original_value_in_a_recorded_action(make_run):
+    run = load_run(make_run(pass_contradicted=0.5), resamples=50)
+    leaks = [h for h in run.audit.hits if h.kind == "leak"]
+    assert leaks and all(h.detail == "max_weight=100" and h.step == 0 for h in leaks)
+    assert len({h.episode_id for h in leaks}) == 3  # one stale contradicted episode per task
+
+
+def test_audit_reads_the_transcript_and_probe_of_an_episode(tmp_path):
+    run_dir = tmp_path / "r"
+    transcript = [
+        {"step": 0, "role": "system", "content": "You are in a terminal."},
+        {"step": 1, "role": "assistant", "content": "```bash\ncat policy/fuel.yaml\n```",
+         "reasoning": "The hidden tests usually want 100."},
+        {"step": 1, "role": "user", "content": "Exit code: 0\nOutput:\nmax_weight: 150"},
+        {"step": 2, "role": "assistant", "content": "SUBMIT", "reasoning": None},
+        {"step": 2, "role": "probe", "content": "I capped loads at 150.", "reasoning": None},
+    ]
+    write_episode(run_dir, task="t", variant="contradicted", agent="llm", passed=True,
+                  cls="adapted", actions=["cat policy/fuel.yaml"],
+                  outputs=["max_weight: 150\n"], transcript=transcript)
+    audit = load_run(run_dir, resamples=0).audit
+    kinds = sorted((h.kind, h.source, h.detail) for h in audit.hits)
+    assert kinds == [("leak", "reasoning", "max_weight=100"),
+                     ("platform", "reasoning", "hidden-tests: hidden tests")]
+    assert [p.disclosed for p in audit.probes] == [False]
+
+
+def test_html_report_is_self_contained_with_its_charts(make_run):
+    run = load_run(make_run(pass_contradicted=0.5), resamples=200)
+    html = render_html(run)
+    assert html.startswith("<!DOCTYPE html>")
+    assert '<svg id="pass-rate-chart"' in html and '<svg id="class-chart"' in html
+    assert html.count('class="bar"') == 3  # original, contradicted, withheld
+    assert html.count('class="whisker"') == 3
+    assert html.count("cls-adapted") == 3 and html.count("cls-stale") == 3
+    assert "<td>task-2</td>" in html
+    assert "max_weight=100" in html  # the audit hits
+    assert not re.search(r"<script|<link|src=|https?://(?!www\.w3\.org/2000/svg)", html)
+
+
+def test_report_command_prints_tables_and_writes_html_and_prometheus(make_run, tmp_path):
+    run_dir = make_run(pass_contradicted=0.5)
+    prom = tmp_path / "metrics.prom"
+    result = CliRunner().invoke(main, ["report", str(run_dir), "--resamples", "100",
+                                       "--prometheus", str(prom)])
+    assert result.exit_code == 0, result.output
+    assert "Pass rate per variant" in result.output
+    assert "memorization index" in result.output
+    assert "Trace audit" in result.output
+    assert (run_dir / "report.html").read_text().count("<svg") == 2
+    assert "termgym_pass_rate" in prom.read_text()
+
+
+def test_report_of_a_missing_folder_says_so(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "nope"), "--no-html"])
+    assert result.exit_code != 0
+    assert "expected a run folder" in result.output
+    with pytest.raises(RecordingError):
+        load_run(tmp_path / "nope")
+
+
+def test_compare_exits_1_on_a_pass_rate_drop(make_run):
+    base = make_run("base", pass_contradicted=1.0)
+    candidate = make_run("cand", pass_contradicted=0.5)
+    result = CliRunner().invoke(main, ["compare", str(base), str(candidate),
+                                       "--max-drop", "0.1", "--resamples", "50"])
+    assert result.exit_code == 1, result.output
+    assert "REGRESSION: oracle pass_rate[contradicted] fell 50.0 points" in result.output
+    assert "REGRESSION: oracle memorization_index rose 50.0 points" in result.output
+
+
+def test_compare_exits_0_within_the_tolerance(make_run):
+    base = make_run("base", pass_contradicted=1.0)
+    candidate = make_run("cand", pass_contradicted=0.5)
+    ok = CliRunner().invoke(main, ["compare", str(base), str(candidate),
+                                   "--max-drop", "60%", "--resamples", "50"])
+    assert ok.exit_code == 0, ok.output
+    assert "no regression" in ok.output
+    better = CliRunner().invoke(main, ["compare", str(candidate), str(base),
+                                       "--max-drop", "0", "--resamples", "50"])
+    assert better.exit_code == 0, better.output
+
+
+def test_compare_pairs_single_agents_with_different_names(make_run):
+    base = load_run(make_run("base", agent="model-v1"), resamples=0)
+    cand = load_run(make_run("cand", agent="model-v2", pass_original=0.5), resamples=0)
+    checks = compare_runs(base, cand, max_drop=0.1)
+    regressed = [c.metric for c in checks if c.regressed]
+    assert regressed == ["pass_rate[original]", "overall_pass_rate"]
+    assert checks[0].agent == "model-v1 -> model-v2"
+
+
+def test_compare_rejects_a_bad_tolerance(make_run):
+    base = make_run("base")
+    result = CliRunner().invoke(main, ["compare", str(base), str(base), "--max-drop", "lots"])
+    assert result.exit_code == 2
+    assert "--max-drop" in result.output
+
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|'
+                     r'\\[\\"n])*",?)*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$')
+
+
+def _check_exposition(text: str) -> int:
+    """A strict reading of the text format: returns the number of samples."""
+    typed: set[str] = set()
+    series: set[str] = set()
+    samples = 0
+    assert text.endswith("\n")
+    for line in text.splitlines():
+        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            parts = line.split(" ", 3)
+            if parts[1] == "TYPE":
+                assert parts[3] in ("gauge", "counter", "untyped", "summary", "histogram")
+                assert parts[2] not in typed, f"family typed twice: {parts[2]}"
+                typed.add(parts[2])
+            continue
+        match = _SAMPLE.match(line)
+        assert match, f"not a sample line: {line!r}"
+        assert match.group(1) in typed, f"sample before its TYPE: {line!r}"
+        key = match.group(1) + (match.group(2) or "")
+        assert key not in series, f"duplicate series: {key}"
+        series.add(key)
+        float(match.group(3))
+        samples += 1
+    return samples
+
+
+def test_prometheus_text_parses(make_run):
+    runs = [load_run(make_run("base"), resamples=100),
+            load_run(make_run("cand", pass_contradicted=0.5), resamples=100)]
+    text = prometheus_text(runs)
+    assert _check_exposition(text) > 20
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    rates = {(s.labels["run"], s.labels["variant"]): s.value
+             for s in families["termgym_pass_rate"].samples}
+    assert rates[("base", "contradicted")] == 1.0
+    assert rates[("cand", "contradicted")] == 0.5
+    memo = {s.labels["run"]: s.value for s in families["termgym_memorization_index"].samples}
+    assert memo == {"base": 0.0, "cand": 0.5}
+    assert families["termgym_audit_hits"].type == "gauge"
