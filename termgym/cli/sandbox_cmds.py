@@ -40,12 +40,15 @@ def build_base_cmd(force: bool) -> None:
 
 
 @click.command("gc")
-def gc() -> None:
-    """Remove every container termgym left behind (those labelled io.termgym.sandbox)."""
+@click.option("--all", "everything", is_flag=True, help="Also remove sandboxes still in use.")
+def gc(everything: bool) -> None:
+    """Remove sandboxes termgym left behind (their starting process is gone)."""
     from termgym.sandbox import collect_garbage
+    from termgym.sandbox._bwrap import collect_bwrap_garbage
 
     try:
-        removed = collect_garbage()
+        removed = collect_bwrap_garbage()
+        removed += collect_garbage(everything=everything)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"Removed {len(removed)} leftover sandbox(es).")

@@ -12,6 +12,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import socket
 import tarfile
 import tempfile
 import time
@@ -32,6 +33,10 @@ MAIN_USER = "65534:65534"
 """The container's main process runs as nobody so root's `kill -9 -1` cannot stop it."""
 
 AGENT_USER = "0:0"
+
+OWNER_HOST_LABEL = "io.termgym.host"
+OWNER_PID_LABEL = "io.termgym.pid"
+"""Who started a container; `termgym gc` removes those whose starter is gone."""
 
 DETACH_KEYS = "ctrl-^,ctrl-_,ctrl-^,ctrl-_"
 """`docker exec -it` swallows Ctrl-P by default (its detach prefix); move it out of the way."""
@@ -77,7 +82,12 @@ class DockerSandbox(ShellSandbox):
                 mem_limit=f"{config.memory_mb}m",
                 memswap_limit=f"{config.memory_mb}m",
                 nano_cpus=int(config.cpus * 1e9),
-                labels={SANDBOX_LABEL: "1", **config.labels},
+                labels={
+                    SANDBOX_LABEL: "1",
+                    OWNER_HOST_LABEL: socket.gethostname(),
+                    OWNER_PID_LABEL: str(os.getpid()),
+                    **config.labels,
+                },
                 hostname="sandbox",
             )
         except docker.errors.ImageNotFound as exc:
@@ -258,12 +268,34 @@ def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def collect_garbage() -> list[str]:
-    """Remove every container labelled as a termgym sandbox; return their names."""
+def collect_garbage(*, everything: bool = False) -> list[str]:
+    """Remove leftover sandbox containers; return their names.
+
+    A container is left over when the process that started it (labels `io.termgym.host` and
+    `io.termgym.pid`) is gone from this host, or when it is not running. With `everything`,
+    every container labelled as a termgym sandbox goes, live episodes included.
+    """
     client = docker_client()
     removed = []
     for container in client.containers.list(all=True, filters={"label": SANDBOX_LABEL}):
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-            removed.append(container.name)
+        if everything or not _owner_alive(container):
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+                removed.append(container.name)
     return removed
+
+
+def _owner_alive(container: Any) -> bool:
+    labels = container.labels
+    if container.status != "running" or labels.get(OWNER_HOST_LABEL) != socket.gethostname():
+        return container.status == "running" and OWNER_HOST_LABEL not in labels
+    try:
+        pid = int(labels.get(OWNER_PID_LABEL, "0"))
+        if pid <= 0:
+            return False
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True

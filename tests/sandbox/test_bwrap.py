@@ -1,0 +1,55 @@
+"""bwrap-only behaviour: limits from cgroups, a shell killed from outside, nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from termgym.sandbox import SandboxConfig, make_sandbox
+from termgym.sandbox._bwrap import BwrapSandbox
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+def bwrap_box(base_rootfs: str) -> Iterator[BwrapSandbox]:
+    box = make_sandbox("bwrap", SandboxConfig(pids=100))
+    assert isinstance(box, BwrapSandbox)
+    box.start()
+    yield box
+    box.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="overlay roots and cgroups need root")
+def test_root_is_a_writable_overlay_with_limits_and_no_capabilities(
+    bwrap_box: BwrapSandbox,
+) -> None:
+    assert bwrap_box.mode == "overlay"
+    assert {"pids", "memory"} <= set(bwrap_box.limits)
+    assert bwrap_box.run("echo x > /etc/written && cat /etc/written").output == "x\n"
+    assert bwrap_box.run("grep CapEff /proc/self/status").output.split()[1] == "0" * 16
+    assert bwrap_box.run("awk 'NR > 2 {print $1}' /proc/net/dev").output.split() == ["lo:"]
+
+
+def test_shell_killed_from_outside_is_restarted_and_files_stay(bwrap_box: BwrapSandbox) -> None:
+    bwrap_box.run("echo saved > /app/f")
+    assert bwrap_box.shell is not None
+    pid = bwrap_box.shell._child.pid  # type: ignore[union-attr]
+    threading.Timer(0.3, lambda: os.kill(pid, signal.SIGKILL)).start()
+    result = bwrap_box.run("sleep 30", timeout=20)
+    assert result.restarted and result.duration < 10
+    assert bwrap_box.run("cat /app/f").output == "saved\n"
+
+
+def test_close_leaves_no_mount_folder_or_cgroup(base_rootfs: str) -> None:
+    box = make_sandbox("bwrap", SandboxConfig())
+    assert isinstance(box, BwrapSandbox)
+    with box:
+        box.run("sleep 1000 &")
+        home, dirs = box.home, list(box.cgroup.dirs if box.cgroup else [])
+    assert home is not None and not home.exists()
+    assert not any(folder.exists() for folder in dirs)

@@ -1,0 +1,100 @@
+"""Docker-only behaviour: lockdown, a container killed from outside, no engine, leftovers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from termgym.errors import BackendUnavailable, SandboxCrashed
+from termgym.sandbox import SANDBOX_LABEL, SandboxConfig, collect_garbage, make_sandbox
+from termgym.sandbox._docker import DockerSandbox
+from termgym.sandbox._engine import docker_client, forget_clients
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def docker_box(base_image: str) -> Iterator[DockerSandbox]:
+    box = make_sandbox("docker", SandboxConfig(labels={"io.termgym.test": "1"}))
+    assert isinstance(box, DockerSandbox)
+    box.start()
+    yield box
+    box.close()
+
+
+def _sandboxes() -> list[str]:
+    containers = docker_client().containers.list(all=True, filters={"label": SANDBOX_LABEL})
+    return [c.name for c in containers]
+
+
+def test_container_is_locked_down(docker_box: DockerSandbox) -> None:
+    attrs = docker_box.container.attrs
+    host = attrs["HostConfig"]
+    assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"]
+    assert host["Init"] is True and host["PidsLimit"] == 256
+    assert host["Memory"] == 1024 << 20 and host["NanoCpus"] == 10**9
+    assert "no-new-privileges" in host["SecurityOpt"]
+    assert attrs["Config"]["Labels"][SANDBOX_LABEL] == "1"
+    caps = docker_box.run("grep CapEff /proc/self/status").output.split()
+    assert caps == ["CapEff:", "0000000000000000"]
+    assert docker_box.run("ls /sys/class/net").output.split() == ["lo"]
+
+
+def test_container_killed_from_outside_mid_command_raises_sandbox_crashed(
+    docker_box: DockerSandbox,
+) -> None:
+    killer = threading.Timer(0.5, lambda: docker_box.container.kill())
+    killer.start()
+    began = time.monotonic()
+    with pytest.raises(SandboxCrashed, match="stopped while a command ran"):
+        docker_box.run("sleep 60", timeout=30)
+    assert time.monotonic() - began < 10
+    with pytest.raises(SandboxCrashed):
+        docker_box.run("echo again")
+    docker_box.close()
+    assert docker_box.name not in _sandboxes()
+
+
+def test_no_container_is_left_after_close(base_image: str) -> None:
+    box = make_sandbox("docker", SandboxConfig())
+    with box:
+        assert box.run("echo up").output == "up\n"
+        name = box.name  # type: ignore[attr-defined]
+        assert name in _sandboxes()
+    assert name not in _sandboxes()
+    box.close()  # safe twice
+
+
+def test_gc_removes_sandboxes_whose_owner_is_gone_and_spares_live_ones(
+    docker_box: DockerSandbox,
+) -> None:
+    import socket
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    client = docker_client()
+    host = socket.gethostname()
+    orphan = {SANDBOX_LABEL: "1", "io.termgym.host": host, "io.termgym.pid": str(gone.pid)}
+    leftover = client.containers.run(
+        docker_box.config.image, ["sleep", "infinity"], detach=True, labels=orphan, init=True
+    )
+    removed = collect_garbage()
+    assert leftover.name in removed and docker_box.name not in removed
+    assert leftover.name not in _sandboxes() and docker_box.name in _sandboxes()
+
+
+def test_no_docker_engine_gives_a_message_saying_how_to_start_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:  # noqa: ANN001
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing-here.sock")
+    forget_clients()
+    try:
+        with pytest.raises(BackendUnavailable, match="No Docker engine answered.*make system"):
+            make_sandbox("docker", SandboxConfig()).start()
+    finally:
+        monkeypatch.undo()
+        forget_clients()
