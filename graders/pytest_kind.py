@@ -59,6 +59,7 @@ class PytestGrader(BaseGrader):
         env = {
             "PYTHONPATH": "{graders}",
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTHONSAFEPATH": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         files = {"termgym_pytest.py": _PLUGIN.read_bytes(), "termgym_pytest.ini": _INI}

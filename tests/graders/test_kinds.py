@@ -1,0 +1,204 @@
+"""Every bundled grader kind judges a real final state in a real container, in one exec."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from termgym.errors import GraderError
+from termgym.grading import (
+    BaseGrader,
+    Job,
+    JobOutput,
+    Outcome,
+    grade,
+    grade_rulesets,
+    grader_kinds,
+    prepare,
+    register_grader,
+    unregister_grader,
+)
+from termgym.grading._check import run_solution
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+from termgym.tasks import GraderSpec, RuleSet, Task, instantiate, load_task
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
+BUNDLED_KINDS = {"pytest", "script", "file", "json", "regex", "python"}
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def sandbox(docker_engine: None) -> Iterator[Sandbox]:
+    box = make_sandbox("docker", SandboxConfig(workdir="/app"))
+    box.start()
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return load_task(FIXTURES / "all-kinds")
+
+
+def _fresh(sandbox: Sandbox, task: Task, variant: str = "contradicted"):
+    plan = instantiate(task, variant, seed=1)
+    clean = (
+        "rm -rf /app/* /app/.[!.]* /tmp/.termgym-* /tmp/conftest.py /tmp/pytest.ini "
+        "/conftest.py /pytest.ini 2>/dev/null; true"
+    )
+    sandbox.exec(["bash", "-c", clean], workdir="/")
+    prepare(sandbox, plan)
+    return plan
+
+
+def _only(plan, *specs: GraderSpec):
+    rules = plan.rulesets[0].rules
+    return dataclasses.replace(plan, rulesets=(RuleSet(plan.variant, rules, tuple(specs)),))
+
+
+def test_bundled_kinds_arrive_through_the_entry_point_group():
+    assert BUNDLED_KINDS <= set(grader_kinds())
+
+
+def test_each_kind_passes_the_enforced_rule_and_fails_the_other(sandbox, task):
+    plan = _fresh(sandbox, task)
+    run_solution(sandbox, plan, task.spec.oracle)
+    verdicts, timings = grade_rulesets(sandbox, task, plan.rulesets)
+    new, old = verdicts["contradicted"], verdicts["original"]
+    assert {r.kind for r in new.results} == BUNDLED_KINDS
+    assert [(r.grader, r.passed, r.score) for r in new.results] == [
+        (g.name, True, 1.0) for g in task.spec.graders
+    ]
+    assert {r.grader: r.passed for r in old.results} == {g.name: False for g in task.spec.graders}
+    assert {r.grader: r.score for r in old.results}["tests"] == 0.5  # one of two tests holds
+    assert new.passed is True and old.passed is False and old.score == pytest.approx(0.5 / 6)
+    assert set(timings) == {"inject", "run", "read"}
+
+
+def test_pytest_runs_once_for_all_rule_sets(sandbox, task):
+    plan = _fresh(sandbox, task)
+    run_solution(sandbox, plan, task.spec.oracle)
+    verdicts, _ = grade_rulesets(sandbox, task, plan.rulesets)
+    new, old = (verdicts[n].results[0] for n in ("contradicted", "original"))
+    assert new.kind == "pytest" and new.duration == old.duration
+    assert new.details["tests"] == old.details["tests"] == 2
+
+
+def test_planted_scores_reports_and_plugins_are_ignored(sandbox, task):
+    plan = _fresh(sandbox, task)
+    planted = r"""
+set -e
+echo 0 > /app/out.txt; echo '{"limit": 0}' > /app/out.json
+echo 1 > /app/score
+cat > /app/junit.xml <<'X'
+<testsuite><testcase name="test_out_txt"/></testsuite>
+X
+for d in /app /tmp /; do
+  printf 'import pytest\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    item.runtest = lambda: None\n' > $d/conftest.py
+  printf '[pytest]\naddopts = -p no:junitxml\n' > $d/pytest.ini
+done
+printf 'import os, sys\nopen(os.environ.get("TERMGYM_RESULT_DIR", "/tmp") + "/junit.xml", "w").write("<testsuite><testcase name=\\"x\\"/></testsuite>")\nsys.exit(0)\n' > /app/pytest.py
+cp /app/pytest.py /app/termgym_pytest.py
+mkdir -p /tmp/.termgym-results-planted && echo 1 > /tmp/.termgym-results-planted/score
+"""
+    assert sandbox.exec(["bash", "-c", planted], workdir="/app").exit_code == 0
+    report = grade(sandbox, plan, shadow=False)
+    assert {r.grader: r.passed for r in report.verdict.results} == {
+        g.name: False for g in task.spec.graders
+    }
+
+
+def test_grader_files_are_absent_while_the_agent_runs_and_removed_after(sandbox, task):
+    plan = _fresh(sandbox, task)
+    marker = "pytest kind: out.txt holds the limit"
+    search = ["grep", "-rlsF", marker, "/", "--exclude-dir=proc", "--exclude-dir=sys"]
+    assert sandbox.exec(search, workdir="/", timeout=60).output.strip() == ""
+    run_solution(sandbox, plan, task.spec.oracle)
+    grade(sandbox, plan)
+    assert sandbox.exec(search, workdir="/", timeout=60).output.strip() == ""
+    leftovers = sandbox.exec(["bash", "-c", "ls -d /tmp/.termgym-* 2>/dev/null; true"], workdir="/")
+    assert leftovers.output.strip() == ""
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            GraderSpec(name="broken", kind="pytest", path="graders/test_broken.py"),
+            r"grader 'broken' \(pytest\) exited 2 \(collection or usage error\)",
+        ),
+        (
+            GraderSpec(name="silent", kind="script", path="graders/no_score.sh"),
+            r"grader 'silent' \(script\) wrote no score to \$TERMGYM_SCORE_FILE \(exit 3\)",
+        ),
+        (
+            GraderSpec(name="slow", kind="script", path="graders/slow.sh", timeout=1),
+            r"grader 'slow' \(script\) timed out after 1\.\ds",
+        ),
+        (
+            GraderSpec(name="buggy", kind="python", callable="check_out:crash"),
+            r"(?s)grader 'buggy' \(python\) crashed: .*RuntimeError: grader bug",
+        ),
+        (
+            GraderSpec(name="stuck", kind="python", callable="check_out:hang", timeout=1),
+            r"grader 'stuck' \(python\) timed out",
+        ),
+    ],
+    ids=["collection-error", "no-score", "script-timeout", "call-raises", "call-timeout"],
+)
+def test_crashing_or_timing_out_graders_are_errors_not_zero(sandbox, task, spec, message):
+    plan = _fresh(sandbox, task)
+    run_solution(sandbox, plan, task.spec.oracle)
+    good = task.spec.graders[0]
+    with pytest.raises(GraderError, match=message) as caught:
+        grade(sandbox, _only(plan, good, spec))
+    verdict = caught.value.report.verdict
+    broken = {r.grader: r for r in verdict.results}
+    assert broken[spec.name].score is None and broken[spec.name].passed is None
+    assert broken[good.name].passed is True
+    assert verdict.score is None and verdict.passed is None
+
+
+class _ExitCodeGrader(BaseGrader):
+    """A third-party kind: passes when `command` exits 0 in the sandbox."""
+
+    kind = "exit-code"
+
+    def job(self, spec: GraderSpec, task_root: Path) -> Job:
+        return Job(argv=("bash", "-c", spec.params["command"]))
+
+    def read(self, spec: GraderSpec, output: JobOutput) -> Mapping[str, Outcome]:
+        self.fail_on_error(spec, output)
+        passed = output.exit_code == 0
+        return {n: Outcome(float(passed), passed) for n in output.rulesets}
+
+
+@pytest.fixture
+def exit_code_kind() -> Iterator[str]:
+    register_grader("exit-code", _ExitCodeGrader)
+    yield "exit-code"
+    unregister_grader("exit-code")
+
+
+def test_a_registered_third_party_kind_grades_with_the_rules(sandbox, task, exit_code_kind):
+    plan = _fresh(sandbox, task)
+    run_solution(sandbox, plan, task.spec.oracle)
+    command = (
+        'test "$(cat out.txt)" = "$(python3 -c "import json,os; '
+        "print(json.loads(os.environ['TERMGYM_RULES'])['limit'])\")\""
+    )
+    spec = GraderSpec(name="custom", kind=exit_code_kind, command=command)
+    plan = dataclasses.replace(
+        plan,
+        rulesets=(
+            RuleSet("contradicted", {"limit": 20}, (spec,)),
+            RuleSet("original", {"limit": 10}, (spec,)),
+        ),
+    )
+    report = grade(sandbox, plan)
+    assert report.matrix == {"contradicted": {"custom": True}, "original": {"custom": False}}
+    assert report.episode_class == "adapted"
