@@ -287,7 +287,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _weighted(fn: Callable[[Sequence[float]], float], rates: np.ndarray, mult: np.ndarray) -> float:
+def _weighted(fn: Callable[[Any], float], rates: np.ndarray, mult: np.ndarray) -> float:
     keep = (mult > 0) & ~np.isnan(rates)
     return fn(np.repeat(rates[keep], mult[keep].astype(int)))
 

@@ -295,7 +295,7 @@ class LLMAgent:
             raise AgentError(f"llm: {self._where()} answered with no choices: {response!r:.200}")
         choice = response.choices[0]
         content, reasoning = split_reasoning(choice.message)
-        usage = response.usage.model_dump() if getattr(response, "usage", None) else None
+        usage = response.usage.model_dump() if response.usage is not None else None
         self._add(role, content, finish_reason=choice.finish_reason, usage=usage)
         self._transcript[-1]["reasoning"] = reasoning
         return content

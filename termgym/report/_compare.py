@@ -74,7 +74,7 @@ def compare_runs(
     if not pairs:
         return [Check(a, "episodes", empty, empty, 0.0, True,
                       "the candidate run has no episodes of this agent")
-                for a in base.metrics or {"(any)": None}]
+                for a in list(base.metrics) or ["(any)"]]
     checks: list[Check] = []
     for agent, b, c in pairs:
         if c.episodes == 0:

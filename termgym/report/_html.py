@@ -77,7 +77,9 @@ def _pass_rate_chart(run: RunData) -> str:
             Bar(e.value, e.low, e.high) if (e := m.pass_rate.get(v)) else Bar(None)
             for v in variants
         ]
-    return bar_chart(variants, series, title="Pass rate per variant (95% bootstrap interval)",
+    level = next(iter(run.metrics.values())).confidence if run.metrics else 0.95
+    return bar_chart(variants, series,
+                     title=f"Pass rate per variant ({level:.0%} bootstrap interval)",
                      chart_id="pass-rate-chart")
 
 
@@ -168,14 +170,16 @@ def render_html(run: RunData) -> str:
     if run.skipped:
         items = "".join(f"<li>{escape(n)}</li>" for n in run.skipped[:50])
         skipped = f"<h2>Unreadable lines</h2><ul class='note'>{items}</ul>"
-    resamples = next(iter(run.metrics.values())).resamples if run.metrics else 0
+    first = next(iter(run.metrics.values()), None)
+    resamples = first.resamples if first else 0
+    level = f"{first.confidence:.0%}" if first else "95%"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>termgym report · {escape(run.run_id)}</title><style>{CSS}</style></head>
 <body>
 <h1>termgym run {escape(run.run_id)}</h1>
-<p class="meta">agents: {escape(agents)} · {len(run.summaries)} episodes · intervals: 95%
+<p class="meta">agents: {escape(agents)} · {len(run.summaries)} episodes · intervals: {level}
 percentile bootstrap over {resamples} resamples (tasks, then episodes) · generated
 {escape(time.strftime("%Y-%m-%d %H:%M:%S"))}</p>
 <h2>Pass rate per variant</h2>

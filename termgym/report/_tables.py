@@ -23,7 +23,8 @@ def _fmt(e: Estimate | None) -> str:
 def pass_rate_table(run: RunData) -> Table:
     """Agents by variant: pass rate [interval] (episodes)."""
     variants = order_variants({v for m in run.metrics.values() for v in m.pass_rate})
-    table = Table(title="Pass rate per variant (95% bootstrap interval)")
+    level = next(iter(run.metrics.values())).confidence if run.metrics else 0.95
+    table = Table(title=f"Pass rate per variant ({level:.0%} bootstrap interval)")
     table.add_column("agent")
     for v in variants:
         table.add_column(v, justify="right")
