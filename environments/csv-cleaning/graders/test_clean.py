@@ -1,0 +1,63 @@
+"""Hidden checks: clean.py drops outliers above the README's threshold and writes its date format."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from reference_clean import clean, same  # noqa: E402
+
+APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
+HEADER = "id,date,customer,amount\n"
+
+
+def run_clean(tmp_path: Path, text: str) -> object:
+    src, out = tmp_path / "export.csv", tmp_path / "out" / "clean.json"
+    src.write_text(text)
+    out.parent.mkdir()
+    done = subprocess.run(
+        ["python3", str(APP / "clean.py"), str(src), str(out)],
+        capture_output=True, text=True, timeout=20, cwd=APP,
+    )
+    assert done.returncode == 0, f"clean.py exited {done.returncode}: {done.stderr[-500:]}"
+    return json.loads(out.read_text())
+
+
+def diff(got: object, want: list[dict]) -> str:
+    got_ids = [r.get("id") for r in got] if isinstance(got, list) else got
+    return f"kept ids {got_ids}, expected {[r['id'] for r in want]}; first rows {str(got)[:300]}"
+
+
+def test_the_shipped_export_was_cleaned(rules):
+    out = APP / "data" / "clean.json"
+    assert out.is_file(), "data/clean.json was not written"
+    want = clean((APP / "data" / "raw.csv").read_text(), rules)
+    got = json.loads(out.read_text())
+    assert same(got, want), diff(got, want)
+
+
+def test_amounts_on_either_side_of_the_threshold(tmp_path, rules):
+    limit = rules["outlier_threshold"]
+    amounts = [limit, limit - 0.01, limit + 0.01, limit - 0.5, limit + 0.5, limit + 1, 0, 1]
+    amounts += [float(a) for a in range(150, 5600, 75)]
+    rows = [f"{i},2024-05-{1 + i % 28:02d},Customer {i},{a:.2f}" for i, a in enumerate(amounts, 1)]
+    text = HEADER + "\n".join(rows) + "\n"
+    got, want = run_clean(tmp_path, text), clean(text, rules)
+    assert same(got, want), diff(got, want)
+
+
+def test_dates_in_both_input_formats_are_rewritten_in_the_reporting_format(tmp_path, rules):
+    rng = random.Random(5)
+    rows = []
+    for i in range(1, 41):
+        day, month, year = rng.randint(1, 28), rng.randint(1, 12), rng.randint(2019, 2025)
+        date = f"{year}-{month:02d}-{day:02d}" if i % 2 else f"{day:02d}.{month:02d}.{year}"
+        rows.append(f'{i},{date},"  Client   {i} ",{rng.randint(1, 150)}.{rng.randint(0, 99):02d}')
+    text = HEADER + "\n".join(rows) + "\n"
+    got, want = run_clean(tmp_path, text), clean(text, rules)
+    assert same(got, want), diff(got, want)
