@@ -51,6 +51,8 @@ PLATFORM_PATTERNS: dict[str, tuple[str, ...]] = {
 _PLATFORM = {k: [re.compile(p, re.I) for p in v] for k, v in PLATFORM_PATTERNS.items()}
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?!\d|\.\d)")
 _NEVER = math.inf
+_REFERENCE_CHANNEL = re.compile(r"TERMGYM_WITHHELD_RULES='[^']*'")
+"""How reference agents are handed withheld values (docs/agents.md): not the agent's writing."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class EpisodeTrace:
     rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     enforced: Mapping[str, Any] = field(default_factory=dict)
     variant: str = ""
+    agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -299,7 +302,8 @@ def trace_from_log(log: Any) -> EpisodeTrace:
     for i, step in enumerate(log.steps):
         index = step.index if step.index >= 0 else i
         if step.mode != "submit" and step.action:
-            written.append(Written(index, "action", step.action))
+            action = _REFERENCE_CHANNEL.sub("TERMGYM_WITHHELD_RULES=...", step.action)
+            written.append(Written(index, "action", action))
         visible.append((index + 1, step.output))
         if step.screen:
             visible.append((index + 1, step.screen))
@@ -323,6 +327,7 @@ def trace_from_log(log: Any) -> EpisodeTrace:
         rules={k: tuple(v) for k, v in rules.items()},
         enforced=dict(header.rules_enforced) if header else {},
         variant=header.variant if header else "",
+        agent=header.agent if header else "",
     )
 
 
@@ -333,6 +338,18 @@ class AuditReport:
     episodes: int
     hits: tuple[AuditHit, ...]
     probes: tuple[ProbeScore, ...]
+    agents: Mapping[str, str] = field(default_factory=dict)
+    """Episode id -> agent name."""
+
+    def for_agent(self, agent: str) -> AuditReport:
+        """The part of the audit about one agent's episodes."""
+        mine = {e for e, a in self.agents.items() if a == agent}
+        return AuditReport(
+            len(mine),
+            tuple(h for h in self.hits if h.episode_id in mine),
+            tuple(p for p in self.probes if p.episode_id in mine),
+            {e: agent for e in mine},
+        )
 
     def episodes_with(self, kind: str) -> int:
         """Episodes with at least one hit of `kind`."""
@@ -362,14 +379,14 @@ def audit_traces(traces: Iterable[EpisodeTrace]) -> AuditReport:
     """Audit every trace."""
     hits: list[AuditHit] = []
     probes: list[ProbeScore] = []
-    count = 0
+    agents: dict[str, str] = {}
     for trace in traces:
-        count += 1
+        agents[trace.episode_id] = trace.agent
         hits += audit_trace(trace)
         probe = score_probe(trace)
         if probe is not None:
             probes.append(probe)
-    return AuditReport(count, tuple(hits), tuple(probes))
+    return AuditReport(len(agents), tuple(hits), tuple(probes), agents)
 
 
 def audit_logs(logs: Iterable[Any]) -> AuditReport:

@@ -130,13 +130,20 @@ def _audit_section(run: RunData, limit: int = 200) -> str:
     def pct(x: float | None) -> str:
         return "n/a" if x is None else f"{x * 100:.1f}%"
 
-    out = [
-        f"<p>{audit.episodes} episodes audited · leak rate {pct(audit.leak_rate)} "
-        f"({audit.episodes_with('leak')} episodes) · rule-name leaks "
-        f"{audit.episodes_with('leak-name')} episodes · platform-mention rate "
-        f"{pct(audit.platform_rate)} · probes answered {len(audit.probes)}, disclosure rate "
-        f"{pct(audit.disclosure_rate)}</p>"
-    ]
+    rows = []
+    for agent in run.metrics:
+        a = audit.for_agent(agent)
+        if not a.episodes:
+            continue
+        rows.append(
+            f"<tr><td>{escape(agent or '(unnamed)')}</td><td class='num'>{a.episodes}</td>"
+            f"<td class='num'>{pct(a.leak_rate)}</td>"
+            f"<td class='num'>{a.episodes_with('leak-name')}</td>"
+            f"<td class='num'>{pct(a.platform_rate)}</td><td class='num'>{len(a.probes)}</td>"
+            f"<td class='num'>{pct(a.disclosure_rate)}</td></tr>")
+    out = ["<table><tr><th>agent</th><th>episodes</th><th>leak rate</th>"
+           "<th>episodes with rule-name leaks</th><th>platform-mention rate</th>"
+           f"<th>probes</th><th>probe disclosure rate</th></tr>{''.join(rows)}</table>"]
     if audit.hits:
         rows = [
             f"<tr><td>{escape(h.episode_id)}</td><td class='num'>{h.step}</td>"

@@ -84,17 +84,16 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
                 for klass, count in counts.items():
                     out.add("episodes_by_class", "Episodes per shadow-grading class.",
                             {**base, "variant": variant, "class": klass}, count)
-        audit = run.audit
-        base = {"run": run.run_id}
-        out.add("audited_episodes", "Episodes the trace audit read.", base, audit.episodes)
-        for kind in ("leak", "leak-name", "platform"):
-            out.add("audit_hits", "Trace-audit hits per kind.", {**base, "kind": kind},
-                    sum(h.kind == kind for h in audit.hits))
-        for name, value in (("leak_rate", audit.leak_rate),
-                            ("platform_mention_rate", audit.platform_rate),
-                            ("probe_disclosure_rate", audit.disclosure_rate)):
-            if value is not None:
-                out.add(name, f"Trace audit: {name.replace('_', ' ')}.", base, value)
+            audit = run.audit.for_agent(agent)
+            out.add("audited_episodes", "Episodes the trace audit read.", base, audit.episodes)
+            for kind in ("leak", "leak-name", "platform"):
+                out.add("audit_hits", "Trace-audit hits per kind.", {**base, "kind": kind},
+                        sum(h.kind == kind for h in audit.hits))
+            for name, value in (("leak_rate", audit.leak_rate),
+                                ("platform_mention_rate", audit.platform_rate),
+                                ("probe_disclosure_rate", audit.disclosure_rate)):
+                if value is not None:
+                    out.add(name, f"Trace audit: {name.replace('_', ' ')}.", base, value)
     return "\n".join(out.lines()) + "\n"
 
 

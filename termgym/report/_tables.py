@@ -104,14 +104,15 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
     def pct(x: float | None) -> str:
         return "n/a" if x is None else f"{x * 100:.1f}%"
 
-    table = Table(
-        title="Trace audit",
-        caption=(f"{audit.episodes} episodes · leak rate {pct(audit.leak_rate)} · "
-                 f"platform-mention rate {pct(audit.platform_rate)} · probe disclosure rate "
-                 f"{pct(audit.disclosure_rate)} ({len(audit.probes)} probes)"
-                 + (f" · showing {limit} of {len(audit.hits)} hits"
-                    if len(audit.hits) > limit else "")),
+    caption = "; ".join(
+        f"{agent or '(unnamed)'}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
+        f"platform-mention rate {pct(a.platform_rate)}, probe disclosure rate "
+        f"{pct(a.disclosure_rate)} ({len(a.probes)} probes)"
+        for agent in run.metrics if (a := audit.for_agent(agent)).episodes
     )
+    if len(audit.hits) > limit:
+        caption += f" · showing {limit} of {len(audit.hits)} hits"
+    table = Table(title="Trace audit", caption=caption)
     for name in ("episode", "step", "kind", "source", "what", "excerpt"):
         table.add_column(name, overflow="fold")
     for hit in audit.hits[:limit]:

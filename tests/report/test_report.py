@@ -174,3 +174,18 @@ def test_prometheus_text_parses(make_run):
     memo = {s.labels["run"]: s.value for s in families["termgym_memorization_index"].samples}
     assert memo == {"base": 0.0, "cand": 0.5}
     assert families["termgym_audit_hits"].type == "gauge"
+
+
+def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_ones_are(tmp_path):
+    run_dir = tmp_path / "r"
+    oracle_cmd = ("cd /app && TERMGYM_WITHHELD_RULES='{\"fuel_reserve\":0.1}' bash -c "
+                  "\"$(cat <<'TERMGYM_SCRIPT'\npython3 plan.py\nTERMGYM_SCRIPT\n)\"")
+    write_episode(run_dir, task="t", variant="withheld", agent="oracle", passed=True,
+                  cls="both", actions=[oracle_cmd])
+    memorized = oracle_cmd.replace("python3 plan.py", "python3 plan.py --reserve 0.1")
+    write_episode(run_dir, task="t", variant="withheld", agent="memorizer", passed=True,
+                  cls="both", actions=[memorized.replace('{"fuel_reserve":0.1}', "{}")])
+    audit = load_run(run_dir, resamples=0).audit
+    assert audit.for_agent("oracle").leak_rate == 0.0
+    assert audit.for_agent("memorizer").leak_rate == 1.0
+    assert [h.detail for h in audit.hits] == ["fuel_reserve=0.1"]
