@@ -192,6 +192,8 @@ class PersistentShell:
             preexec_fn=self.preexec_fn,
         )
         child.delaybeforesend = None
+        child.ptyproc.delayafterclose = 0
+        child.ptyproc.delayafterterminate = 0.02
         flags = fcntl.fcntl(child.child_fd, fcntl.F_GETFL)
         fcntl.fcntl(child.child_fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
         self._child = child
@@ -263,6 +265,9 @@ class PersistentShell:
         restarted = self._ensure_started()
         collector = _Collector(self.output_limit)
         self._drain(collector)
+        notes: list[str] = []
+        if restarted:
+            notes.append(self._reset_note("had exited"))
         self._seq += 1
         seq = self._seq
         deadline = began + timeout
@@ -286,10 +291,7 @@ class PersistentShell:
                 exit_code = status
             why = "exited" if outcome.kind == "died" else "did not recover from Ctrl-C"
             notes.append(
-                f"[termgym: the shell {why}"
-                + (f" (status {status})" if status is not None else "")
-                + "; a fresh shell was started in "
-                + f"{self.workdir}: working directory, variables and functions were reset]"
+                self._reset_note(why + (f" (status {status})" if status is not None else ""))
             )
             self.restart()
             restarted = True
@@ -323,13 +325,18 @@ class PersistentShell:
         if not alive:
             exit_code = self._death_status()
             self._handle_death()
-            notes.append(f"[termgym: the shell exited (status {exit_code}); a fresh shell was "
-                         f"started in {self.workdir}]")  # fmt: skip
+            notes.append(self._reset_note(f"exited (status {exit_code})"))
             self.restart()
             restarted = True
         return self._result(collector, began, exit_code, False, restarted, notes)
 
     # ---- internals -------------------------------------------------------------------------
+
+    def _reset_note(self, why: str) -> str:
+        return (
+            f"[termgym: the shell {why}; a fresh shell was started in {self.workdir}: "
+            "working directory, variables and functions were reset]"
+        )
 
     def _ensure_started(self) -> bool:
         if self._child is None:

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# System pieces termgym needs: a Docker engine (installed and started where the machine
+# allows it), bubblewrap, debootstrap and tmux. Where something cannot be had, say what is
+# missing and carry on: the bubblewrap backend works without Docker.
+set -uo pipefail
+
+log() { printf 'ensure-system: %s\n' "$*"; }
+
+as_root=false
+[ "$(id -u)" = 0 ] && as_root=true
+has_apt=false
+command -v apt-get >/dev/null 2>&1 && has_apt=true
+apt_updated=false
+
+apt_install() {
+    if ! $as_root || ! $has_apt; then
+        log "missing: $* (install it: needs root and apt-get, here root=$as_root apt=$has_apt)"
+        return 1
+    fi
+    if ! $apt_updated; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+        apt_updated=true
+    fi
+    log "installing $*"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+        >/dev/null 2>&1 || { log "could not install $*"; return 1; }
+}
+
+docker_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+ensure_docker() {
+    if docker_answers; then
+        log "docker: an engine answers"
+        return 0
+    fi
+    if [ -n "${DOCKER_HOST:-}" ]; then
+        log "docker: nothing answers at DOCKER_HOST=$DOCKER_HOST; leaving it alone (bwrap is used)"
+        return 1
+    fi
+    command -v dockerd >/dev/null 2>&1 || apt_install docker.io || {
+        log "docker: not available; the bwrap backend will be used"
+        return 1
+    }
+    if ! $as_root; then
+        log "docker: installed but not running, and starting dockerd needs root;" \
+            "start it (sudo systemctl start docker) or the bwrap backend will be used"
+        return 1
+    fi
+    if ! pgrep -x dockerd >/dev/null 2>&1; then
+        log "docker: starting dockerd in the background (log: /var/log/termgym-dockerd.log)"
+        nohup dockerd >/var/log/termgym-dockerd.log 2>&1 &
+    fi
+    for _ in $(seq 1 60); do
+        if docker_answers; then
+            log "docker: an engine answers"
+            return 0
+        fi
+        sleep 1
+    done
+    log "docker: dockerd did not answer within 60 s (see /var/log/termgym-dockerd.log);" \
+        "the bwrap backend will be used"
+    return 1
+}
+
+ensure_tool() {  # ensure_tool COMMAND PACKAGE
+    if command -v "$1" >/dev/null 2>&1; then
+        log "$1: present"
+    else
+        apt_install "$2" || true
+    fi
+}
+
+ensure_docker || true
+ensure_tool bwrap bubblewrap
+ensure_tool debootstrap debootstrap
+ensure_tool tmux tmux
+if ! command -v bwrap >/dev/null 2>&1 && ! docker_answers; then
+    log "neither Docker nor bubblewrap is available: sandboxes cannot start here"
+fi
+exit 0
