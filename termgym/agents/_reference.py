@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shlex
 from collections.abc import Mapping
@@ -27,6 +28,19 @@ def script_command(script: str, *, workdir: str, withheld_rules: Mapping[str, An
     return (
         f"cd {shlex.quote(workdir)} && TERMGYM_WITHHELD_RULES={shlex.quote(rules_json)} "
         f"bash -c \"$(cat <<'{delimiter}'\n{body}{delimiter}\n)\" termgym-script </dev/null"
+    )
+
+
+def script_oneliner(script: str, *, workdir: str, withheld_rules: Mapping[str, Any]) -> str:
+    """`script_command` on one line (the script base64-encoded), for typing into a terminal.
+
+    Typed text must not hold tabs (completion) or newlines (each would run a line early).
+    """
+    encoded = base64.b64encode(script.encode("utf-8")).decode("ascii")
+    rules_json = json.dumps(dict(withheld_rules), sort_keys=True, separators=(",", ":"))
+    return (
+        f"cd {shlex.quote(workdir)} && TERMGYM_WITHHELD_RULES={shlex.quote(rules_json)} "
+        f"bash -c \"$(echo {encoded} | base64 -d)\" termgym-script </dev/null"
     )
 
 
@@ -66,10 +80,10 @@ class ScriptAgent:
             return SUBMIT
         self._acted = True
         ref = self._context.reference
-        command = script_command(
-            self.script(ref), workdir=ref.workdir, withheld_rules=self.withheld(ref)
-        )
-        return as_keystrokes(command) if self._context.mode == "keys" else command
+        script, rules = self.script(ref), self.withheld(ref)
+        if self._context.mode == "keys":
+            return as_keystrokes(script_oneliner(script, workdir=ref.workdir, withheld_rules=rules))
+        return script_command(script, workdir=ref.workdir, withheld_rules=rules)
 
     def transcript(self) -> list[dict[str, Any]]:
         """Reference agents write nothing besides their actions."""

@@ -76,8 +76,17 @@ def test_keys_mode_types_the_command_and_presses_enter(tmp_path):
     agent = make_agent("oracle")
     agent.reset(_context(tmp_path, mode="keys"))
     keys = agent.act({})
-    assert keys.endswith("<Enter>") and "\n" not in keys
-    assert "<lt><lt>'TERMGYM_SCRIPT'" in keys
+    assert keys.endswith("<Enter>") and keys.count("<Enter>") == 1
+    assert "\n" not in keys and "\t" not in keys
+    assert keys.endswith("</dev/null<Enter>".replace("<", "<lt>", 1))
+
+
+def test_keys_mode_line_runs_the_script_in_bash(tmp_path):
+    agent = make_agent("oracle")
+    agent.reset(_context(tmp_path, mode="keys", withheld={"max_weight": 7}))
+    line = agent.act({}).removesuffix("<Enter>").replace("<lt>", "<")
+    _run(line)
+    assert (tmp_path / "result.txt").read_text() == "oracle limit=7\nstdin=empty\n"
 
 
 def test_reset_starts_a_new_episode(tmp_path):
