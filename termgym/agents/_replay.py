@@ -2,57 +2,35 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from termgym.agents._base import SUBMIT, EpisodeContext
-from termgym.errors import AgentError
+from termgym.errors import AgentError, RecordingError
+from termgym.recording import EpisodeHeader, read_episode
 
 
-def recorded_actions(path: str | Path) -> tuple[dict[str, Any], list[str]]:
+def recorded_actions(path: str | Path) -> tuple[EpisodeHeader, list[str]]:
     """The header and the actions (in step order) of an episode recording (.jsonl).
 
-    A recording is JSON lines: one {"type": "header"} line, one {"type": "step", "action"}
-    line per step, and an {"type": "end"} line. A trailing SUBMIT is dropped (the agent
-    submits once the actions run out).
+    Submit steps are left out: the agent submits once the actions run out.
     """
     path = Path(path)
+    if not path.is_file():
+        raise AgentError(f"replay: expected an episode recording (.jsonl), found no file {path}")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AgentError(f"replay: cannot read recording {str(path)!r}: {exc}") from exc
-    header: dict[str, Any] = {}
-    steps: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(text.splitlines()):
-                break  # a crash may leave the last line half written
-            raise AgentError(
-                f"replay: {path.name} line {number}: expected a JSON object, found {line[:60]!r}"
-            ) from exc
-        kind = record.get("type")
-        if kind == "header":
-            header = record
-        elif kind == "step":
-            action = record.get("action")
-            if not isinstance(action, str):
-                raise AgentError(
-                    f"replay: {path.name} line {number}: expected a step with a string "
-                    f"'action', found {action!r}"
-                )
-            steps.append((int(record.get("step", len(steps) + 1)), action))
-    if not header:
+        log = read_episode(path)
+    except RecordingError as exc:
+        raise AgentError(f"replay: cannot read {path}: {exc}") from exc
+    if log.header is None:
         raise AgentError(f"replay: {path.name}: expected a header line first, found none")
-    actions = [a for _, a in sorted(steps, key=lambda s: s[0])]
-    if actions and actions[-1].strip() == SUBMIT:
-        actions.pop()
-    return header, actions
+    unreadable = [note for note in log.skipped if "step" in note]
+    if unreadable:
+        raise AgentError(f"replay: {path.name}: {unreadable[0]}")
+    steps = sorted(log.steps, key=lambda s: s.index)
+    actions = [s.action for s in steps if s.mode != "submit" and s.action.strip() != SUBMIT]
+    return log.header, actions
 
 
 class ReplayAgent:
@@ -72,19 +50,19 @@ class ReplayAgent:
         self.header, self.actions = recorded_actions(self.path)
         self._next = 0
 
-    @property
-    def recorded_task(self) -> str | None:
-        """The task id the recording names (None if its header does not say)."""
-        task = self.header.get("task_id", self.header.get("task"))
-        return task if isinstance(task, str) else None
-
     def reset(self, context: EpisodeContext) -> None:
         """Start again from the first recorded action."""
-        recorded = self.recorded_task
-        if self.check_task and recorded is not None and recorded != context.task_id:
+        recorded = self.header.task
+        if self.check_task and recorded and recorded != context.task_id:
             raise AgentError(
                 f"replay: recording {self.path.name} is of task {recorded!r}, "
                 f"expected task {context.task_id!r}"
+            )
+        mode = self.header.extra.get("mode")
+        if mode and mode != context.mode:
+            raise AgentError(
+                f"replay: recording {self.path.name} was made in {mode} mode, "
+                f"expected {context.mode} mode like the episode"
             )
         self._next = 0
 

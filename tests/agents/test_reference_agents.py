@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
@@ -18,6 +17,7 @@ from termgym.agents import (
     unregister_agent,
 )
 from termgym.errors import AgentError, UnknownAgent
+from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 
 ORACLE = """#!/bin/bash
 set -e
@@ -97,16 +97,24 @@ def test_reset_starts_a_new_episode(tmp_path):
     assert agent.act({}) != SUBMIT
 
 
-def _recording(path, task="fuel-planner", actions=("ls", "cat a", SUBMIT)):
-    lines = [{"type": "header", "schema": 1, "task_id": task, "episode_id": "e1"}]
-    lines += [{"type": "step", "step": i, "action": a} for i, a in enumerate(actions, 1)]
-    lines.append({"type": "end", "passed": True})
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+def _recording(path, task="fuel-planner", actions=("ls", "cat a", SUBMIT), mode="command"):
+    header = EpisodeHeader(
+        episode_id=path.stem, task=task, task_version=1, variant="original", rules_visible={},
+        rules_enforced={}, seed=0, agent="human", backend="docker", versions={}, started=0.0,
+        extra={"mode": mode},
+    )
+    writer = EpisodeWriter(path.parent.parent, header)
+    for i, action in enumerate(actions):
+        step_mode = "submit" if action == SUBMIT else mode
+        writer.step(StepRecord(index=i, mode=step_mode, action=action, output="",
+                               exit_code=0, duration=0.0))
+    writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False))
+    writer.close()
     return path
 
 
 def test_replay_reacts_recorded_actions_then_submits(tmp_path):
-    agent = make_agent("replay", episode=str(_recording(tmp_path / "e1.jsonl")))
+    agent = make_agent("replay", episode=str(_recording(tmp_path / "episodes" / "e1.jsonl")))
     agent.reset(_context(tmp_path))
     assert [agent.act({}) for _ in range(4)] == ["ls", "cat a", SUBMIT, SUBMIT]
     agent.reset(_context(tmp_path))
@@ -114,16 +122,26 @@ def test_replay_reacts_recorded_actions_then_submits(tmp_path):
 
 
 def test_replay_refuses_another_task(tmp_path):
-    agent = make_agent("replay", episode=str(_recording(tmp_path / "e.jsonl", task="other")))
+    path = _recording(tmp_path / "episodes" / "e.jsonl", task="other")
+    agent = make_agent("replay", episode=str(path))
     with pytest.raises(AgentError, match="is of task 'other'"):
         agent.reset(_context(tmp_path))
 
 
-def test_replay_of_a_malformed_file_names_the_line(tmp_path):
+def test_replay_refuses_a_recording_of_another_mode(tmp_path):
+    path = _recording(tmp_path / "episodes" / "k.jsonl", actions=("ls<Enter>",), mode="keys")
+    agent = make_agent("replay", episode=str(path))
+    with pytest.raises(AgentError, match="made in keys mode"):
+        agent.reset(_context(tmp_path))
+
+
+def test_replay_of_a_file_without_header_says_so(tmp_path):
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"type": "header"}\nnot json\n{"type": "end"}\n')
-    with pytest.raises(AgentError, match="line 2"):
+    path.write_text('not json\n{"type": "end"}\n')
+    with pytest.raises(AgentError, match="expected a header line"):
         make_agent("replay", episode=str(path))
+    with pytest.raises(AgentError, match="found no file"):
+        make_agent("replay", episode=str(tmp_path / "missing.jsonl"))
 
 
 def test_unknown_agent_suggests_the_close_name():
