@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Memorized solution: the same Makefile fixes with the original release settings
+# (BUFFER_SIZE 4096, CHECKSUM crc32) hard-coded, whatever BUILD.md now says.
+set -euo pipefail
+cd /app
+SIZE=4096
+CHECKSUM=crc32
+sed -i -e 's/^        \$(PYTHON)/\t$(PYTHON)/' \
+       -e 's/blocksum\.main:main/blocksum.cli:main/' \
+       -e "s/^BUFFER_SIZE ?= .*/BUFFER_SIZE ?= $SIZE/" \
+       -e "s/^CHECKSUM ?= .*/CHECKSUM ?= $CHECKSUM/" Makefile
+make
+build/tool --config
