@@ -65,12 +65,22 @@ def load_run(
             f"expected a run folder holding episodes/<id>.jsonl, found none in {run_dir}"
         )
     results = _results(run_dir)
-    summaries = tuple(summary_from_log(ep, results.get(ep.episode_id)) for ep in log.episodes)
+    summaries = [summary_from_log(ep, results.get(ep.episode_id)) for ep in log.episodes]
+    recorded = {s.episode_id for s in summaries}
+    agent = str((log.header or {}).get("agent", ""))
+    for episode_id, result in results.items():
+        # The runner sets aside the recordings of attempts that failed for infrastructure
+        # reasons; when every attempt failed, results.jsonl is all that is left.
+        if episode_id not in recorded and result.get("status") == "infra-error":
+            summaries.append(EpisodeSummary(
+                episode_id=episode_id, task=str(result.get("task", "")),
+                variant=str(result.get("variant", "")), agent=agent, passed=False,
+                error=str(result.get("error") or "infrastructure error"), run_id=log.run_id))
     return RunData(
         path=run_dir,
         run_id=log.run_id,
         header=dict(log.header or {}),
-        summaries=summaries,
+        summaries=tuple(summaries),
         audit=audit_logs(log.episodes),
         metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed,
                                  confidence=confidence),

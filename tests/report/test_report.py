@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -189,3 +190,17 @@ def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_one
     assert audit.for_agent("oracle").leak_rate == 0.0
     assert audit.for_agent("memorizer").leak_rate == 1.0
     assert [h.detail for h in audit.hits] == ["fuel_reserve=0.1"]
+
+
+def test_episodes_whose_every_attempt_failed_are_counted_as_infra_errors(make_run):
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False)
+    lines = [
+        {"episode_id": "lost-1", "task": "task-0", "variant": "original",
+         "status": "infra-error", "error": "SandboxCrashed: engine gone"},
+        {"episode_id": "retried", "task": "task-0", "variant": "original",
+         "status": "infra-error", "error": "GraderError: timeout"},
+        {"episode_id": "retried", "task": "task-0", "variant": "original", "status": "ok"},
+    ]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    m = load_run(run_dir, resamples=0).metrics["oracle"]
+    assert (m.episodes, m.infra_errors) == (2, 1)
