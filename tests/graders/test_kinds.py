@@ -61,7 +61,7 @@ def _only(plan, *specs: GraderSpec):
 
 
 def test_bundled_kinds_arrive_through_the_entry_point_group():
-    assert BUNDLED_KINDS <= set(grader_kinds())
+    assert set(grader_kinds()) >= BUNDLED_KINDS
 
 
 def test_each_kind_passes_the_enforced_rule_and_fails_the_other(sandbox, task):
@@ -88,24 +88,38 @@ def test_pytest_runs_once_for_all_rule_sets(sandbox, task):
     assert new.details["tests"] == old.details["tests"] == 2
 
 
-def test_planted_scores_reports_and_plugins_are_ignored(sandbox, task):
-    plan = _fresh(sandbox, task)
-    planted = r"""
-set -e
-echo 0 > /app/out.txt; echo '{"limit": 0}' > /app/out.json
-echo 1 > /app/score
-cat > /app/junit.xml <<'X'
-<testsuite><testcase name="test_out_txt"/></testsuite>
-X
-for d in /app /tmp /; do
-  printf 'import pytest\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    item.runtest = lambda: None\n' > $d/conftest.py
-  printf '[pytest]\naddopts = -p no:junitxml\n' > $d/pytest.ini
-done
-printf 'import os, sys\nopen(os.environ.get("TERMGYM_RESULT_DIR", "/tmp") + "/junit.xml", "w").write("<testsuite><testcase name=\\"x\\"/></testsuite>")\nsys.exit(0)\n' > /app/pytest.py
-cp /app/pytest.py /app/termgym_pytest.py
-mkdir -p /tmp/.termgym-results-planted && echo 1 > /tmp/.termgym-results-planted/score
+_FAKE_PASS_CONFTEST = """\
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    item.runtest = lambda: None
 """
-    assert sandbox.exec(["bash", "-c", planted], workdir="/app").exit_code == 0
+_FAKE_PYTEST = """\
+import os, sys
+report = os.environ.get("TERMGYM_RESULT_DIR", "/tmp") + "/junit.xml"
+open(report, "w").write('<testsuite><testcase name="x"/></testsuite>')
+sys.exit(0)
+"""
+
+
+def test_planted_scores_reports_and_plugins_are_ignored(sandbox, task, tmp_path):
+    plan = _fresh(sandbox, task)
+    planted = {
+        "/app/out.txt": "0\n",
+        "/app/out.json": '{"limit": 0}\n',
+        "/app/score": "1\n",
+        "/app/junit.xml": '<testsuite><testcase name="test_out_txt"/></testsuite>\n',
+        "/app/pytest.py": _FAKE_PYTEST,
+        "/app/termgym_pytest.py": _FAKE_PYTEST,
+        "/tmp/.termgym-results-planted/score": "1\n",
+    }
+    for folder in ("/app", "/tmp", ""):
+        planted[f"{folder}/conftest.py"] = _FAKE_PASS_CONFTEST
+        planted[f"{folder}/pytest.ini"] = "[pytest]\naddopts = -p no:junitxml\n"
+    for index, (dest, content) in enumerate(planted.items()):
+        (tmp_path / str(index)).write_text(content)
+        sandbox.copy_in(tmp_path / str(index), dest)
     report = grade(sandbox, plan, shadow=False)
     assert {r.grader: r.passed for r in report.verdict.results} == {
         g.name: False for g in task.spec.graders
