@@ -120,7 +120,7 @@ class LLMAgent:
             (Ollama); defaults to $TERMGYM_LLM_BASE_URL, then $OPENAI_BASE_URL, then OpenAI's.
         api_key: Defaults to $TERMGYM_LLM_KEY, then $OPENAI_API_KEY ("EMPTY" for a custom
             base_url that needs none).
-        temperature: Sampling temperature.
+        temperature: Sampling temperature (None: not sent, for models that refuse one).
         max_tokens: Cap on tokens per reply (None: the endpoint's default).
         timeout: Seconds one request may take.
         max_retries: Retries of the client library on connection errors, 408/409/429 and 5xx.
@@ -139,7 +139,7 @@ class LLMAgent:
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int | None = None,
         timeout: float = 120.0,
         max_retries: int = 2,
@@ -276,9 +276,7 @@ class LLMAgent:
             response = self._client.chat.completions.create(
                 model=self.model,
                 messages=self._messages,  # type: ignore[arg-type]
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                extra_body=self.extra_body or None,
+                **self._sampling(),
             )
         except self._openai.APIStatusError as exc:
             raise AgentError(
@@ -299,6 +297,17 @@ class LLMAgent:
         self._add(role, content, finish_reason=choice.finish_reason, usage=usage)
         self._transcript[-1]["reasoning"] = reasoning
         return content
+
+    def _sampling(self) -> dict[str, Any]:
+        """Request options that are set (None ones are left out, not sent as null)."""
+        options: dict[str, Any] = {}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            options["max_tokens"] = self.max_tokens
+        if self.extra_body:
+            options["extra_body"] = self.extra_body
+        return options
 
     def _where(self) -> str:
         return self.base_url or "the OpenAI API"

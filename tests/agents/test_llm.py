@@ -34,6 +34,17 @@ def test_reply_with_a_bash_block_becomes_the_command(chat_server):
     assert sent["messages"][0]["role"] == "system"
     assert "Plan the loads" in sent["messages"][1]["content"]
     assert chat_server.headers[0]["authorization"] == "Bearer k"
+    assert sent["temperature"] == 0.0 and "max_tokens" not in sent
+
+
+def test_sampling_options_and_extra_body_are_sent(chat_server):
+    chat_server.reply("SUBMIT")
+    agent = _agent(chat_server, temperature=None, max_tokens=64,
+                   extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    agent.act({"output": "", "exit_code": -1})
+    sent = chat_server.requests[0]
+    assert "temperature" not in sent and sent["max_tokens"] == 64
+    assert sent["chat_template_kwargs"] == {"enable_thinking": True}
 
 
 def test_reasoning_content_and_reasoning_fields_are_recorded(chat_server):
