@@ -28,6 +28,8 @@ class SandboxConfig:
         env: Extra environment variables for the shell.
         output_limit: Bytes of output kept per command; the rest is dropped behind a marker.
         labels: Extra labels (docker) identifying the run and episode.
+        rows: Terminal height of the agent's shell (what full-screen programs draw on).
+        cols: Terminal width of the agent's shell.
     """
 
     image: str = BASE_IMAGE
@@ -39,6 +41,8 @@ class SandboxConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     output_limit: int = 1_000_000
     labels: Mapping[str, str] = field(default_factory=dict)
+    rows: int = 40
+    cols: int = 120
 
 
 @dataclass(frozen=True)

@@ -76,12 +76,28 @@ class BwrapSandbox(ShellSandbox):
                 self.name, pids=self.config.pids, memory_mb=self.config.memory_mb,
                 cpus=self.config.cpus,
             )  # fmt: skip
-            self._preexec = self.cgroup.join
+            self._preexec = self._enter_limits
             self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
             self._start_shell()
         except BaseException:
             self.close()
             raise
+
+    def _enter_limits(self) -> None:
+        """In the spawned child: join the cgroups, or fall back to RLIMIT_NPROC for pids.
+
+        RLIMIT_NPROC counts every process of the host user and does not bind root, so the
+        fallback allows the user's current count plus `pids`; it is what holds on a machine
+        without writable cgroups.
+        """
+        assert self.cgroup is not None
+        self.cgroup.join()
+        if "pids" not in self.cgroup.applied and os.geteuid() != 0:
+            import resource
+
+            mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
+            limit = mine + self.config.pids
+            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
     def _make_root(self) -> None:
         assert self.home is not None and self.rootfs is not None
@@ -217,6 +233,13 @@ def collect_bwrap_garbage() -> list[str]:
         remove_episode(home)
         removed.append(home.name)
     return removed
+
+
+def _owned(proc: Path) -> bool:
+    try:
+        return proc.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def _copy(src: Path, dest: Path) -> None:

@@ -65,6 +65,7 @@ class ShellSandbox:
             on_death=self._on_shell_death,
             kill_hook=self._kill_hook,
             preexec_fn=self._preexec,
+            size=(self.config.rows, self.config.cols),
         )
         self.shell.start()
 
