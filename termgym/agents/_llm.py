@@ -253,6 +253,8 @@ class LLMAgent:
             screen = str(observation.get("screen", "")).rstrip()
             if screen or not first:
                 parts.append(f"Screen:\n```\n{truncate_middle(screen, self.max_output_chars)}\n```")
+            else:
+                parts.append("The terminal is ready. Send your first keystrokes.")
         elif not first:
             output = truncate_middle(str(observation.get("output", "")), self.max_output_chars)
             code = observation.get("exit_code", -1)

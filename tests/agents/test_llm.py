@@ -146,3 +146,15 @@ def test_truncate_middle_keeps_head_and_tail():
     cut = truncate_middle(text, 100)
     assert cut.startswith("HEAD") and cut.endswith("TAIL") and len(cut) < 160
     assert truncate_middle("short", 100) == "short"
+
+
+def test_keys_mode_shows_the_screen_and_sends_keystrokes(chat_server):
+    chat_server.reply("```keys\nq<Esc>:wq<Enter>\n```")
+    agent = make_agent("llm", model="m", base_url=chat_server.base_url, api_key="k",
+                       max_retries=0)
+    agent.reset(EpisodeContext("t", "Edit the file.", 5, mode="keys"))
+    action = agent.act({"screen": "~\n~\n\"notes.txt\" 2L", "output": "", "exit_code": -1})
+    assert action == "q<Esc>:wq<Enter>"
+    shown = chat_server.requests[0]["messages"]
+    assert "keystrokes" in shown[0]["content"]
+    assert '"notes.txt" 2L' in shown[1]["content"]
