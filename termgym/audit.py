@@ -98,6 +98,12 @@ class AuditHit:
     detail: str
     excerpt: str
 
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping an EpisodeEnd's `audit` list holds (kind, message, step, ...)."""
+        return {"kind": self.kind, "message": f"{self.detail} in {self.source}",
+                "step": self.step, "source": self.source, "detail": self.detail,
+                "excerpt": self.excerpt}
+
 
 @dataclass(frozen=True)
 class ProbeScore:
