@@ -1,9 +1,42 @@
-"""termgym: Gymnasium environments over terminal tasks with mutable hidden graders."""
+"""termgym: Gymnasium environments over terminal tasks with mutable hidden graders.
+
+    import termgym
+    env = termgym.make("fuel-planner", variant="contradicted")
+    # or: gymnasium.make("termgym/fuel-planner-v0", variant="contradicted")
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from termgym.agents._base import SUBMIT
 from termgym.errors import TermgymError
 
 __version__ = "0.1.0"
 
-__all__ = ["TermgymError", "__version__"]
+__all__ = ["SUBMIT", "TermgymError", "__version__", "make", "register_tasks"]
+
+
+
+def make(task: str, **kwargs: Any) -> Any:
+    """Make the environment of a task id or folder; see `termgym.env.TerminalEnv`."""
+    from termgym.env import make as _make
+
+    return _make(task, **kwargs)
+
+
+def register_tasks(*folders: str) -> list[str]:
+    """Register bundled tasks, those on TERMGYM_TASKS_PATH and under `folders` with Gymnasium."""
+    from termgym.env import register_tasks as _register
+
+    return _register(*folders)
+
+
+def _register_on_import() -> None:
+    try:
+        register_tasks()
+    except TermgymError:  # a broken extra task folder must not break `import termgym`
+        pass
+
+
+_register_on_import()

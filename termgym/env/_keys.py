@@ -20,14 +20,39 @@ import re
 from termgym.errors import ActionError
 
 NAMED_KEYS: dict[str, str] = {
-    "enter": "\r", "cr": "\r", "return": "\r", "tab": "\t", "esc": "\x1b", "escape": "\x1b",
-    "bs": "\x7f", "backspace": "\x7f", "space": " ", "lt": "<",
-    "up": "\x1b[A", "down": "\x1b[B", "right": "\x1b[C", "left": "\x1b[D",
-    "home": "\x1b[H", "end": "\x1b[F", "pageup": "\x1b[5~", "pagedown": "\x1b[6~",
-    "insert": "\x1b[2~", "del": "\x1b[3~", "delete": "\x1b[3~",
-    "f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR", "f4": "\x1bOS",
-    "f5": "\x1b[15~", "f6": "\x1b[17~", "f7": "\x1b[18~", "f8": "\x1b[19~",
-    "f9": "\x1b[20~", "f10": "\x1b[21~", "f11": "\x1b[23~", "f12": "\x1b[24~",
+    "enter": "\r",
+    "cr": "\r",
+    "return": "\r",
+    "tab": "\t",
+    "esc": "\x1b",
+    "escape": "\x1b",
+    "bs": "\x7f",
+    "backspace": "\x7f",
+    "space": " ",
+    "lt": "<",
+    "up": "\x1b[A",
+    "down": "\x1b[B",
+    "right": "\x1b[C",
+    "left": "\x1b[D",
+    "home": "\x1b[H",
+    "end": "\x1b[F",
+    "pageup": "\x1b[5~",
+    "pagedown": "\x1b[6~",
+    "insert": "\x1b[2~",
+    "del": "\x1b[3~",
+    "delete": "\x1b[3~",
+    "f1": "\x1bOP",
+    "f2": "\x1bOQ",
+    "f3": "\x1bOR",
+    "f4": "\x1bOS",
+    "f5": "\x1b[15~",
+    "f6": "\x1b[17~",
+    "f7": "\x1b[18~",
+    "f8": "\x1b[19~",
+    "f9": "\x1b[20~",
+    "f10": "\x1b[21~",
+    "f11": "\x1b[23~",
+    "f12": "\x1b[24~",
 }
 
 _TOKEN = re.compile(r"<([A-Za-z0-9-]+|[CcMm]-.)>")
@@ -36,9 +61,7 @@ _TOKEN = re.compile(r"<([A-Za-z0-9-]+|[CcMm]-.)>")
 def _control(char: str) -> str:
     code = ord(char.upper())
     if not 0x3F <= code <= 0x5F:
-        raise ActionError(
-            f"<C-{char}> is not a control key: expected a letter or one of @[\\]^_?"
-        )
+        raise ActionError(f"<C-{char}> is not a control key: expected a letter or one of @[\\]^_?")
     return chr(code ^ 0x40)
 
 

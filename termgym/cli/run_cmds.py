@@ -1,0 +1,180 @@
+"""`termgym run`: evaluate an agent across tasks and rule variants."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from termgym.run import RunConfig, Runner, RunSummary
+
+console = Console(stderr=True)
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--agent-opt")
+        options[key.replace("-", "_")] = value
+    return options
+
+
+def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
+    """Run with a progress bar (unless quiet) and print a one-line outcome per problem."""
+    if quiet:
+        return Runner(config).run()
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        bar = progress.add_task(config.agent, total=None, status="")
+        counts = {"ok": 0, "agent-error": 0, "infra-error": 0, "retries": 0}
+
+        def hook(event: str, value: Any) -> None:
+            if event == "total":
+                total, skipped = value
+                progress.update(
+                    bar,
+                    total=total,
+                    completed=skipped,
+                    status=f"{skipped} already done" if skipped else "",
+                )
+            elif event == "episode":
+                counts[value.status] += 1
+                progress.advance(bar)
+                progress.update(bar, status=_status(counts))
+                if value.status != "ok":
+                    progress.console.print(
+                        f"[yellow]{value.job.episode_id}[/]: {value.status}: {value.error}"
+                    )
+            elif event == "retry":
+                counts["retries"] += 1
+                job, attempt, error = value
+                progress.console.print(
+                    f"[dim]{job.episode_id}: attempt {attempt} hit an infrastructure error, "
+                    f"retrying: {error}[/]"
+                )
+
+        runner = Runner(config, progress=hook)
+        return runner.run()
+
+
+def _status(counts: dict[str, int]) -> str:
+    parts = [f"{counts['ok']} graded"]
+    if counts["agent-error"]:
+        parts.append(f"{counts['agent-error']} agent errors")
+    if counts["infra-error"]:
+        parts.append(f"{counts['infra-error']} infrastructure errors")
+    if counts["retries"]:
+        parts.append(f"{counts['retries']} retries")
+    return ", ".join(parts)
+
+
+@click.command("run")
+@click.option(
+    "--agent",
+    "agent",
+    required=True,
+    help="Agent name: oracle, memorizer, replay, llm, or a plugin.",
+)
+@click.option(
+    "--tasks", "tasks", default="*", show_default=True, help="Comma-separated globs over task ids."
+)
+@click.option(
+    "--variants",
+    default="original,contradicted,withheld",
+    show_default=True,
+    help="Comma-separated variants: original, contradicted, withheld, swapped, sampled.",
+)
+@click.option(
+    "--episodes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Episodes per task and variant.",
+)
+@click.option("--concurrency", default=2, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run folder (default: runs/<agent>-<time>). An existing run folder is resumed.",
+)
+@click.option(
+    "--backend", default=None, help="docker, bwrap or local (default: the best available)."
+)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option(
+    "--agent-opt",
+    "agent_opts",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Option for the agent, e.g. --agent-opt model=qwen --agent-opt base_url=...",
+)
+@click.option(
+    "--agent-timeout", type=float, default=None, help="Seconds per episode for the agent."
+)
+@click.option(
+    "--retries",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Retries of an episode after an infrastructure failure.",
+)
+@click.option("--no-shadow", is_flag=True, help="Grade against the episode's own rules only.")
+@click.option(
+    "--report/--no-report", "show_report", default=True, help="Print the report at the end."
+)
+def run_command(
+    agent: str,
+    tasks: str,
+    variants: str,
+    episodes: int,
+    concurrency: int,
+    out: Path | None,
+    backend: str | None,
+    seed: int,
+    agent_opts: tuple[str, ...],
+    agent_timeout: float | None,
+    retries: int,
+    no_shadow: bool,
+    show_report: bool,
+) -> None:
+    """Evaluate AGENT across tasks and rule variants; resumable, Ctrl-C safe."""
+    out = out or Path("runs") / f"{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
+    config = RunConfig(
+        agent=agent,
+        tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
+        variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
+        episodes=episodes,
+        concurrency=concurrency,
+        out=out,
+        backend=backend,
+        seed=seed,
+        agent_options=_parse_options(agent_opts),
+        agent_timeout=agent_timeout,
+        retries=retries,
+        shadow=not no_shadow,
+    )
+    summary = execute(config)
+    console.print(
+        f"{len(summary.results)} episodes run, {len(summary.skipped)} resumed from before, "
+        f"in {summary.wall_seconds:.1f} s; recordings in {summary.out}"
+    )
+    if show_report:
+        from termgym.report import print_report
+
+        print_report(summary.out)
+    if summary.infra_errors:
+        raise SystemExit(3)

@@ -1,0 +1,228 @@
+"""TerminalEnv: one termgym task as a Gymnasium environment."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from termgym.agents._base import SUBMIT
+from termgym.env._episode import Episode, EpisodeOptions
+from termgym.env._keys import parse_keys
+from termgym.env._spaces import TerminalText
+from termgym.env._timing import Duration
+from termgym.errors import ActionError
+
+MAX_ACTION_CHARS = 100_000
+MAX_OUTPUT_CHARS = 1_100_000
+MAX_INSTRUCTION_CHARS = 200_000
+SCREEN_COLS, SCREEN_ROWS = 120, 40
+MODES = ("command", "keys")
+
+
+class TerminalEnv(gym.Env[dict[str, Any], str]):
+    """A terminal task in a real sandbox, graded by hidden graders when the episode ends.
+
+    Actions are text: a shell command (mode "command") or keystrokes in the notation of
+    `termgym.env.parse_keys` (mode "keys"). The action "<submit>" ends the episode and has
+    the final state graded; running out of steps truncates it and grades it all the same.
+
+    The reward is 0 until the episode ends, then the score of the episode's graders. The final
+    step's info holds the verdict matrix of shadow grading and the episode's class; no earlier
+    observation or info names the variant or a hidden rule value.
+
+    Args:
+        task: A task id (bundled or found on TERMGYM_TASKS_PATH) or a loaded task.
+        variant: original, contradicted, withheld, swapped or sampled; or a `VariantSchedule`
+            drawing one per episode. `reset(options={"variant": ...})` overrides it.
+        backend: Sandbox backend ("docker", "bwrap", "local"); None picks the best available.
+        mode: "command" or "keys".
+        max_steps: Step budget; defaults to the task's limit.
+        step_timeout: Seconds a command may run; defaults to the task's agent timeout.
+        record_dir: Run folder to record episodes into (None: no recording).
+        agent: Name written into recordings.
+        shadow: Grade the final state against the other variants' rules as well.
+        render_mode: None or "ansi" (the current screen as text).
+        pool_size: Warm sandboxes kept ready per configuration (0: cold starts).
+        allow_local: Allow the unisolated "local" backend.
+        run_id: Id of the run this environment records into.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        task: Any,
+        *,
+        variant: Any = "original",
+        backend: str | None = None,
+        mode: str = "command",
+        max_steps: int | None = None,
+        step_timeout: float | None = None,
+        record_dir: str | Path | None = None,
+        agent: str = "unknown",
+        shadow: bool = True,
+        render_mode: str | None = None,
+        pool_size: int = 1,
+        allow_local: bool = False,
+        run_id: str = "",
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
+        self.options = EpisodeOptions.build(
+            task,
+            variant=variant,
+            backend=backend,
+            mode=mode,
+            max_steps=max_steps,
+            step_timeout=step_timeout,
+            record_dir=Path(record_dir) if record_dir is not None else None,
+            agent=agent,
+            shadow=shadow,
+            pool_size=pool_size,
+            allow_local=allow_local,
+            run_id=run_id,
+        )
+        limit = self.options.max_steps
+        self.action_space = TerminalText(MAX_ACTION_CHARS)
+        self.observation_space = spaces.Dict(
+            {
+                "output": TerminalText(MAX_OUTPUT_CHARS),
+                "exit_code": spaces.Discrete(257, start=-1),
+                "screen": TerminalText(SCREEN_ROWS * (SCREEN_COLS + 1)),
+                "instruction": TerminalText(MAX_INSTRUCTION_CHARS),
+                "step": spaces.Discrete(limit + 1),
+            }
+        )
+        self._episodes_started = 0
+        self._episode: Episode | None = None
+
+    @property
+    def task_id(self) -> str:
+        """The id of the task this environment runs."""
+        return self.options.task.id
+
+    @property
+    def episode(self) -> Episode | None:
+        """The current episode (None before the first reset)."""
+        return self._episode
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start a new episode in a fresh sandbox.
+
+        Options: "variant" (a variant name for this episode), "seed" (the episode's rule
+        seed, defaults to one drawn from the environment's generator), "episode_id" (names
+        the recording; defaults to a fresh unique id).
+        """
+        super().reset(seed=seed)
+        self._finish_previous()
+        options = dict(options or {})
+        variant = options.pop("variant", None) or self.options.pick_variant(
+            self.np_random, self._episodes_started
+        )
+        self._episodes_started += 1
+        rule_seed = options.pop("seed", None)
+        if rule_seed is None:
+            rule_seed = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
+        episode_id = options.pop("episode_id", None) or (
+            f"{self.task_id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        )
+        if options:
+            raise ValueError(
+                f"unknown reset option(s) {sorted(options)}; "
+                "expected 'variant', 'seed' or 'episode_id'"
+            )
+        self._episode = Episode.begin(
+            self.options, variant=variant, seed=int(rule_seed), episode_id=episode_id
+        )
+        obs = self._observation(output="", exit_code=-1)
+        return obs, {"episode_id": episode_id, "task_id": self.task_id, "step": 0}
+
+    def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Run one action; on submit or the last allowed step, grade the final state."""
+        episode = self._episode
+        if episode is None or episode.finished:
+            raise gym.error.ResetNeeded("call reset() before step(), and after an episode ends")
+        if isinstance(action, np.str_):
+            action = str(action)
+        if not isinstance(action, str):
+            raise ActionError(f"an action is a str (a command or keystrokes), got {action!r}")
+        if action.strip() == SUBMIT:
+            return self._end(output="", exit_code=-1, terminated=True, info={})
+        if self.options.mode == "keys":
+            result = episode.keys(action, parse_keys(action))
+        else:
+            result = episode.command(action)
+        exit_code = -1 if result.exit_code is None else max(-1, min(255, result.exit_code))
+        info: dict[str, Any] = {
+            "exit_code": result.exit_code,
+            "duration": Duration(result.duration),
+            "timed_out": result.timed_out,
+            "output_truncated": result.truncated,
+            "shell_restarted": result.restarted,
+            "step": episode.steps,
+        }
+        if episode.steps >= self.options.max_steps:
+            return self._end(result.output, exit_code, terminated=False, info=info)
+        obs = self._observation(result.output, exit_code)
+        return obs, 0.0, False, False, info
+
+    def stop(
+        self, reason: str = "time limit"
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """End the episode now as truncated (e.g. the agent's time ran out) and grade it."""
+        if self._episode is None or self._episode.finished:
+            raise gym.error.ResetNeeded("stop() needs an episode in progress")
+        return self._end(output="", exit_code=-1, terminated=False, info={"stopped": reason})
+
+    def attach_transcript(self, transcript: Any) -> None:
+        """Give the episode a callable returning the agent's messages, saved at its end."""
+        if self._episode is not None:
+            self._episode.transcript = transcript
+
+    def render(self) -> str | None:
+        """The current terminal screen as text (render_mode "ansi")."""
+        if self.render_mode != "ansi":
+            return None
+        return self._episode.screen_text() if self._episode else ""
+
+    def close(self) -> None:
+        """End the current episode (ungraded if unfinished) and stop its sandbox."""
+        self._finish_previous()
+        super().close()
+
+    def _end(
+        self, output: str, exit_code: int, *, terminated: bool, info: dict[str, Any]
+    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        assert self._episode is not None
+        outcome = self._episode.finish(submitted=terminated)
+        info.update(outcome.info())
+        obs = self._observation(output, exit_code)
+        return obs, outcome.reward, terminated, not terminated, info
+
+    def _observation(self, output: str, exit_code: int) -> dict[str, Any]:
+        episode = self._episode
+        assert episode is not None
+        return {
+            "output": output[:MAX_OUTPUT_CHARS],
+            "exit_code": int(exit_code),
+            "screen": episode.screen_text(),
+            "instruction": episode.instruction[:MAX_INSTRUCTION_CHARS],
+            "step": min(episode.steps, self.options.max_steps),
+        }
+
+    def _finish_previous(self) -> None:
+        if self._episode is not None:
+            self._episode.abandon()
+            self._episode = None

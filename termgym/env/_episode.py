@@ -1,0 +1,303 @@
+"""One episode's lifecycle: sandbox, screen, recording and grading, behind TerminalEnv."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import termgym
+from termgym.env._pool import SandboxPool
+from termgym.env._schedule import VariantSchedule
+from termgym.env._timing import Duration
+from termgym.errors import GraderError, SandboxError
+from termgym.grading import grade, prepare
+from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
+from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend, make_sandbox
+from termgym.screen import TerminalScreen
+from termgym.tasks import EpisodePlan, Task, get_task, instantiate, task_image
+
+SCREEN_COLS, SCREEN_ROWS = 120, 40
+_POOLS: dict[tuple[str, int, bool], SandboxPool] = {}
+
+
+def shared_pool(backend: str, size: int, allow_local: bool) -> SandboxPool:
+    """The process-wide pool for a backend (envs in one process share warm sandboxes)."""
+    key = (backend, size, allow_local)
+    if key not in _POOLS:
+        _POOLS[key] = SandboxPool(
+            lambda config: make_sandbox(backend, config, allow_local=allow_local), size=size
+        )
+    return _POOLS[key]
+
+
+def resolve_task(task: Task | str | Path) -> Task:
+    """A loaded task from a Task, a task folder, or a task id."""
+    return task if isinstance(task, Task) else get_task(str(task))
+
+
+def sandbox_config(task: Task, run_id: str = "") -> SandboxConfig:
+    """The sandbox a task's episodes run in (its image is built first if it has a Dockerfile)."""
+    limits = task.spec.limits
+    labels = {"io.termgym.task": task.id}
+    if run_id:
+        labels["io.termgym.run"] = run_id
+    return SandboxConfig(
+        image=task_image(task),
+        workdir=task.spec.workdir,
+        network=limits.network,
+        memory_mb=limits.memory_mb,
+        labels=labels,
+    )
+
+
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """Everything fixed at make time that each episode is built from."""
+
+    task: Task
+    schedule: VariantSchedule
+    backend: str
+    mode: str
+    max_steps: int
+    step_timeout: float
+    record_dir: Path | None
+    agent: str
+    shadow: bool
+    pool_size: int
+    allow_local: bool
+    config: SandboxConfig
+    run_id: str = ""
+
+    @classmethod
+    def build(
+        cls,
+        task: Any,
+        *,
+        variant: Any,
+        backend: str | None,
+        max_steps: int | None,
+        step_timeout: float | None,
+        **rest: Any,
+    ) -> EpisodeOptions:
+        """Resolve the task, the variant schedule and the backend once."""
+        loaded = resolve_task(task)
+        schedule = VariantSchedule.coerce(variant, loaded.spec)
+        chosen = backend or default_backend()
+        limits = loaded.spec.limits
+        return cls(
+            task=loaded,
+            schedule=schedule,
+            backend=chosen,
+            max_steps=int(max_steps or limits.max_steps),
+            step_timeout=float(step_timeout or limits.agent_timeout),
+            config=sandbox_config(loaded, rest.get("run_id", "")),
+            **rest,
+        )
+
+    def pick_variant(self, rng: np.random.Generator, episode_index: int) -> str:
+        """The variant of episode number `episode_index`, drawn from the schedule."""
+        return self.schedule.draw(rng, episode_index)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an episode ended: its reward and what the final info reports."""
+
+    reward: float
+    variant: str
+    rules_enforced: dict[str, Any]
+    verdicts: dict[str, Any]
+    cls: str | None
+    error: str | None
+    episode_file: str | None
+    grading_seconds: float
+
+    def info(self) -> dict[str, Any]:
+        """The final step's info entries."""
+        return {
+            "variant": self.variant,
+            "rules_enforced": self.rules_enforced,
+            "verdicts": self.verdicts,
+            "class": self.cls,
+            "error": self.error,
+            "episode_file": self.episode_file,
+            "grading_duration": Duration(self.grading_seconds),
+        }
+
+
+@dataclass
+class Episode:
+    """A live episode: the sandbox, the emulated screen, the recorder and the step count."""
+
+    options: EpisodeOptions
+    plan: EpisodePlan
+    sandbox: Sandbox
+    pool: SandboxPool
+    episode_id: str
+    seed: int
+    screen: TerminalScreen = field(default_factory=lambda: TerminalScreen(SCREEN_COLS, SCREEN_ROWS))
+    writer: EpisodeWriter | None = None
+    steps: int = 0
+    finished: bool = False
+    transcript: Callable[[], list[dict[str, Any]]] | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def begin(cls, options: EpisodeOptions, *, variant: str, seed: int, episode_id: str) -> Episode:
+        """Instantiate the variant, take a warm sandbox, lay out the task, start recording."""
+        plan = instantiate(options.task, variant, seed)
+        pool = shared_pool(options.backend, options.pool_size, options.allow_local)
+        sandbox = pool.acquire(options.config)
+        try:
+            prepare(sandbox, plan)
+        except BaseException:
+            pool.release(sandbox)
+            raise
+        episode = cls(options, plan, sandbox, pool, episode_id, seed)
+        if options.record_dir is not None:
+            episode.writer = EpisodeWriter(options.record_dir, episode.header())
+        return episode
+
+    @property
+    def instruction(self) -> str:
+        """The instruction as the agent sees it in this episode."""
+        return str(self.plan.instruction)
+
+    def header(self) -> EpisodeHeader:
+        """The recording header of this episode."""
+        return EpisodeHeader(
+            episode_id=self.episode_id,
+            task=self.options.task.id,
+            task_version=self.options.task.spec.version,
+            variant=self.plan.variant,
+            rules_visible=dict(self.plan.rules_visible),
+            rules_enforced=dict(self.plan.rules_enforced),
+            seed=self.seed,
+            agent=self.options.agent,
+            backend=self.options.backend,
+            versions={"termgym": termgym.__version__, "python": platform.python_version()},
+            started=time.time(),
+            cols=SCREEN_COLS,
+            rows=SCREEN_ROWS,
+            run_id=self.options.run_id,
+            extra={
+                "instruction": self.instruction,
+                "mode": self.options.mode,
+                "visible_files": {
+                    path: data.decode("utf-8", "replace") for path, data in self.plan.files.items()
+                },
+                "max_steps": self.options.max_steps,
+            },
+        )
+
+    def command(self, command: str) -> RunResult:
+        """Run a command in the episode's shell."""
+        result = self.sandbox.run(command, timeout=self.options.step_timeout)
+        echo = ("$ " + command.replace("\r\n", "\n").replace("\n", "\r\n") + "\r\n").encode()
+        self._record("command", command, result, echo + result.raw)
+        return result
+
+    def keys(self, action: str, keys: bytes) -> RunResult:
+        """Type keystrokes into the episode's terminal."""
+        result = self.sandbox.send_keys(keys)
+        self._record("keys", action, result, result.raw)
+        return result
+
+    def screen_text(self) -> str:
+        """The emulated screen after the latest step."""
+        return self.screen.text()
+
+    def finish(self, *, submitted: bool) -> Outcome:
+        """Freeze the sandbox, grade its final state (with shadows), close the recording."""
+        self.finished = True
+        started = time.monotonic()
+        verdicts: dict[str, Any] = {}
+        cls: str | None = None
+        error: str | None = None
+        reward = 0.0
+        try:
+            report = grade(self.sandbox, self.plan, shadow=self.options.shadow)
+            reward = float(report.score or 0.0)
+            verdicts = report.to_dict()["verdicts"]
+            cls = report.episode_class
+        except (GraderError, SandboxError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        grading_seconds = time.monotonic() - started
+        outcome = Outcome(
+            reward=reward,
+            variant=self.plan.variant,
+            rules_enforced=dict(self.plan.rules_enforced),
+            verdicts=verdicts,
+            cls="error" if error else cls,
+            error=error,
+            episode_file=str(self.writer.jsonl_path) if self.writer else None,
+            grading_seconds=grading_seconds,
+        )
+        if self.writer is not None:
+            self.writer.end(
+                EpisodeEnd(
+                    reward=reward,
+                    terminated=submitted,
+                    truncated=not submitted,
+                    verdicts=verdicts,
+                    cls=cls if error is None else None,
+                    error=error,
+                    audit=[],
+                    extra={
+                        "grading_seconds": grading_seconds,
+                        "steps": self.steps,
+                        "transcript": self.transcript() if self.transcript else [],
+                    },
+                )
+            )
+            self.writer.close()
+        self.pool.release(self.sandbox)
+        return outcome
+
+    def abandon(self) -> None:
+        """Stop an episode that will not be graded (env closed or reset mid-episode)."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.writer is not None:
+            self.writer.end(
+                EpisodeEnd(
+                    reward=0.0,
+                    terminated=False,
+                    truncated=True,
+                    verdicts={},
+                    cls=None,
+                    error="abandoned: the environment was reset or closed before the end",
+                    audit=[],
+                    extra={"steps": self.steps},
+                )
+            )
+            self.writer.close()
+        self.pool.release(self.sandbox)
+
+    def _record(self, mode: str, action: str, result: RunResult, stream: bytes) -> None:
+        self.steps += 1
+        self.screen.feed(stream)
+        if self.writer is None:
+            return
+        self.writer.step(
+            StepRecord(
+                index=self.steps - 1,
+                mode=mode,
+                action=action,
+                output=result.output,
+                exit_code=result.exit_code,
+                duration=result.duration,
+                timed_out=result.timed_out,
+                truncated=result.truncated,
+                screen=self.screen.text(),
+                raw=stream,
+                t=time.monotonic() - self.started,
+            )
+        )

@@ -1,0 +1,172 @@
+"""A pool of pre-started sandboxes per configuration, refilled in the background.
+
+`reset` takes a warm sandbox (container started, shell attached) instead of paying for a
+cold start, and hands the finished one to a background thread to close. Every sandbox the
+pool made is closed when the pool closes, when the process exits normally, and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import signal
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, fields
+
+from termgym.sandbox import Sandbox, SandboxConfig
+
+log = logging.getLogger(__name__)
+
+_LIVE_POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """How the pool served its acquisitions."""
+
+    warm: int
+    cold: int
+    failed_starts: int
+
+
+class SandboxPool:
+    """Keeps up to `size` started sandboxes per configuration ready to hand out.
+
+    Args:
+        factory: Builds an unstarted sandbox for a configuration (usually `make_sandbox`).
+        size: Warm sandboxes kept per configuration; 0 turns the pool off (cold starts).
+    """
+
+    def __init__(self, factory: Callable[[SandboxConfig], Sandbox], size: int = 1) -> None:
+        self._factory = factory
+        self._size = max(0, size)
+        self._ready: dict[Hashable, queue.SimpleQueue[Sandbox]] = {}
+        self._lock = threading.Lock()
+        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._owned: set[Sandbox] = set()
+        self._closed = False
+        self._warm = self._cold = self._failed = 0
+        self._worker = threading.Thread(target=self._run_worker, name="termgym-pool", daemon=True)
+        self._worker.start()
+        _LIVE_POOLS.add(self)
+        _exit_on_sigterm()
+
+    @property
+    def stats(self) -> PoolStats:
+        """Counts of warm and cold acquisitions so far."""
+        return PoolStats(self._warm, self._cold, self._failed)
+
+    def acquire(self, config: SandboxConfig) -> Sandbox:
+        """A started sandbox for `config`: a warm one if ready, else one started now."""
+        ready = self._queue(config)
+        try:
+            sandbox = ready.get_nowait()
+            self._warm += 1
+        except queue.Empty:
+            sandbox = self._start(config)
+            self._cold += 1
+        self._refill(config)
+        return sandbox
+
+    def release(self, sandbox: Sandbox) -> None:
+        """Close a used sandbox in the background."""
+        self._work.put(lambda: self._close_one(sandbox))
+
+    def prefill(self, config: SandboxConfig) -> None:
+        """Start warming sandboxes for `config` before the first acquire."""
+        self._queue(config)
+        self._refill(config)
+
+    def close(self) -> None:
+        """Close every sandbox this pool made, ready or in use. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            owned = list(self._owned)
+        self._work.put(None)
+        self._worker.join(timeout=30)
+        for sandbox in owned:
+            self._close_one(sandbox)
+
+    def _queue(self, config: SandboxConfig) -> queue.SimpleQueue[Sandbox]:
+        with self._lock:
+            return self._ready.setdefault(_key(config), queue.SimpleQueue())
+
+    def _start(self, config: SandboxConfig) -> Sandbox:
+        sandbox = self._factory(config)
+        with self._lock:
+            self._owned.add(sandbox)
+        try:
+            sandbox.start()
+        except BaseException:
+            self._close_one(sandbox)
+            raise
+        return sandbox
+
+    def _refill(self, config: SandboxConfig) -> None:
+        if self._size and not self._closed:
+            self._work.put(lambda: self._top_up(config))
+
+    def _top_up(self, config: SandboxConfig) -> None:
+        ready = self._queue(config)
+        while not self._closed and ready.qsize() < self._size:
+            try:
+                sandbox = self._start(config)
+            except Exception as exc:  # a failed warm start shows up as a cold start later
+                self._failed += 1
+                log.warning("could not pre-start a sandbox: %s", exc)
+                return
+            if self._closed:
+                self._close_one(sandbox)
+                return
+            ready.put(sandbox)
+
+    def _close_one(self, sandbox: Sandbox) -> None:
+        try:
+            sandbox.close()
+        except Exception as exc:
+            log.warning("could not close a sandbox: %s", exc)
+        with self._lock:
+            self._owned.discard(sandbox)
+
+    def _run_worker(self) -> None:
+        while (job := self._work.get()) is not None:
+            try:
+                job()
+            except Exception as exc:
+                log.warning("pool job failed: %s", exc)
+
+
+def _key(config: SandboxConfig) -> Hashable:
+    """A hashable key for a configuration (its mappings are dicts)."""
+    parts = []
+    for f in fields(config):
+        value = getattr(config, f.name)
+        parts.append(tuple(sorted(value.items())) if isinstance(value, Mapping) else value)
+    return tuple(parts)
+
+
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so atexit closes the pools (main thread, default handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def _handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _handler)
+
+
+def close_all_pools() -> None:
+    """Close every live pool (run at interpreter exit)."""
+    for pool in list(_LIVE_POOLS):
+        pool.close()
+
+
+atexit.register(close_all_pools)

@@ -1,0 +1,48 @@
+"""Every task as a Gymnasium id: `gymnasium.make("termgym/<task-id>-v0")` and `termgym.make`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from termgym.env._env import TerminalEnv
+from termgym.tasks import task_dirs
+
+NAMESPACE = "termgym"
+ENTRY_POINT = "termgym.env._env:TerminalEnv"
+
+
+def env_id(task_id: str) -> str:
+    """The Gymnasium id of a task."""
+    return f"{NAMESPACE}/{task_id}-v0"
+
+
+def register_tasks(*folders: str | Path) -> list[str]:
+    """Register the bundled tasks, those on TERMGYM_TASKS_PATH, and those under `folders`.
+
+    Each folder is a folder of task folders (each holding a task.yaml). Tasks are loaded
+    and validated when an environment is made, not here, so registering is cheap. Returns the Gymnasium ids registered. Registering the same task again replaces it.
+    """
+    ids = []
+    for task_id, folder in task_dirs([Path(f) for f in folders] or None).items():
+        gid = env_id(task_id)
+        gym.registry.pop(gid, None)
+        gym.register(id=gid, entry_point=ENTRY_POINT, kwargs={"task": str(folder.resolve())})
+        ids.append(gid)
+    return ids
+
+
+def make(task: str | Path, **kwargs: Any) -> TerminalEnv:
+    """Make the environment of a task id or task folder (no Gymnasium wrappers).
+
+    Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
+    record_dir, agent, shadow, render_mode, pool_size, allow_local.
+    """
+    return TerminalEnv(task, **kwargs)
+
+
+def registered_ids() -> list[str]:
+    """The Gymnasium ids of every registered termgym task."""
+    return sorted(gid for gid in gym.registry if gid.startswith(NAMESPACE + "/"))

@@ -1,0 +1,160 @@
+"""Run one episode of a job: an agent acting in an environment under per-phase timeouts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termgym.agents import SUBMIT, Agent, EpisodeContext, Reference
+from termgym.env import TerminalEnv
+from termgym.errors import AgentError, GraderError, SandboxError, TermgymError
+from termgym.run._jobs import Job
+
+INFRA_ERRORS = (SandboxError, GraderError)
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What came of one job.
+
+    Attributes:
+        job: The job.
+        status: "ok" (graded), "agent-error" (the agent failed: counted as a failure), or
+            "infra-error" (sandbox or grader failed: retried, reported apart).
+        reward: The grader's score (0 unless status is "ok").
+        cls: adapted / stale / both / neither, or None.
+        steps: Steps the agent took.
+        phases: Seconds spent per phase: "setup", "agent", "grading".
+        agent_timed_out: The agent's time ran out and the state was graded as it was.
+        error: What went wrong, for agent and infrastructure errors.
+        attempts: How many attempts the job took.
+        episode_file: The episode's recording, when recorded.
+    """
+
+    job: Job
+    status: str
+    reward: float = 0.0
+    cls: str | None = None
+    steps: int = 0
+    phases: dict[str, float] = field(default_factory=dict)
+    agent_timed_out: bool = False
+    error: str | None = None
+    attempts: int = 1
+    episode_file: str | None = None
+
+
+def _reference(env: TerminalEnv) -> Reference:
+    episode = env.episode
+    assert episode is not None
+    task = env.options.task
+    memorized = task.spec.memorized
+    return Reference(
+        oracle_script=task.path(task.spec.oracle).read_text(),
+        memorized_script=task.path(memorized).read_text() if memorized else "",
+        withheld_rules=dict(episode.plan.withheld),
+        workdir=task.spec.workdir,
+    )
+
+
+def run_episode(
+    job: Job,
+    env: TerminalEnv,
+    agent: Agent,
+    *,
+    agent_timeout: float | None = None,
+    on_step: Callable[[Job, int], None] | None = None,
+) -> EpisodeResult:
+    """Reset `env` for the job, let `agent` act until it submits or runs out, grade.
+
+    Infrastructure errors (SandboxError, GraderError) propagate so the caller may retry;
+    an agent that raises gets status "agent-error" and its episode is still graded.
+    """
+    phases: dict[str, float] = {}
+    started = time.monotonic()
+    obs, _ = env.reset(
+        seed=job.seed,
+        options={"variant": job.variant, "seed": job.seed, "episode_id": job.episode_id},
+    )
+    phases["setup"] = time.monotonic() - started
+    context = EpisodeContext(
+        task_id=job.task,
+        instruction=obs["instruction"],
+        max_steps=env.options.max_steps,
+        mode=env.options.mode,
+        episode_id=job.episode_id,
+        reference=_reference(env) if agent.privileged else None,
+    )
+    agent.reset(context)
+    env.attach_transcript(agent.transcript)
+    limit = (
+        agent_timeout if agent_timeout is not None else env.options.task.spec.limits.agent_timeout
+    )
+    agent_started = time.monotonic()
+    agent_error: str | None = None
+    timed_out = False
+    steps = 0
+    while True:
+        if time.monotonic() - agent_started > limit:
+            timed_out = True
+            result = env.stop(f"agent time limit of {limit:g} s")
+            break
+        try:
+            action = agent.act(obs)
+        except (AgentError, TermgymError, Exception) as exc:  # the agent's fault, not ours
+            if isinstance(exc, INFRA_ERRORS):
+                raise
+            agent_error = f"{type(exc).__name__}: {exc}"
+            result = env.stop("agent error")
+            break
+        result = env.step(action)
+        obs = result[0]
+        if action.strip() != SUBMIT:
+            steps += 1
+            if on_step is not None:
+                on_step(job, steps)
+        if result[2] or result[3]:
+            break
+    agent_end = time.monotonic()
+    phases["agent"] = agent_end - agent_started
+    info = result[4]
+    phases["grading"] = float(info.get("grading_duration", 0.0))
+    if info.get("error"):
+        raise GraderError(str(info["error"]))
+    return EpisodeResult(
+        job=job,
+        status="agent-error" if agent_error else "ok",
+        reward=float(result[1]),
+        cls=info.get("class"),
+        steps=steps,
+        phases=phases,
+        agent_timed_out=timed_out,
+        error=agent_error,
+        episode_file=info.get("episode_file"),
+    )
+
+
+def episode_path(out_dir: Path, job: Job) -> Path:
+    """Where the recording of a job's episode lives."""
+    return out_dir / "episodes" / f"{job.episode_id}.jsonl"
+
+
+def describe(result: EpisodeResult) -> dict[str, Any]:
+    """A JSON-able line about a result, for the run's results file."""
+    return {
+        "episode_id": result.job.episode_id,
+        "task": result.job.task,
+        "variant": result.job.variant,
+        "index": result.job.index,
+        "seed": result.job.seed,
+        "status": result.status,
+        "reward": result.reward,
+        "class": result.cls,
+        "steps": result.steps,
+        "phases": result.phases,
+        "agent_timed_out": result.agent_timed_out,
+        "error": result.error,
+        "attempts": result.attempts,
+    }

@@ -1,0 +1,86 @@
+"""The episodes a run is made of, and which of them a previous attempt already finished."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from termgym.errors import TaskNotFound
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to run: a task, a variant, and its number among that pair's episodes."""
+
+    task: str
+    variant: str
+    index: int
+    seed: int
+
+    @property
+    def episode_id(self) -> str:
+        """Stable id, so a resumed run recognises the episode (names the recording)."""
+        return f"{self.task}--{self.variant}--{self.index:03d}"
+
+
+def select_tasks(patterns: list[str], available: list[str]) -> list[str]:
+    """The task ids matching any of the glob patterns, in sorted order.
+
+    Raises:
+        TaskNotFound: a pattern matches no task (the available ids are listed).
+    """
+    chosen: set[str] = set()
+    for pattern in patterns:
+        matched = fnmatch.filter(available, pattern)
+        if not matched:
+            raise TaskNotFound(
+                f"no task matches {pattern!r}; available: {', '.join(sorted(available))}"
+            )
+        chosen.update(matched)
+    return sorted(chosen)
+
+
+def episode_seed(run_seed: int, task: str, variant: str, index: int) -> int:
+    """A seed derived from the run seed and the episode's place, stable across resumes."""
+    digest = hashlib.sha256(f"{run_seed}/{task}/{variant}/{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def plan_jobs(
+    tasks: list[str], variants: dict[str, list[str]], episodes: int, run_seed: int
+) -> list[Job]:
+    """Every (task, variant, index) episode of a run; `variants` maps task -> its variants."""
+    return [
+        Job(task, variant, index, episode_seed(run_seed, task, variant, index))
+        for task in tasks
+        for variant in variants[task]
+        for index in range(episodes)
+    ]
+
+
+def finished_episodes(out_dir: Path) -> set[str]:
+    """Episode ids whose recording ends with a graded end line (no infrastructure error)."""
+    done: set[str] = set()
+    folder = out_dir / "episodes"
+    if not folder.is_dir():
+        return done
+    for path in folder.glob("*.jsonl"):
+        last = _last_line(path)
+        if last and last.get("type") == "end" and not last.get("error"):
+            done.add(path.stem)
+    return done
+
+
+def _last_line(path: Path) -> dict | None:
+    try:
+        data = path.read_bytes().rstrip(b"\n")
+    except OSError:
+        return None
+    try:
+        value = json.loads(data[data.rfind(b"\n") + 1 :])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,199 @@
+"""`termgym run`: many episodes of one agent across tasks and variants, in parallel."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import termgym
+from termgym.agents import make_agent
+from termgym.env import TerminalEnv
+from termgym.env._pool import close_all_pools
+from termgym.errors import TermgymError
+from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
+from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
+from termgym.tasks import get_task, list_tasks
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a run is: which agent, on which tasks and variants, how many, how fast.
+
+    Attributes:
+        agent: Registered agent name (oracle, memorizer, replay, llm, ...).
+        tasks: Glob patterns over task ids.
+        variants: Variant names; a task that does not offer one skips it.
+        episodes: Episodes per (task, variant).
+        concurrency: Episodes run at once.
+        out: The run folder (recordings, results, run.json).
+        backend: Sandbox backend, or None for the best available.
+        seed: Run seed; each episode's seed derives from it.
+        agent_options: Keyword options for the agent factory.
+        agent_timeout: Seconds the agent may act per episode (None: the task's limit).
+        retries: Attempts beyond the first for infrastructure failures.
+        shadow: Shadow-grade every episode.
+        pool_size: Warm sandboxes per configuration.
+    """
+
+    agent: str
+    tasks: tuple[str, ...] = ("*",)
+    variants: tuple[str, ...] = ("original", "contradicted", "withheld")
+    episodes: int = 1
+    concurrency: int = 2
+    out: Path = Path("runs/latest")
+    backend: str | None = None
+    seed: int = 0
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    agent_timeout: float | None = None
+    retries: int = 2
+    shadow: bool = True
+    pool_size: int = 1
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run did: results of the episodes run now, and those a previous attempt did."""
+
+    results: tuple[EpisodeResult, ...]
+    skipped: tuple[str, ...]
+    wall_seconds: float
+    out: Path
+
+    @property
+    def infra_errors(self) -> int:
+        """Episodes that failed for infrastructure reasons after every retry."""
+        return sum(r.status == "infra-error" for r in self.results)
+
+
+ProgressHook = Callable[[str, Any], None]
+
+
+class Runner:
+    """Runs a RunConfig's episodes with bounded concurrency, retries and resumption."""
+
+    def __init__(self, config: RunConfig, progress: ProgressHook | None = None) -> None:
+        self.config = config
+        self._progress = progress or (lambda event, value: None)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def jobs(self) -> list[Job]:
+        """Every episode of the run, whether or not already finished."""
+        available = [task.id for task in list_tasks()]
+        task_ids = select_tasks(list(self.config.tasks), available)
+        variants = {
+            task_id: [v for v in self.config.variants if v in get_task(task_id).spec.variants]
+            for task_id in task_ids
+        }
+        return plan_jobs(task_ids, variants, self.config.episodes, self.config.seed)
+
+    def run(self) -> RunSummary:
+        """Run what is not finished yet; Ctrl-C stops it and leaves no sandbox behind."""
+        out = self.config.out
+        (out / "episodes").mkdir(parents=True, exist_ok=True)
+        jobs = self.jobs()
+        done = finished_episodes(out)
+        todo = [job for job in jobs if job.episode_id not in done]
+        skipped = tuple(job.episode_id for job in jobs if job.episode_id in done)
+        self._write_header(out, len(jobs))
+        self._progress("total", (len(jobs), len(skipped)))
+        started = time.monotonic()
+        results: list[EpisodeResult] = []
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool:
+                pending: set[Future[EpisodeResult]] = {
+                    pool.submit(self._attempts, job) for job in todo
+                }
+                while pending:
+                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        result = future.result()
+                        results.append(result)
+                        self._append_result(out, result)
+                        self._progress("episode", result)
+        except BaseException:
+            self._stop.set()
+            close_all_pools()
+            raise
+        return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
+
+    def _attempts(self, job: Job) -> EpisodeResult:
+        last_error = ""
+        for attempt in range(1, self.config.retries + 2):
+            if self._stop.is_set():
+                break
+            try:
+                result = self._once(job)
+                return replace(result, attempts=attempt)
+            except INFRA_ERRORS as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+                self._set_aside(job, attempt)
+                self._progress("retry", (job, attempt, last_error))
+            except TermgymError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+                break
+        return EpisodeResult(
+            job=job, status="infra-error", error=last_error, attempts=self.config.retries + 1
+        )
+
+    def _once(self, job: Job) -> EpisodeResult:
+        agent = make_agent(self.config.agent, **self.config.agent_options)
+        env = TerminalEnv(
+            job.task,
+            variant=job.variant,
+            backend=self.config.backend,
+            record_dir=self.config.out,
+            agent=self.config.agent,
+            shadow=self.config.shadow,
+            pool_size=self.config.pool_size,
+            run_id=self.config.out.name,
+        )
+        try:
+            return run_episode(
+                job,
+                env,
+                agent,
+                agent_timeout=self.config.agent_timeout,
+                on_step=lambda j, n: self._progress("step", (j, n)),
+            )
+        finally:
+            env.close()
+
+    def _set_aside(self, job: Job, attempt: int) -> None:
+        """Move a failed attempt's recording out of the way so resumption redoes it."""
+        path = episode_path(self.config.out, job)
+        failed = self.config.out / "episodes" / "failed"
+        for source in (path, path.with_suffix(".cast")):
+            if source.exists():
+                failed.mkdir(exist_ok=True)
+                shutil.move(str(source), failed / f"{source.stem}.attempt{attempt}{source.suffix}")
+
+    def _write_header(self, out: Path, total: int) -> None:
+        header = {
+            "run_id": out.name,
+            "agent": self.config.agent,
+            "agent_options": {
+                k: v for k, v in self.config.agent_options.items() if "key" not in k.lower()
+            },
+            "tasks": list(self.config.tasks),
+            "variants": list(self.config.variants),
+            "episodes": self.config.episodes,
+            "concurrency": self.config.concurrency,
+            "backend": self.config.backend,
+            "seed": self.config.seed,
+            "total_episodes": total,
+            "termgym": termgym.__version__,
+            "started": time.time(),
+        }
+        (out / "run.json").write_text(json.dumps(header, indent=2) + "\n")
+
+    def _append_result(self, out: Path, result: EpisodeResult) -> None:
+        with self._lock, (out / "results.jsonl").open("a") as handle:
+            handle.write(json.dumps(describe(result)) + "\n")
