@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 BASE_IMAGE = "termgym/base:bookworm"
@@ -110,3 +111,14 @@ class Sandbox(Protocol):
 
     def close(self) -> None:
         """Stop the sandbox and remove everything it made. Safe to call twice."""
+
+    def __enter__(self) -> Sandbox:
+        """Start the sandbox; return it."""
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the sandbox."""

@@ -222,7 +222,7 @@ def remove_episode(home: Path) -> None:
 
 def collect_bwrap_garbage() -> list[str]:
     """Remove episode folders whose owning process is gone; return their names."""
-    removed = []
+    removed: list[str] = []
     if not episodes_dir().is_dir():
         return removed
     for home in episodes_dir().iterdir():

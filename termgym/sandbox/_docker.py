@@ -277,18 +277,21 @@ def collect_garbage(*, everything: bool = False) -> list[str]:
     """
     client = docker_client()
     removed = []
-    for container in client.containers.list(all=True, filters={"label": SANDBOX_LABEL}):
-        if everything or not _owner_alive(container):
+    listed = client.containers.list(all=True, filters={"label": SANDBOX_LABEL}, sparse=True)
+    for container in listed:
+        name = container.attrs["Names"][0].lstrip("/")
+        if everything or not _owner_alive(container.attrs):
             with contextlib.suppress(Exception):
                 container.remove(force=True)
-                removed.append(container.name)
+                removed.append(name)
     return removed
 
 
-def _owner_alive(container: Any) -> bool:
-    labels = container.labels
-    if container.status != "running" or labels.get(OWNER_HOST_LABEL) != socket.gethostname():
-        return container.status == "running" and OWNER_HOST_LABEL not in labels
+def _owner_alive(attrs: Mapping[str, Any]) -> bool:
+    """True when the starter of this container still runs (or, if unknown, it runs)."""
+    labels = attrs.get("Labels") or {}
+    if labels.get(OWNER_HOST_LABEL) != socket.gethostname():
+        return bool(attrs.get("State") == "running")
     try:
         pid = int(labels.get(OWNER_PID_LABEL, "0"))
         if pid <= 0:

@@ -255,7 +255,16 @@ class PersistentShell:
         """Kill the shell (if any) and start a fresh one in the workdir."""
         self._kill()
         self.restarts += 1
-        self.start()
+        try:
+            self.start()
+        except SandboxError:
+            # The sandbox may be dying under us (a container killed from outside is still
+            # reported running for a moment): let the backend say so if it can.
+            for _ in range(20):
+                time.sleep(0.1)
+                if self.on_death is not None:
+                    self.on_death()
+            raise
 
     # ---- commands --------------------------------------------------------------------------
 
@@ -273,7 +282,6 @@ class PersistentShell:
         deadline = began + timeout
         died_on_write = not self._write(self._command_lines(command, seq), deadline)
         outcome = _Outcome("died") if died_on_write else self._read_until(collector, seq, deadline)
-        notes: list[str] = []
         timed_out = False
         exit_code: int | None = None
         if outcome.kind == "timeout":
@@ -443,7 +451,7 @@ class PersistentShell:
     ) -> int | None:
         """Remove sentinel lines; if the one numbered `keep` is found, cut there, return status."""
         buf = collector.buf
-        start = 0 if window is None else max(0, len(buf) - window - 64)
+        start = 0 if window is None else max(0, len(buf) - window - 128)
         while True:
             match = self._sentinel.search(buf, start)
             if match is None:

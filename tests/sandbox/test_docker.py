@@ -26,8 +26,9 @@ def docker_box(base_image: str) -> Iterator[DockerSandbox]:
 
 
 def _sandboxes() -> list[str]:
-    containers = docker_client().containers.list(all=True, filters={"label": SANDBOX_LABEL})
-    return [c.name for c in containers]
+    client = docker_client()
+    listed = client.containers.list(all=True, filters={"label": SANDBOX_LABEL}, sparse=True)
+    return [c.attrs["Names"][0].lstrip("/") for c in listed]
 
 
 def test_container_is_locked_down(docker_box: DockerSandbox) -> None:
