@@ -256,10 +256,17 @@ def _export(client: Any, image: Any, target: Path, log: Log) -> Path:
             tar.stdin.write(chunk)
         tar.stdin.close()
         if tar.wait() != 0:
-            raise ImageError(f"Unpacking {image.short_id} failed: {tar.stderr.read().decode()}")
+            problem = tar.stderr.read().decode() if tar.stderr else ""
+            raise ImageError(f"Unpacking {image.short_id} failed: {problem}")
     finally:
         container.remove(force=True)
     (staging / ".complete").write_text(str(image.id))
+    if (target / ".complete").exists():  # another process exported it meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+        return target / "root"
     shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
+    try:
+        staging.rename(target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
     return target / "root"
