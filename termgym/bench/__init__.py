@@ -89,3 +89,4 @@ def run_section(name: str, *, quick: bool = False) -> Section:
 
 
 register("sandbox", "termgym.bench.sandbox:bench_sandbox")
+register("grading", "termgym.bench.grading:bench_grading")
