@@ -16,6 +16,7 @@ COMMANDS: list[str] = [
     "termgym.cli.demo:demo",
     "termgym.cli.task_cmds:tasks",
     "termgym.cli.task_cmds:check",
+    "termgym.cli.run_cmds:run_command",
 ]
 
 

@@ -173,8 +173,8 @@ def run_command(
         f"in {summary.wall_seconds:.1f} s; recordings in {summary.out}"
     )
     if show_report:
-        from termgym.report import print_report
+        from termgym.report import load_run, print_report
 
-        print_report(summary.out)
+        print_report(load_run(summary.out))
     if summary.infra_errors:
         raise SystemExit(3)

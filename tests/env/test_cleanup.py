@@ -1,0 +1,110 @@
+"""No container outlives an env: after close, an exception, Ctrl-C or SIGTERM; recordings
+survive a kill -9 of the process writing them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import termgym
+from termgym.recording import read_episode
+from termgym.sandbox._engine import docker_client
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def containers_of(run_id: str) -> list:
+    return docker_client().containers.list(all=True, filters={"label": f"io.termgym.run={run_id}"})
+
+
+def _script(run_id: str, ending: str, record_dir: str = "") -> str:
+    return textwrap.dedent(
+        f"""
+        import os, signal, sys, time
+        import termgym
+        env = termgym.make("text-report", run_id={run_id!r}, pool_size=2,
+                           record_dir={record_dir!r} or None)
+        env.reset(seed=0)
+        env.step("echo first")
+        env.step("echo second")
+        print("READY", flush=True)
+        {ending}
+        """
+    )
+
+
+def _run(run_id: str, ending: str, record_dir: str = "") -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", _script(run_id, ending, record_dir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_ready(proc: subprocess.Popen) -> None:
+    line = proc.stdout.readline()
+    assert line.strip() == "READY", proc.stderr.read()
+
+
+def test_close_leaves_no_container(base_image: str, run_id: str) -> None:
+    env = termgym.make("text-report", run_id=run_id, pool_size=2)
+    env.reset(seed=0)
+    env.step("true")
+    assert containers_of(run_id)
+    env.close()
+    from termgym.env._pool import close_all_pools
+
+    close_all_pools()
+    assert containers_of(run_id) == []
+
+
+@pytest.mark.parametrize(
+    "ending",
+    ["raise RuntimeError('agent crashed')", "os.kill(os.getpid(), signal.SIGINT); time.sleep(60)"],
+    ids=["exception", "ctrl-c"],
+)
+def test_process_ending_badly_leaves_no_container(base_image, run_id, ending) -> None:
+    proc = _run(run_id, ending)
+    _wait_ready(proc)
+    proc.wait(timeout=120)
+    assert proc.returncode != 0
+    assert containers_of(run_id) == []
+
+
+def test_sigterm_leaves_no_container(base_image: str, run_id: str) -> None:
+    proc = _run(run_id, "time.sleep(120)")
+    _wait_ready(proc)
+    assert containers_of(run_id)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    assert containers_of(run_id) == []
+
+
+def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> None:
+    proc = _run(run_id, "time.sleep(120)", record_dir=str(tmp_path))
+    _wait_ready(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    [path] = list((tmp_path / "episodes").glob("*.jsonl"))
+    log = read_episode(path)
+    assert [s.action for s in log.steps] == ["echo first", "echo second"]
+    assert log.steps[1].output == "second\n"
+    assert log.end is None
+    # what kill -9 leaves behind is labelled, so `termgym gc` can find and remove it
+    from termgym.sandbox import collect_garbage
+
+    deadline = time.monotonic() + 30
+    while containers_of(run_id) and time.monotonic() < deadline:
+        collect_garbage()
+        time.sleep(0.5)
+    assert containers_of(run_id) == []
