@@ -77,7 +77,7 @@ def test_a_variant_schedule_applies_under_autoreset_without_options(base_image, 
         for _ in range(8):
             _, _, terminated, _, info = vec.step(np.array([termgym.SUBMIT] * 2, dtype=object))
             if terminated.any():
-                seen += [v for v, done in zip(info["variant"], terminated) if done]
+                seen += [v for v, done in zip(info["variant"], terminated, strict=True) if done]
             vec.step(np.array(["true"] * 2, dtype=object))  # the autoreset step
     finally:
         vec.close()
