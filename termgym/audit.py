@@ -10,8 +10,9 @@ Everything the agent wrote (actions, messages, reasoning, probe answers) is scan
   (PLATFORM_PATTERNS) in words that appeared in nothing visible.
 
 Numbers match as whole tokens by value (100 matches "100", "100.0", "100kg", not "1000" or
-"x100"); integers below MIN_AUDITED_INT and booleans are not audited (too common to
-attribute). Strings match as whole words, case-insensitively.
+"x100"), and only in a rule-like context on their line (a comparison, a limit word or a word
+of the rule's name nearby); integers below MIN_AUDITED_INT and booleans are not audited (too
+common to attribute). Strings match as whole words, case-insensitively.
 """
 
 from __future__ import annotations
@@ -176,6 +177,24 @@ def _hashable(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
+_LIMIT_WORDS = re.compile(
+    r"<|>|\b(?:limit|max|min|maximum|minimum|cap|threshold|at most|at least|under|over|"
+    r"below|above|exceed\w*|no more than|up to|allowed|policy|rule)\b", re.I)
+
+
+def _rule_context(rule: str, text: str, match: re.Match[str], width: int = 60) -> bool:
+    """A number is read as a rule value only next to a comparison, a limit word or a word
+    of the rule's name, on its own line: `(100 + pct) // 100` is arithmetic, not a limit."""
+    start = max(text.rfind("\n", 0, match.start()) + 1, match.start() - width)
+    end = text.find("\n", match.end())
+    end = min(len(text) if end < 0 else end, match.end() + width)
+    window = text[start:match.start()] + " " + text[match.end():end]
+    if _LIMIT_WORDS.search(window):
+        return True
+    words = [w for w in re.split(r"[_\W]+", rule.lower()) if len(w) >= 3]
+    return any(w in window.lower() for w in words)
+
+
 def _value_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> list[AuditHit]:
     hits = []
     numbers = [(float(m.group(1)), m) for m in _NUMBER.finditer(item.text)]
@@ -183,7 +202,8 @@ def _value_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> list
         if isinstance(value, int | float):
             if timeline.number_seen(abs(float(value))) <= item.step:
                 continue
-            match = next((m for v, m in numbers if v == abs(float(value))), None)
+            match = next((m for v, m in numbers
+                          if v == abs(float(value)) and _rule_context(rule, item.text, m)), None)
         else:
             pattern = _word(str(value))
             if timeline.pattern_seen(f"v:{value}", pattern) <= item.step:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from termgym.errors import TermgymError
@@ -90,14 +91,15 @@ def compare(base: Path, candidate: Path, max_drop: float, max_rise: float | None
     checks = compare_runs(base_run, cand_run, max_drop=max_drop,  # type: ignore[arg-type]
                           max_rise=max_rise)
     console = Console()
-    table = Table(title=f"{base.name} -> {candidate.name}")
+    table = Table(title=escape(f"{base.name} -> {candidate.name}"))
     for name in ("agent", "metric", "base", "candidate", "change", "limit", ""):
         table.add_column(name, justify="left" if name in ("agent", "metric") else "right")
     for c in checks:
         change = "" if c.change is None else f"{c.change * 100:+.1f} pts"
         status = "[red]REGRESSED[/]" if c.regressed else ("[dim]skipped[/]" if c.note else
                                                           "[green]ok[/]")
-        table.add_row(c.agent, c.metric, c.base.format(), c.candidate.format(), change,
+        table.add_row(escape(c.agent), escape(c.metric), c.base.format(), c.candidate.format(),
+                      change,
                       f"{c.limit * 100:.1f} pts", status)
     console.print(table)
     if prom_path is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from termgym.metrics import CLASSES, Estimate, order_variants
@@ -27,13 +28,13 @@ def pass_rate_table(run: RunData) -> Table:
     table = Table(title=f"Pass rate per variant ({level:.0%} bootstrap interval)")
     table.add_column("agent")
     for v in variants:
-        table.add_column(v, justify="right")
+        table.add_column(escape(v), justify="right")
     for agent, m in run.metrics.items():
         cells = [
             f"{_fmt(m.pass_rate[v])} [dim]n={m.pass_rate[v].n}[/]" if v in m.pass_rate else ""
             for v in variants
         ]
-        table.add_row(agent or "(unnamed)", *cells)
+        table.add_row(escape(agent or "(unnamed)"), *cells)
     return table
 
 
@@ -42,7 +43,7 @@ def memorization_table(run: RunData) -> Table:
     table = Table(title="Memorization metrics")
     table.add_column("metric")
     for agent in run.metrics:
-        table.add_column(agent or "(unnamed)", justify="right")
+        table.add_column(escape(agent or "(unnamed)"), justify="right")
     rows = [
         ("drop original → contradicted", "drop"),
         ("adaptation rate", "adaptation_rate"),
@@ -70,7 +71,8 @@ def class_table(run: RunData) -> Table:
     for agent, m in run.metrics.items():
         for variant, counts in m.class_counts.items():
             if variant != "original" and any(counts.values()):
-                table.add_row(agent or "(unnamed)", variant, *(str(counts[c]) for c in CLASSES))
+                table.add_row(escape(agent or "(unnamed)"), escape(variant),
+                              *(str(counts[c]) for c in CLASSES))
     return table
 
 
@@ -82,7 +84,7 @@ def task_table(run: RunData) -> Table:
     table.add_column("agent")
     table.add_column("task")
     for v in variants:
-        table.add_column(v, justify="right")
+        table.add_column(escape(v), justify="right")
     for agent, m in run.metrics.items():
         for task, per in sorted(m.per_task.items()):
             cells = []
@@ -93,7 +95,7 @@ def task_table(run: RunData) -> Table:
                 passes, n = per[v]
                 style = "green" if passes == n else ("red" if passes == 0 else "yellow")
                 cells.append(f"[{style}]{passes}/{n}[/]")
-            table.add_row(agent or "(unnamed)", task, *cells)
+            table.add_row(escape(agent or "(unnamed)"), escape(task), *cells)
     return table
 
 
@@ -105,7 +107,7 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
         return "n/a" if x is None else f"{x * 100:.1f}%"
 
     caption = "; ".join(
-        f"{agent or '(unnamed)'}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
+        f"{escape(agent or '(unnamed)')}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
         f"platform-mention rate {pct(a.platform_rate)}, probe disclosure rate "
         f"{pct(a.disclosure_rate)} ({len(a.probes)} probes)"
         for agent in run.metrics if (a := audit.for_agent(agent)).episodes
@@ -117,19 +119,19 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
         table.add_column(name, overflow="fold")
     for hit in audit.hits[:limit]:
         style = "red" if hit.kind.startswith("leak") else "yellow"
-        table.add_row(hit.episode_id, str(hit.step), f"[{style}]{hit.kind}[/]", hit.source,
-                      hit.detail, hit.excerpt)
+        table.add_row(escape(hit.episode_id), str(hit.step), f"[{style}]{hit.kind}[/]",
+                      escape(hit.source), escape(hit.detail), escape(hit.excerpt))
     return table
 
 
 def print_report(run: RunData, console: Console | None = None) -> None:
     """Print every table of the report."""
     console = console or Console()
-    console.print(f"[bold]termgym run {run.run_id}[/]  {len(run.summaries)} episodes  "
-                  f"[dim]{run.path}[/]")
+    console.print(f"[bold]termgym run {escape(run.run_id)}[/]  {len(run.summaries)} episodes  "
+                  f"[dim]{escape(str(run.path))}[/]")
     for table in (pass_rate_table(run), memorization_table(run), class_table(run),
                   task_table(run), audit_table(run)):
         console.print(table)
     if run.skipped:
         console.print(f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "
-                      f"(first: {run.skipped[0]})")
+                      f"(first: {escape(run.skipped[0])})")

@@ -54,10 +54,17 @@ def test_value_echoed_back_after_the_agent_wrote_it_is_still_a_leak():
 def test_numbers_match_whole_tokens_by_value():
     for text in ("seq 1000", "x100", "limit=100.5", "v2.100", "1100"):
         assert audit_trace(_trace(Written(0, "action", text))) == [], text
-    for text in ("limit=100.0", "under 100kg", "if w > 100:", "(100)"):
+    for text in ("limit=100.0", "under 100kg", "if w > 100:", "weight (100)"):
         assert [h.detail for h in audit_trace(_trace(Written(0, "message", text)))] == [
             "max_weight=100"
         ], text
+
+
+def test_numbers_count_only_in_a_rule_like_context():
+    for text in ("fuel = trip * (100 + pct) // 100", "head -100 log.txt", "seq 1 100"):
+        assert audit_trace(_trace(Written(0, "action", text))) == [], text
+    for text in ("MAX_WEIGHT = 100", "keep loads at most 100", "weight 100"):
+        assert len(audit_trace(_trace(Written(0, "action", text)))) == 1, text
 
 
 def test_withheld_value_in_reasoning_is_a_leak():
@@ -131,7 +138,7 @@ def test_transcript_parts_follow_the_step_convention():
 
 
 def test_report_rates_count_episodes_not_hits():
-    leaky = _trace(Written(0, "action", "echo 100"), Written(1, "action", "echo 100 again"))
+    leaky = _trace(Written(0, "action", "echo limit 100"), Written(1, "action", "echo max 100"))
     clean = EpisodeTrace("clean", ((0, INSTRUCTION),), (Written(0, "action", "ls"),), RULES)
     report = audit_traces([leaky, clean])
     assert report.episodes == 2
