@@ -98,16 +98,10 @@ class DockerSandbox(ShellSandbox):
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker could not start {config.image}: {exc}") from exc
         try:
-            self._prepare_workdir()
             self._start_shell()
         except BaseException:
             self.close()
             raise
-
-    def _prepare_workdir(self) -> None:
-        done = self.container.exec_run(["mkdir", "-p", self.config.workdir], user=AGENT_USER)
-        if done.exit_code != 0:
-            raise SandboxError(f"Could not create {self.config.workdir}: {done.output!r}")
 
     def _shell_argv(self) -> list[str]:
         return [

@@ -130,7 +130,7 @@ def test_command_waiting_on_stdin_times_out_cleanly(box: Sandbox) -> None:
 
 def test_send_keys_drives_an_interactive_program(box: Sandbox) -> None:
     box.send_keys('python3 -c \'name = input("name? "); print("hello", name)\'\n', settle=0.5)
-    answer = box.send_keys("ada\n", settle=0.5)
+    answer = box.send_keys("ada\n", settle=1.0)
     assert "hello ada" in answer.output
     assert box.run("echo $((6 * 7))").output == "42\n"
 
