@@ -10,7 +10,17 @@ from termgym.bench import Section, timings_row
 from termgym.grading import grade, grade_rulesets, prepare
 from termgym.grading._check import run_solution
 from termgym.sandbox import SandboxConfig, make_sandbox
-from termgym.tasks import RuleSet, Task, instantiate, list_tasks, sampled_values, task_image
+from termgym.tasks import (
+    GraderSpec,
+    RuleSet,
+    Task,
+    instantiate,
+    list_tasks,
+    sampled_values,
+    task_image,
+)
+
+_TRIVIAL = GraderSpec(name="workdir-exists", kind="file", path=".")
 
 
 def _rulesets(task: Task) -> tuple[list[RuleSet], list[RuleSet]]:
@@ -33,7 +43,11 @@ def _bench_task(task: Task, reps: int, out: dict[str, list[float]]) -> None:
         report = grade(box, plan)  # the real thing: first freeze, own rules + original shadow
         out["episode"].append(report.timings["total"])
         out["freeze"].append(report.timings["freeze"])
+        trivial = [RuleSet("original", one[0].rules, (_TRIVIAL,))]
         for _ in range(reps):  # side by side, interleaved, on the same frozen final state
+            began = time.perf_counter()
+            grade_rulesets(box, task, trivial)
+            out["machinery"].append(time.perf_counter() - began)
             began = time.perf_counter()
             grade_rulesets(box, task, one)
             out["one"].append(time.perf_counter() - began)
@@ -52,7 +66,9 @@ def bench_grading(quick: bool = False) -> Section:
     if quick:
         tasks = tasks[:3]
     reps = 2 if quick else 4
-    out: dict[str, list[float]] = {k: [] for k in ("episode", "freeze", "one", "three", "naive")}
+    out: dict[str, list[float]] = {
+        k: [] for k in ("episode", "freeze", "one", "three", "naive", "machinery")
+    }
     for task in tasks:
         _bench_task(task, reps, out)
     rows = (
@@ -60,6 +76,9 @@ def bench_grading(quick: bool = False) -> Section:
             "episode grading: freeze + own rules + original shadow (one per task)", out["episode"]
         ),
         timings_row("of which freeze (stop every agent process)", out["freeze"]),
+        timings_row(
+            "machinery alone: one `file` check (inject + exec + runner + read)", out["machinery"]
+        ),
         timings_row("1 rule set (inject + one exec + read)", out["one"]),
         timings_row("3 rule sets in one exec (termgym)", out["three"]),
         timings_row("3 rule sets, one exec each (naive)", out["naive"]),
