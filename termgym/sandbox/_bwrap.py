@@ -139,6 +139,8 @@ class BwrapSandbox(ShellSandbox):
         self, workdir: str | None = None, env: Mapping[str, str] | None = None
     ) -> list[str]:
         assert self.home is not None and self.rootfs is not None
+        # No --new-session: the shell's terminal is a pty of its own (nothing outside to
+        # inject keys into), and a new session would cut bash from it: no Ctrl-C, no jobs.
         argv = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
         if self.config.network:
             argv.append("--share-net")

@@ -340,6 +340,12 @@ class PersistentShell:
 
     # ---- internals -------------------------------------------------------------------------
 
+    def _ours(self, line: bytes) -> bool:
+        """A line the driver typed (seen when the agent turned echo on, or traced)."""
+        return self._left.encode() in line or line.lstrip(b"+ ").startswith(
+            (b"__tg_c=$'", b"__tg_c+=$'")
+        )
+
     def _reset_note(self, why: str) -> str:
         return (
             f"[termgym: the shell {why}; a fresh shell was started in {self.workdir}: "
@@ -422,7 +428,8 @@ class PersistentShell:
         """Collect what arrived between commands (e.g. output of background jobs)."""
         collector.feed(self._pending)
         self._pending = b""
-        while True:
+        until = time.monotonic() + 0.05  # a background job may write forever
+        while time.monotonic() < until:
             got = self._read_some(0)
             if not got:
                 return
@@ -490,8 +497,8 @@ class PersistentShell:
         notes: list[str],
     ) -> RunResult:
         raw, truncated = collector.finish()
-        if self._left.encode() in raw:  # a traced (set -x) copy of our own line
-            raw = b"\n".join(line for line in raw.split(b"\n") if self._left.encode() not in line)
+        if self._left.encode() in raw or b"__tg_c" in raw:  # our lines, traced or echoed
+            raw = b"\n".join(line for line in raw.split(b"\n") if not self._ours(line))
         output = raw.replace(b"\r\n", b"\n").decode("utf-8", "replace")
         if notes:
             sep = "" if not output or output.endswith("\n") else "\n"

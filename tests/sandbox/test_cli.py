@@ -1,0 +1,37 @@
+"""The sandbox commands: `termgym sandbox run`, `termgym demo`, `termgym gc`, `termgym image`."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from termgym.cli import main
+
+
+@pytest.mark.bwrap
+def test_sandbox_run_keeps_state_between_commands(base_rootfs: str) -> None:
+    result = CliRunner().invoke(main, ["sandbox", "run", "-b", "bwrap", "cd /tmp", "pwd", "exit 3"])
+    assert result.exit_code == 0, result.output
+    assert "/tmp\n" in result.output and "exit 3" in result.output and "restarted" in result.output
+
+
+@pytest.mark.bwrap
+def test_demo_says_which_backend_it_used_and_why(base_rootfs: str) -> None:
+    result = CliRunner().invoke(main, ["demo", "-b", "bwrap"])
+    assert result.exit_code == 0, result.output
+    assert "Backend: bwrap (asked for with --backend)" in result.output
+    assert "max_weight: 150" in result.output and "previous exit status: 1" in result.output
+
+
+def test_demo_with_an_unknown_backend_fails_listing_the_known_ones() -> None:
+    result = CliRunner().invoke(main, ["demo", "-b", "dokcer"])
+    assert result.exit_code != 0
+    assert "among bwrap, docker, local" in result.output and "'docker'" in result.output
+
+
+@pytest.mark.docker
+def test_image_build_base_is_cached_and_gc_reports_what_it_removed(base_image: str) -> None:
+    built = CliRunner().invoke(main, ["image", "build-base"])
+    assert built.exit_code == 0 and "up to date" in built.output
+    swept = CliRunner().invoke(main, ["gc"])
+    assert swept.exit_code == 0 and "leftover sandbox" in swept.output
