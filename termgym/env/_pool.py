@@ -59,6 +59,10 @@ class SandboxPool:
         """Counts of warm and cold acquisitions so far."""
         return PoolStats(self._warm, self._cold, self._failed)
 
+    def ready(self, config: SandboxConfig) -> int:
+        """How many warm sandboxes for `config` wait to be handed out."""
+        return self._queue(config).qsize()
+
     def acquire(self, config: SandboxConfig) -> Sandbox:
         """A started sandbox for `config`: a warm one if ready, else one started now."""
         ready = self._queue(config)
