@@ -31,7 +31,9 @@ class PytestGrader(BaseGrader):
         paths = raw if isinstance(raw, list) else [raw]
         targets = []
         for index, _ in enumerate(paths):
-            probe = GraderSpec(name=spec.name, kind=spec.kind, path=paths[index])
+            probe = GraderSpec.model_validate(
+                {"name": spec.name, "kind": spec.kind, "path": paths[index]}
+            )
             targets.append(self.grader_file(probe, task_root))
         args = spec.params.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
@@ -119,10 +121,8 @@ def _cases(report: str, spec: GraderSpec) -> list[tuple[str, str, str, str]]:
         for child in case:
             if child.tag in ("failure", "error"):
                 status = "failed"
-                message = (
-                    (child.get("message") or child.text or child.tag).strip().splitlines()[0:1]
-                )
-                message = message[0][:300] if message else child.tag
+                text = (child.get("message") or child.text or child.tag).strip()
+                message = text.splitlines()[0][:300] if text else child.tag
             elif child.tag == "skipped" and status == "passed":
                 status = "skipped"
         cases.append((ruleset, name, status, message))

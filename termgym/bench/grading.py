@@ -20,7 +20,7 @@ from termgym.tasks import (
     task_image,
 )
 
-_TRIVIAL = GraderSpec(name="workdir-exists", kind="file", path=".")
+_TRIVIAL = GraderSpec.model_validate({"name": "workdir-exists", "kind": "file", "path": "."})
 
 
 def _rulesets(task: Task) -> tuple[list[RuleSet], list[RuleSet]]:

@@ -97,10 +97,6 @@ class BaseGrader:
 
     kind: str = ""
 
-    def validate(self, spec: GraderSpec, task_root: Path) -> None:
-        """Raise ValueError or GraderError when `spec` cannot be run."""
-        self.job(spec, task_root)
-
     def job(self, spec: GraderSpec, task_root: Path) -> Job:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -205,7 +205,7 @@ def check_tasks(
     """Check every task on every variant; rows come back in task and variant order."""
     images: dict[str, str] = {}
     rows: list[CheckRow] = []
-    work = []
+    work: list[tuple[Task, str]] = []
 
     def add(found: list[CheckRow]) -> None:
         for row in found:

@@ -13,7 +13,7 @@ import pydantic
 import yaml
 
 from termgym.errors import TaskSpecError, TermgymError
-from termgym.tasks._spec import GraderSpec, RuleSpec, TaskSpec
+from termgym.tasks._spec import GraderSpec, RuleSpec, RuleValue, TaskSpec
 from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
 
 SPEC_FILE = "task.yaml"
@@ -49,7 +49,7 @@ class Task:
         return self.root / SPEC_FILE
 
     @property
-    def original_values(self) -> dict[str, object]:
+    def original_values(self) -> dict[str, RuleValue]:
         """Every rule's authored value."""
         return {name: rule.value for name, rule in self.spec.rules.items()}
 
@@ -239,7 +239,7 @@ def _check_graders(task: Task, source: Path) -> None:
         for index, spec in enumerate(specs):
             where = f"field '{field_name}[{index}]' ({spec.name})"
             try:
-                grader_kind(spec.kind).validate(spec, task.root)
+                grader_kind(spec.kind).job(spec, task.root)
             except TermgymError as exc:
                 raise _fail(source, where, str(exc)) from None
             except (ValueError, pydantic.ValidationError) as exc:

@@ -12,6 +12,7 @@ VARIANTS: tuple[str, ...] = ("original", "contradicted", "withheld", "swapped", 
 """Every variant a task can offer, in the order tables list them."""
 
 RuleType = Literal["int", "float", "str", "bool", "choice"]
+VariantName = Literal["original", "contradicted", "withheld", "swapped", "sampled"]
 RuleValue = int | float | str | bool
 
 
@@ -171,9 +172,7 @@ class TaskSpec(BaseModel):
     raw_files: list[str] = Field(default_factory=list)
     setup: list[str] = Field(default_factory=list)
     rules: dict[str, RuleSpec] = Field(default_factory=dict)
-    variants: list[Literal["original", "contradicted", "withheld", "swapped", "sampled"]] = Field(
-        default_factory=lambda: ["original"]
-    )
+    variants: list[VariantName] = Field(default_factory=lambda: list[VariantName](["original"]))
     graders: list[GraderSpec] = Field(min_length=1)
     grader_pool: list[GraderSpec] = Field(default_factory=list)
     oracle: str = "solution/oracle.sh"

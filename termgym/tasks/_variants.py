@@ -88,9 +88,9 @@ def sample_value(rule: RuleSpec, rng: random.Random) -> RuleValue:
         return drawn + 1 if drawn >= rule.value else drawn
     digits = max(2, _decimals(rule.value))
     for _ in range(100):
-        drawn = round(rng.uniform(low, high), digits)
-        if low <= drawn <= high and drawn != rule.value:
-            return drawn
+        number = round(rng.uniform(low, high), digits)
+        if low <= number <= high and number != rule.value:
+            return number
     return rule.value
 
 
