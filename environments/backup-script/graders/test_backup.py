@@ -1,4 +1,4 @@
-"""Hidden checks: backup.sh archives by the configured retention window and keeps the configured count."""
+"""Hidden checks: backup.sh archives by the configured window and keeps the configured count."""
 
 from __future__ import annotations
 
@@ -17,7 +17,12 @@ NAME = re.compile(r"^backup-\d{8}-\d{6}\.tar\.gz$")
 def backup(source: Path, dest: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, SOURCE_DIR=str(source), BACKUP_DIR=str(dest))
     done = subprocess.run(
-        ["bash", str(APP / "backup.sh")], env=env, capture_output=True, text=True, timeout=30, cwd=APP
+        ["bash", str(APP / "backup.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=APP,
     )
     assert done.returncode == 0, f"backup.sh exited {done.returncode}: {done.stderr[-500:]}"
     return done
@@ -44,7 +49,9 @@ def test_the_archive_holds_exactly_the_files_inside_the_retention_window(tmp_pat
     dest = tmp_path / "dest"
     backup(tmp_path / "src", dest)
     archives = [p for p in dest.iterdir() if NAME.match(p.name)]
-    assert len(archives) == 1, f"expected one new archive, found {sorted(p.name for p in dest.iterdir())}"
+    assert len(archives) == 1, (
+        f"expected one new archive, found {sorted(p.name for p in dest.iterdir())}"
+    )
     want = {rel for rel, age in ages.items() if age < rules["retention_days"]}
     assert archive_members(archives[0]) == want
 
@@ -65,7 +72,7 @@ def test_rotation_keeps_the_configured_number_of_newest_archives(tmp_path, rules
     assert len(new) == 1, "expected one new archive"
     assert new[0] in done.stdout, "backup.sh should print the new archive's path"
     keep = rules["keep_count"]
-    want = sorted([*old[len(old) - (keep - 1):], new[0]]) if keep > 1 else [new[0]]
+    want = sorted([*old[len(old) - (keep - 1) :], new[0]]) if keep > 1 else [new[0]]
     assert sorted(p.name for p in dest.iterdir() if NAME.match(p.name)) == want
     for name in keepers:
         assert (dest / name).exists(), f"{name} is not a backup archive and must be left alone"
@@ -73,7 +80,11 @@ def test_rotation_keeps_the_configured_number_of_newest_archives(tmp_path, rules
 
 def test_the_script_was_run_on_the_configured_folders(rules):
     dest = APP / "backups"
-    archives = sorted(p for p in dest.glob("backup-*.tar.gz") if NAME.match(p.name)) if dest.is_dir() else []
+    archives = (
+        sorted(p for p in dest.glob("backup-*.tar.gz") if NAME.match(p.name))
+        if dest.is_dir()
+        else []
+    )
     assert archives, "no archive in the configured BACKUP_DIR: backup.sh was never run"
     assert len(archives) <= rules["keep_count"]
     members = archive_members(archives[-1])

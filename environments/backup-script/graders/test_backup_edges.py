@@ -1,4 +1,4 @@
-"""Hidden checks (pool alternative): retention within an hour of the edge, odd names, name-ordered rotation."""
+"""Hidden checks (pool): retention an hour from the edge, odd names, rotation by name."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ NAME = re.compile(r"^backup-\d{8}-\d{6}\.tar\.gz$")
 def run_backup(source: Path, dest: Path) -> None:
     env = dict(os.environ, SOURCE_DIR=str(source), BACKUP_DIR=str(dest))
     done = subprocess.run(
-        ["bash", str(APP / "backup.sh")], env=env, capture_output=True, text=True, timeout=30,
+        ["bash", str(APP / "backup.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
         cwd=source.parent,
     )
     assert done.returncode == 0, done.stderr[-500:]
@@ -63,4 +67,4 @@ def test_rotation_goes_by_the_time_in_the_name_not_the_file_date(tmp_path, rules
     kept = sorted(p.name for p in dest.iterdir() if NAME.match(p.name))
     keep = rules["keep_count"]
     assert len(kept) == keep
-    assert kept[:-1] == sorted(names)[len(names) - (keep - 1):]
+    assert kept[:-1] == sorted(names)[len(names) - (keep - 1) :]

@@ -54,7 +54,7 @@ def same(got: object, want: list[dict]) -> bool:
     """Equal row for row, amounts within a cent's rounding."""
     if not isinstance(got, list) or len(got) != len(want):
         return False
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         if not isinstance(g, dict) or set(g) != set(w):
             return False
         if (g["id"], g["date"], g["customer"]) != (w["id"], w["date"], w["customer"]):

@@ -1,4 +1,4 @@
-"""Hidden checks: clean.py drops outliers above the README's threshold and writes its date format."""
+"""Hidden checks: clean.py drops outliers above the threshold and writes the date format."""
 
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ def run_clean(tmp_path: Path, text: str) -> object:
     out.parent.mkdir()
     done = subprocess.run(
         ["python3", str(APP / "clean.py"), str(src), str(out)],
-        capture_output=True, text=True, timeout=20, cwd=APP,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=APP,
     )
     assert done.returncode == 0, f"clean.py exited {done.returncode}: {done.stderr[-500:]}"
     return json.loads(out.read_text())

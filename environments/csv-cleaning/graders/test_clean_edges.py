@@ -1,4 +1,4 @@
-"""Hidden checks (pool alternative): messy rows, duplicates and formatted amounts near the threshold."""
+"""Hidden checks (pool): messy rows, duplicates and formatted amounts near the threshold."""
 
 from __future__ import annotations
 
@@ -40,7 +40,10 @@ def test_messy_rows_duplicates_and_dollar_amounts(tmp_path, rules):
     out = tmp_path / "messy.json"
     done = subprocess.run(
         ["python3", str(APP / "clean.py"), str(src), str(out)],
-        capture_output=True, text=True, timeout=20, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-500:]
     got, want = json.loads(out.read_text()), clean(text, rules)

@@ -1,4 +1,4 @@
-"""Hidden checks: the planner applies the policy's weight limit and fuel reserve to unseen manifests."""
+"""Hidden checks: the planner applies the policy's weight limit and reserve to new manifests."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ def plan(tmp_path: Path, manifest: dict) -> dict:
     path.write_text(json.dumps(manifest))
     done = subprocess.run(
         ["python3", str(APP / "plan.py"), str(path)],
-        capture_output=True, text=True, timeout=20, cwd=APP,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=APP,
     )
     assert done.returncode == 0, f"plan.py exited {done.returncode}: {done.stderr[-500:]}"
     return json.loads(done.stdout)

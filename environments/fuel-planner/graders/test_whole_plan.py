@@ -39,7 +39,10 @@ def test_random_manifests_get_exactly_the_policy_plan(tmp_path, rules):
         path.write_text(text)
         done = subprocess.run(
             ["python3", str(APP / "plan.py"), str(path)],
-            capture_output=True, text=True, timeout=20, cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr[-500:]
         assert json.loads(done.stdout) == expected(manifest, rules)

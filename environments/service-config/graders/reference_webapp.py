@@ -1,7 +1,7 @@
 """Reference copy of the inventory service (hidden): graders run this, not the workspace copy.
 
-    python3 webapp.py CONFIG          serve until interrupted
-    python3 webapp.py --check CONFIG  validate CONFIG and print the settings as JSON
+python3 webapp.py CONFIG          serve until interrupted
+python3 webapp.py --check CONFIG  validate CONFIG and print the settings as JSON
 """
 
 import configparser
@@ -37,7 +37,9 @@ def load(path):
     if settings["max_connections"] < 1:
         sys.exit(f"{path}: max_connections must be at least 1")
     if settings["log_level"] not in LEVELS:
-        sys.exit(f"{path}: level must be one of {', '.join(LEVELS)}, found {settings['log_level']!r}")
+        sys.exit(
+            f"{path}: level must be one of {', '.join(LEVELS)}, found {settings['log_level']!r}"
+        )
     return settings
 
 
@@ -45,7 +47,8 @@ def serve(settings):
     slots = threading.BoundedSemaphore(settings["max_connections"])
     os.makedirs(os.path.dirname(settings["log_file"]), exist_ok=True)
     logging.basicConfig(
-        filename=settings["log_file"], level=settings["log_level"].upper(),
+        filename=settings["log_file"],
+        level=settings["log_level"].upper(),
         format="%(asctime)s %(levelname)s %(message)s",
     )
 

@@ -1,4 +1,4 @@
-"""Hidden checks (pool alternative): a strict reading of webapp.ini and the service's own validation."""
+"""Hidden checks (pool): a strict reading of webapp.ini and the service's own validation."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ def test_every_example_setting_is_present_once_and_filled_in(rules):
 def test_the_service_accepts_the_config_and_would_use_the_guides_values(rules):
     done = subprocess.run(
         [sys.executable, str(SERVICE), "--check", str(CONFIG)],
-        capture_output=True, text=True, timeout=10,
+        capture_output=True,
+        text=True,
+        timeout=10,
     )
     assert done.returncode == 0, done.stderr[-500:]
     settings = json.loads(done.stdout)

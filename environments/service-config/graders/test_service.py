@@ -1,4 +1,4 @@
-"""Hidden checks: the config gives the deployment guide's settings, and the service really uses them."""
+"""Hidden checks: the config holds the guide's settings, and the service really uses them."""
 
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ def service(tmp_path):
         parser.write(handle)
     proc = subprocess.Popen(
         [sys.executable, str(SERVICE), str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     yield proc, parser.getint("server", "port", fallback=0)
     proc.kill()

@@ -1,4 +1,4 @@
-"""Hidden checks: the active_customers view applies the definitions' window and minimum to any data."""
+"""Hidden checks: the active_customers view applies the window and minimum to any data."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 
 
 def expected(db: sqlite3.Connection, rules: dict) -> set[tuple[int, str]]:
-    as_of = date.fromisoformat(db.execute("SELECT value FROM meta WHERE key = 'as_of'").fetchone()[0])
+    as_of = date.fromisoformat(
+        db.execute("SELECT value FROM meta WHERE key = 'as_of'").fetchone()[0]
+    )
     start = as_of - timedelta(days=rules["active_days"])
     counts: dict[int, int] = {}
     for cid, day, status in db.execute("SELECT customer_id, ordered_on, status FROM orders"):

@@ -1,4 +1,4 @@
-"""Hidden checks (pool alternative): the view's columns, and its rows as the reporting date moves."""
+"""Hidden checks (pool): the view's columns, and its rows as the reporting date moves."""
 
 from __future__ import annotations
 

@@ -15,7 +15,10 @@ APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 
 def expected(texts: list[str], rules: dict) -> str:
     counts = Counter(
-        w.lower() for t in texts for w in re.findall(r"[A-Za-z]+", t) if len(w) >= rules["min_length"]
+        w.lower()
+        for t in texts
+        for w in re.findall(r"[A-Za-z]+", t)
+        if len(w) >= rules["min_length"]
     )
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: rules["top_n"]]
     return "".join(f"{w} {n}\n" for w, n in ranked)
@@ -24,7 +27,10 @@ def expected(texts: list[str], rules: dict) -> str:
 def run_report(data: Path, out: Path) -> str:
     done = subprocess.run(
         ["bash", str(APP / "report.sh"), str(data), str(out)],
-        capture_output=True, text=True, timeout=20, cwd=APP,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=APP,
     )
     assert done.returncode == 0, f"report.sh exited {done.returncode}: {done.stderr[-500:]}"
     return out.read_text()

@@ -16,7 +16,10 @@ SEPARATORS = ["-", "'", "7", "_", "\u00e9", "\t", "\r\n", ", ", "..."]
 
 def expected(texts: list[str], rules: dict) -> str:
     counts = Counter(
-        w.lower() for t in texts for w in re.findall(r"[A-Za-z]+", t) if len(w) >= rules["min_length"]
+        w.lower()
+        for t in texts
+        for w in re.findall(r"[A-Za-z]+", t)
+        if len(w) >= rules["min_length"]
     )
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: rules["top_n"]]
     return "".join(f"{w} {n}\n" for w, n in ranked)
@@ -40,7 +43,10 @@ def test_separators_split_words_at_the_length_boundary(tmp_path, rules):
     out = tmp_path / "deep" / "report.txt"
     done = subprocess.run(
         ["bash", str(APP / "report.sh"), str(data), str(out)],
-        capture_output=True, text=True, timeout=20, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-500:]
     assert out.read_text() == expected([text], rules)
