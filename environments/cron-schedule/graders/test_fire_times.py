@@ -48,7 +48,7 @@ class CronLine:
     def __init__(self, fields, command):
         self.command = command
         self.restricted = [not f.startswith("*") for f in fields]
-        self.sets = [parse_field(f, *b) for f, b in zip(fields, BOUNDS)]
+        self.sets = [parse_field(f, *b) for f, b in zip(fields, BOUNDS, strict=True)]
         if 7 in self.sets[4]:
             self.sets[4].add(0)
 

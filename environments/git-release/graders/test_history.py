@@ -83,4 +83,5 @@ def test_checked_out_package_reports_the_new_version(rules):
     )
     assert proc.returncode == 0, proc.stderr[-600:]
     assert proc.stdout.strip() == version
-    assert open(f"{REPO}/VERSION").read().strip() == version
+    with open(f"{REPO}/VERSION") as f:
+        assert f.read().strip() == version

@@ -66,7 +66,7 @@ def boundary_logs(logdir, threshold, window):
         "gateway.log": [
             (ref, "INFO gateway: shift change note written"),
             (edge, f"ERROR sev={threshold} gateway: exactly at the window edge"),
-            (edge - timedelta(seconds=1), f"ERROR sev=5 gateway: one second too old"),
+            (edge - timedelta(seconds=1), "ERROR sev=5 gateway: one second too old"),
             (edge - timedelta(minutes=1), f"ERROR sev={threshold} gateway: a minute too old"),
             (edge + timedelta(minutes=1), f"ERROR sev={threshold} gateway: a minute inside"),
             (ref - timedelta(seconds=5), "INFO gateway: retry after ERROR sev=5 upstream"),

@@ -57,7 +57,7 @@ def check(seed, rules):
     expected = reference(requests, n, w)
     got = run_limiter(requests)
     assert len(got) == len(expected), f"expected {len(expected)} decisions, got {len(got)}"
-    first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), None)
+    first = next((i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b), None)
     assert first is None, (
         f"decision {first} for {requests[first]} was {got[first]}, expected {expected[first]}"
     )

@@ -11,7 +11,9 @@ TAG_PREFIX = "{{ tag_prefix }}"
 
 final = {p.relative_to(REPO).as_posix(): p.read_text() for p in REPO.rglob("*") if p.is_file()}
 ring = final["src/hashring/ring.py"]
-no_unknown_check = ring.replace("weight = self._weights.pop(node)", "weight = self._weights.pop(node, 1)")
+no_unknown_check = ring.replace(
+    "weight = self._weights.pop(node)", "weight = self._weights.pop(node, 1)"
+)
 no_nodes = no_unknown_check.split("\n    def nodes(")[0] + "\n"
 no_cache = (
     no_nodes.replace("from functools import lru_cache\n", "")
@@ -19,10 +21,14 @@ no_cache = (
     .replace("        self.lookup.cache_clear()\n", "")
     .replace(" and a small lookup cache", "")
 )
-buggy_remove = no_cache.replace("for i in range(self.replicas * weight):\n            point = _hash(f\"{node}#{i}\")\n            del",
-                                "for i in range(self.replicas):\n            point = _hash(f\"{node}#{i}\")\n            del")
+removal = '):\n            point = _hash(f"{node}#{i}")\n            del'
+buggy_remove = no_cache.replace(
+    "for i in range(self.replicas * weight" + removal, "for i in range(self.replicas" + removal
+)
 short_keys = buggy_remove.replace('_hash(f"{node}#{i}")', '_hash(f"{node}{i}")')
-md5 = short_keys.replace("hashlib.blake2b(key.encode(), digest_size=8).digest()", "hashlib.md5(key.encode()).digest()[:8]")
+md5 = short_keys.replace(
+    "hashlib.blake2b(key.encode(), digest_size=8).digest()", "hashlib.md5(key.encode()).digest()[:8]"
+)
 changelog = final["CHANGELOG.md"]
 head, sections = changelog.split("## [Unreleased]")[0], changelog.split("\n## ")[1:]
 
@@ -73,7 +79,7 @@ git("init", "-q", "-b", "main")
 git("config", "user.name", "Robin Maintainer")
 git("config", "user.email", "robin@hashring.example")
 base = {rel: text for rel, text in final.items() if rel not in ("CHANGELOG.md", "VERSION")}
-base["README.md"] = final["README.md"].replace('    ring.add("cache-b", weight=2)\n', '    ring.add("cache-b")\n')
+base["README.md"] = final["README.md"].replace('ring.add("cache-b", weight=2)', 'ring.add("cache-b")')
 base.update({"src/hashring/ring.py": md5, "src/hashring/__init__.py": init_py("1.1.0"), "VERSION": "1.1.0\n",
              "CHANGELOG.md": head + "## [Unreleased]\n\n- First public version.\n"})
 commit("Import hashring from the cache service", "2023-11-20", base)
@@ -92,7 +98,9 @@ commit("Fix distribution of very short keys", "2024-03-28",
 release("1.4.1", "2024-04-02")
 commit("Fix remove() leaving replica points of weighted nodes behind", "2024-04-26",
        {"src/hashring/ring.py": no_cache,
-        "CHANGELOG.md": unreleased("1.4.1", ["Fix `remove()` leaving replica points of weighted nodes behind."])})
+        "CHANGELOG.md": unreleased(
+            "1.4.1", ["Fix `remove()` leaving replica points of weighted nodes behind."]
+        )})
 release("1.4.2", "2024-04-30")
 entries = [line[2:] for line in changelog.split("## [Unreleased]\n\n")[1].split("\n\n")[0].splitlines()]
 commit("Cache lookups", "2024-05-08",
