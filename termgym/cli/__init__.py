@@ -17,6 +17,7 @@ COMMANDS: list[str] = [
     "termgym.cli.task_cmds:tasks",
     "termgym.cli.task_cmds:check",
     "termgym.cli.run_cmds:run_command",
+    "termgym.cli.run_cmds:play_command",
 ]
 
 

@@ -178,3 +178,31 @@ def run_command(
         print_report(load_run(summary.out))
     if summary.infra_errors:
         raise SystemExit(3)
+
+
+@click.command("play")
+@click.argument("task")
+@click.option(
+    "--variant",
+    default="original",
+    show_default=True,
+    help="original, contradicted, withheld, swapped or sampled.",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the episode's rule values.")
+@click.option("--backend", default=None, help="docker, bwrap or local (default: the best).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run folder for the recording (default: runs/human-<time>).",
+)
+def play_command(
+    task: str, variant: str, seed: int | None, backend: str | None, out: Path | None
+) -> None:
+    """Solve TASK yourself in its sandbox's terminal; Ctrl-] (or `exit`) submits."""
+    from termgym.play import play
+
+    out = out or Path("runs") / f"human-{time.strftime('%Y%m%d-%H%M%S')}"
+    result = play(task, variant=variant, seed=seed, backend=backend, record_dir=out)
+    if result.info.get("error"):
+        raise click.ClickException(f"grading failed: {result.info['error']}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from termgym.env._env import TerminalEnv
-from termgym.env._keys import NAMED_KEYS, parse_keys
+from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._pool import PoolStats, SandboxPool
 from termgym.env._registration import env_id, make, register_tasks, registered_ids
 from termgym.env._schedule import VariantSchedule
@@ -17,6 +17,7 @@ __all__ = [
     "TerminalText",
     "VariantSchedule",
     "env_id",
+    "format_keys",
     "make",
     "parse_keys",
     "register_tasks",

@@ -200,13 +200,13 @@ class Episode:
         """Run a command in the episode's shell."""
         result = self.sandbox.run(command, timeout=self.options.step_timeout)
         echo = ("$ " + command.replace("\r\n", "\n").replace("\n", "\r\n") + "\r\n").encode()
-        self._record("command", command, result, echo + result.raw)
+        self.record("command", command, result, echo + result.raw)
         return result
 
     def keys(self, action: str, keys: bytes) -> RunResult:
         """Type keystrokes into the episode's terminal."""
         result = self.sandbox.send_keys(keys)
-        self._record("keys", action, result, result.raw)
+        self.record("keys", action, result, result.raw)
         return result
 
     def screen_text(self) -> str:
@@ -281,7 +281,8 @@ class Episode:
             self.writer.close()
         self.pool.release(self.sandbox)
 
-    def _record(self, mode: str, action: str, result: RunResult, stream: bytes) -> None:
+    def record(self, mode: str, action: str, result: RunResult, stream: bytes) -> None:
+        """Count a step, feed the screen, and append the step to the recording."""
         self.steps += 1
         self.screen.feed(stream)
         if self.writer is None:

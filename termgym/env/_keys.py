@@ -93,3 +93,56 @@ def parse_keys(action: str) -> bytes:
         pos = match.end()
     out.append(action[pos:])
     return "".join(out).encode("utf-8")
+
+
+_BY_SEQUENCE = sorted(
+    (
+        (seq, name)
+        for name, seq in NAMED_KEYS.items()
+        if name not in ("cr", "return", "escape", "backspace", "delete", "space")
+    ),
+    key=lambda pair: -len(pair[0]),
+)
+_CANONICAL = {
+    "enter": "Enter",
+    "tab": "Tab",
+    "esc": "Esc",
+    "bs": "BS",
+    "lt": "lt",
+    "up": "Up",
+    "down": "Down",
+    "right": "Right",
+    "left": "Left",
+    "home": "Home",
+    "end": "End",
+    "pageup": "PageUp",
+    "pagedown": "PageDown",
+    "insert": "Insert",
+    "del": "Del",
+}
+
+
+def format_keys(data: bytes) -> str:
+    """Write raw keystrokes in the notation `parse_keys` reads (its inverse for what it makes).
+
+    >>> format_keys(b"ls\\r\\x03")
+    'ls<Enter><C-c>'
+    """
+    text = data.decode("utf-8", "replace")
+    out: list[str] = []
+    pos = 0
+    while pos < len(text):
+        for seq, name in _BY_SEQUENCE:
+            if seq != " " and text.startswith(seq, pos):
+                out.append(f"<{_CANONICAL.get(name, name.upper())}>")
+                pos += len(seq)
+                break
+        else:
+            char = text[pos]
+            code = ord(char)
+            if code < 0x20 or code == 0x7F:
+                out.append(f"<C-{chr(code ^ 0x40).lower()}>" if code != 0x7F else "<BS>")
+            else:
+                out.append(char)
+            pos += 1
+    return "".join(out)
