@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 APP = Path("/app")
+LOGS = Path(__file__).with_name("logs")  # the grader's own copy of the shipped logs
 LINE = re.compile(r"^(\S+) (INFO|WARN|ERROR)(?: sev=(\d))? ")
 
 
@@ -90,7 +91,7 @@ def boundary_logs(logdir, threshold, window):
 def test_saved_report_matches_the_logs(rules):
     path = APP / "report" / "incidents.txt"
     assert path.exists(), "/app/report/incidents.txt does not exist"
-    expected = reference(APP / "logs", rules["severity_threshold"], rules["window_minutes"])
+    expected = reference(LOGS, rules["severity_threshold"], rules["window_minutes"])
     got = report_lines(path.read_text())
     assert got[0] == expected[0], f"report says {got[0]!r}, expected {expected[0]!r}"
     assert got == expected
@@ -105,6 +106,6 @@ def test_triage_on_unseen_boundary_logs(rules, tmp_path):
     assert got == expected
 
 
-def test_triage_reproduces_the_saved_report(rules):
-    expected = reference(APP / "logs", rules["severity_threshold"], rules["window_minutes"])
-    assert run_triage(APP / "logs") == expected
+def test_triage_on_the_shipped_logs(rules):
+    expected = reference(LOGS, rules["severity_threshold"], rules["window_minutes"])
+    assert run_triage(LOGS) == expected
