@@ -22,7 +22,7 @@ import traceback
 import zlib
 
 OUTPUT_TAIL = 4000
-FILE_LIMIT = 1000000
+FILE_LIMIT = 256000
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
@@ -124,7 +124,7 @@ def run_exec(job, names, rulesets, ctx):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
-                cwd=ctx["workdir"],
+                cwd=ctx["cwd"],
                 start_new_session=True,
                 stdin=subprocess.DEVNULL,
             )
@@ -184,11 +184,14 @@ def run_call(job, name, rules, ctx):
         out["value"] = normalize(func(**kwargs))
     except _Timeout:
         out["timed_out"] = True
+    except AssertionError as exc:  # a failed assertion is a verdict, as in pytest
+        message = str(exc) or traceback.format_exc(limit=-1).strip().splitlines()[-2].strip()
+        out["value"] = {"score": 0.0, "passed": False, "message": "assert: " + message}
     except BaseException:  # noqa: B036 - a grader may call sys.exit; report, never die
         out["error"] = traceback.format_exc()[-OUTPUT_TAIL:]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        os.chdir(ctx["workdir"])
+        os.chdir(ctx["cwd"])
     out["duration"] = time.monotonic() - start
     return out
 
@@ -199,7 +202,9 @@ def main(manifest_path):
     graders = os.path.dirname(os.path.abspath(manifest_path))
     ctx = {"workdir": manifest["workdir"], "graders": graders, "seq": 0}
     sys.path[:0] = [os.path.join(graders, "graders"), graders]
-    os.chdir(ctx["workdir"])
+    # A workdir the agent deleted is its own failure, judged by the graders: run from "/".
+    ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"
+    os.chdir(ctx["cwd"])
     rulesets = manifest["rulesets"]
     report = []
     try:

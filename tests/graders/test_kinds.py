@@ -216,3 +216,14 @@ def test_a_registered_third_party_kind_grades_with_the_rules(sandbox, task, exit
     report = grade(sandbox, plan)
     assert report.matrix == {"contradicted": {"custom": True}, "original": {"custom": False}}
     assert report.episode_class == "adapted"
+
+
+def test_a_deleted_workdir_fails_every_grader_rather_than_the_grading(sandbox, task):
+    plan = _fresh(sandbox, task)
+    sandbox.freeze()  # the docker backend's freeze execs in the workdir, so freeze first
+    sandbox.exec(["rm", "-rf", "/app"], workdir="/")
+    report = grade(sandbox, plan, freeze=False)
+    assert report.matrix["contradicted"] == {g.name: False for g in task.spec.graders}
+    call = next(r for r in report.verdict.results if r.kind == "python")
+    assert "out.txt is missing" in call.message
+    sandbox.exec(["mkdir", "-p", "/app"], workdir="/")

@@ -43,13 +43,21 @@ def test_oracle_adapts_and_memorized_goes_stale_on_the_tiny_task(docker_engine):
 
 
 @pytest.mark.docker
-def test_check_fails_a_task_whose_memorized_solution_reads_the_task(docker_engine, tmp_path):
+def test_check_exits_1_naming_a_memorized_solution_that_reads_the_task(docker_engine, tmp_path):
     import shutil
+
+    from click.testing import CliRunner
+
+    from termgym.cli.task_cmds import check
 
     folder = tmp_path / "tiny-limit"
     shutil.copytree(FIXTURES / "tiny-limit", folder)
     shutil.copy(folder / "solution" / "oracle.sh", folder / "solution" / "memorized.sh")
-    rows = check_tasks([load_task(folder)], "docker", jobs=3)
-    bad = [r for r in rows if r.ok is False]
-    assert [(r.variant, r.solution) for r in bad] == [("contradicted", "memorized")]
-    assert "should fail the contradicted rules" in bad[0].why
+    result = CliRunner().invoke(check, [str(folder), "--backend", "docker", "--jobs", "3"])
+    assert result.exit_code == 1
+    assert "1 failure(s)" in result.output
+    assert (
+        "FAIL tiny-limit [contradicted] memorized: memorized solution should fail the "
+        "contradicted rules and pass the original ones; it passed the contradicted and "
+        "failed the original" in result.output
+    )
