@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import threading
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import Any
 from termgym.errors import RecordingError
 from termgym.screen import ScreenSnapshot, TerminalScreen
 
-_CHECKPOINT_CHARS = 200_000  # feed at most about this much text between two checkpoints
+_CHECKPOINT_CHARS = 100_000  # about this much output between two checkpoints
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,10 @@ def index_cast(data: bytes) -> CastIndex:
 class CastReplay:
     """Replays a cast through a TerminalScreen to the screen after any step.
 
-    Keeps checkpoints as it goes, so going back or jumping far replays little. Thread-safe:
-    a background thread may `warm()` while the UI asks for screens.
+    Keeps a checkpoint about every 100,000 characters of output, so moving around replays
+    little; a far jump replays the output in one pass that skips what scrolls off unseen.
+    Thread-safe: a background thread may `warm()` (fill in every checkpoint) while a UI asks
+    for screens.
 
     Args:
         path: The `.cast` file.
@@ -85,8 +88,9 @@ class CastReplay:
         self.rows = rows or int(self.index.header.get("height", 40))
         self._screen = TerminalScreen(self.cols, self.rows)
         self._pos = 0  # next event line to feed
-        self._checkpoints: list[tuple[int, ScreenSnapshot]] = [(0, self._screen.snapshot())]
-        self._fed_since_checkpoint = 0
+        self._cp_pos: list[int] = [0]  # sorted positions of checkpoints
+        self._cp_snap: list[ScreenSnapshot] = [self._screen.snapshot()]
+        self._dense_upto = 0  # checkpoints are no further apart than the interval up to here
         self._lock = threading.Lock()
 
     @property
@@ -94,39 +98,68 @@ class CastReplay:
         """How many step markers the cast holds."""
         return len(self.index.markers)
 
-    def _feed_to(self, pos: int) -> None:
-        lines = self.index.lines
-        data = self._data
-        while self._pos < pos:
-            start, end = lines[self._pos]
-            self._pos += 1
+    def _texts(self, lo: int, hi: int) -> tuple[list[str], list[int]]:
+        """Output texts of events lo..hi-1 and the position after each."""
+        lines, data = self.index.lines, self._data
+        texts: list[str] = []
+        ends: list[int] = []
+        for p in range(lo, hi):
+            start, end = lines[p]
+            if data[start + 1 : end].find(b'"o"') < 0:
+                continue
             try:
                 event = json.loads(data[start:end])
             except ValueError:
                 continue
             if len(event) >= 3 and event[1] == "o" and isinstance(event[2], str):
-                self._screen.feed_text(event[2])
-                self._fed_since_checkpoint += len(event[2])
-                if self._fed_since_checkpoint >= _CHECKPOINT_CHARS:
-                    self._checkpoints.append((self._pos, self._screen.snapshot()))
-                    self._fed_since_checkpoint = 0
+                texts.append(event[2])
+                ends.append(p + 1)
+        return texts, ends
+
+    def _checkpoint(self) -> None:
+        i = bisect.bisect_left(self._cp_pos, self._pos)
+        if i < len(self._cp_pos) and self._cp_pos[i] == self._pos:
+            return
+        self._cp_pos.insert(i, self._pos)
+        self._cp_snap.insert(i, self._screen.snapshot())
+
+    def _feed_to(self, pos: int) -> None:
+        texts, ends = self._texts(self._pos, pos)
+        total = sum(map(len, texts))
+        cut = 0
+        if total > 4 * _CHECKPOINT_CHARS:
+            # A far jump: one pass over all but the last stretch, skipping what scrolls off.
+            left, cut = total, 0
+            while cut < len(texts) and left > _CHECKPOINT_CHARS:
+                left -= len(texts[cut])
+                cut += 1
+            self._screen.feed_text("".join(texts[:cut]), skip_scrolled=True)
+            self._pos = ends[cut - 1]
+            self._checkpoint()
+        batch: list[str] = []
+        size = 0
+        for text, end in zip(texts[cut:], ends[cut:], strict=True):
+            batch.append(text)
+            size += len(text)
+            if size >= _CHECKPOINT_CHARS:
+                self._screen.feed_text("".join(batch), skip_scrolled=True)
+                self._pos = end
+                self._checkpoint()
+                batch, size = [], 0
+        if batch:
+            self._screen.feed_text("".join(batch), skip_scrolled=True)
+        self._pos = pos
 
     def _seek(self, pos: int) -> None:
-        if pos < self._pos or not self._checkpoints:
-            best = max((c for c in self._checkpoints if c[0] <= pos), key=lambda c: c[0])
-            self._screen.restore(best[1])
-            self._pos = best[0]
-            self._fed_since_checkpoint = 0
-        else:
-            best = max((c for c in self._checkpoints if c[0] <= pos), key=lambda c: c[0])
-            if best[0] > self._pos:
-                self._screen.restore(best[1])
-                self._pos = best[0]
-                self._fed_since_checkpoint = 0
+        i = bisect.bisect_right(self._cp_pos, pos) - 1
+        best = self._cp_pos[i]
+        if pos < self._pos or best > self._pos:
+            self._screen.restore(self._cp_snap[i])
+            self._pos = best
         self._feed_to(pos)
 
     def position_of(self, step: int) -> int:
-        """The event position just after step `step`'s marker (its end when unknown)."""
+        """The event position just after step `step`'s marker (the end when unknown)."""
         marker = self.index.markers.get(step)
         return len(self.index.lines) if marker is None else marker + 1
 
@@ -138,12 +171,23 @@ class CastReplay:
             copy.restore(self._screen.snapshot())
             return copy
 
-    def warm(self, upto: int | None = None) -> None:
-        """Replay ahead (to step `upto`, or the end) so later seeks are fast."""
-        target = len(self.index.lines) if upto is None else self.position_of(upto)
-        chunk = 64
-        while True:
+    def warm(self, stop: threading.Event | None = None) -> None:
+        """Fill in checkpoints over the whole cast, so later seeks anywhere are fast.
+
+        Works in small locked slices, so `screen_after` calls from other threads interleave.
+        """
+        lines = self.index.lines
+        while self._dense_upto < len(lines) and not (stop and stop.is_set()):
             with self._lock:
-                if self._pos >= target:
-                    return
-                self._seek(max(self._pos, min(self._pos + chunk, target)))
+                self._seek(self._dense_upto)
+                texts, _ = self._texts(self._pos, min(self._pos + 2048, len(lines)))
+                size, hi = 0, self._pos
+                for p in range(self._pos, min(self._pos + 2048, len(lines))):
+                    hi = p + 1
+                    start, end = lines[p]
+                    size += end - start
+                    if size >= _CHECKPOINT_CHARS:
+                        break
+                self._feed_to(hi)
+                self._checkpoint()
+                self._dense_upto = hi

@@ -202,3 +202,54 @@ def test_sequences_pyte_does_not_know_are_dropped_not_raised() -> None:
     screen = TerminalScreen(30, 3)
     screen.feed(b"a\x1b[>4;2mb\x1b[?4mcd\x1b]0;title\x07e")
     assert screen.text() == "abcde"
+
+
+_PIECES = [
+    "plain output line\r\n", "\x1b[31mred\x1b[0m text\r\n", "x" * 37 + "\r\n", "\r\n", "\n",
+    "ab\rcd", "\x1b[2J", "\x1b[H", "\x1b[3;4H", "\x1b[K", "\x1b[2A", "\x1b[1M", "\x1b[2L",
+    "\x1bM", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r", "\x1b[r", "\x1b7", "\x1b8", "\x1b[?25l",
+    "\x1b[?25h", "\x1b]0;title\x07", "\x1b]0;t\r\nx\x07", "日本語", "\t", "\b", "\x1b[4h",
+    "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x1b[?7;25l", "\x1b[?25;7h", "\x1b(0", "\x1b(B", "\x0e",
+    "\x0f", "\x1b[1;32;44m", "\x1b[38:5:2m", "\x1b[?2004h", "\x1bc", "\x1b[5S", "\x1b[3X",
+    "\x1b[2P", "\x1b[1@", "\x1b[J", "\x1b[1J", "\x1bD", "\x1bE", "\x9b2J", "\x1b[1\r;2H",
+]  # fmt: skip
+_WEIGHTS = [40, 20, 20, 20, 10, 3] + [1] * (len(_PIECES) - 6)
+
+
+def _state(screen: TerminalScreen) -> tuple:
+    inner = screen._screen
+    return (screen.lines(), screen.styled_lines(), screen.cursor, screen.in_alternate_screen,
+            inner.mode, inner.cursor.attrs, inner.cursor.hidden)  # fmt: skip
+
+
+def test_skipping_output_that_scrolls_off_gives_exactly_the_full_replay() -> None:
+    import random
+
+    import termgym.screen as screen_module
+
+    rng = random.Random(11)
+    skipped = 0
+    for _ in range(120):
+        text = "".join(rng.choices(_PIECES, _WEIGHTS, k=rng.choice([50, 300, 700])))
+        full, fast = TerminalScreen(15, 6), TerminalScreen(15, 6)
+        full.feed_text(text)
+        pos = 0
+        for start, stop, kept in screen_module._scrolled_off_regions(text, 6, 15, True, 10):
+            fast._stream.feed(text[pos:start])
+            fast._stream.feed(kept if fast._screen.margins is None else text[start:stop])
+            pos, skipped = stop, skipped + stop - start
+        fast._stream.feed(text[pos:])
+        assert _state(fast) == _state(full), repr(text)
+    assert skipped > 20_000  # the test did exercise skipping
+
+
+def test_feed_text_with_skipping_matches_a_full_feed_on_long_output() -> None:
+    lines = "".join(
+        f"\x1b[3{i % 8}mline {i} " + "y" * (i % 300) + "\x1b[0m\r\n" for i in range(3000)
+    )
+    text = "$ ls\r\n" + lines + "\x1b]0;title\x07$ \x1b[?1049h\x1b[Hin vim" + lines[:20000]
+    full, fast = TerminalScreen(), TerminalScreen()
+    full.feed_text(text)
+    fast.feed_text(text, skip_scrolled=True)
+    assert _state(fast) == _state(full)
+    assert fast.title == "title"
