@@ -185,14 +185,25 @@ _LIMIT_WORDS = re.compile(
 def _rule_context(rule: str, text: str, match: re.Match[str], width: int = 60) -> bool:
     """A number is read as a rule value only next to a comparison, a limit word or a word
     of the rule's name, on its own line: `(100 + pct) // 100` is arithmetic, not a limit."""
-    start = max(text.rfind("\n", 0, match.start()) + 1, match.start() - width)
-    end = text.find("\n", match.end())
-    end = min(len(text) if end < 0 else end, match.end() + width)
-    window = text[start:match.start()] + " " + text[match.end():end]
+    window = _line_window(text, match, width)
     if _LIMIT_WORDS.search(window):
         return True
     words = [w for w in re.split(r"[_\W]+", rule.lower()) if len(w) >= 3]
     return any(w in window.lower() for w in words)
+
+
+def _enumerated(others: list[re.Pattern[str]], text: str, match: re.Match[str]) -> bool:
+    """The value is listed next to another value of its rule (`["sunday", "monday", ...]`):
+    an enumeration of the choices, not the value applied."""
+    window = _line_window(text, match)
+    return any(p.search(window) for p in others)
+
+
+def _line_window(text: str, match: re.Match[str], width: int = 60) -> str:
+    start = max(text.rfind("\n", 0, match.start()) + 1, match.start() - width)
+    end = text.find("\n", match.end())
+    end = min(len(text) if end < 0 else end, match.end() + width)
+    return text[start:match.start()] + " " + text[match.end():end]
 
 
 def _value_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> list[AuditHit]:
@@ -208,7 +219,9 @@ def _value_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> list
             pattern = _word(str(value))
             if timeline.pattern_seen(f"v:{value}", pattern) <= item.step:
                 continue
-            match = pattern.search(item.text)
+            others = [_word(str(v)) for v in trace.rules[rule] if str(v) != str(value)]
+            match = next((m for m in pattern.finditer(item.text)
+                          if not _enumerated(others, item.text, m)), None)
         if match:
             hits.append(AuditHit(trace.episode_id, item.step, "leak", item.source,
                                  f"{rule}={value}", _excerpt(item.text, *match.span())))

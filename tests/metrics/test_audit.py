@@ -145,3 +145,13 @@ def test_report_rates_count_episodes_not_hits():
     assert report.leak_rate == 0.5
     assert report.platform_rate == 0.0
     assert report.disclosure_rate is None
+
+
+def test_a_choice_listed_among_its_alternatives_is_not_a_leak():
+    rules = {"weekday": ("Wednesday", "Sunday")}
+    listing = Written(0, "action", 'days = ["sunday", "monday", "tuesday", "wednesday"]')
+    assert audit_trace(_trace(listing, rules=rules, visible=((0, "day: Wednesday"),))) == []
+    applied = Written(0, "action", "crontab: run on sunday at 3")
+    assert [h.detail for h in audit_trace(_trace(applied, rules=rules,
+                                                 visible=((0, "day: Wednesday"),)))] == [
+        "weekday=Sunday"]
