@@ -193,10 +193,15 @@ def _rule_context(rule: str, text: str, match: re.Match[str], width: int = 60) -
 
 
 def _enumerated(others: list[re.Pattern[str]], text: str, match: re.Match[str]) -> bool:
-    """The value is listed next to another value of its rule (`["sunday", "monday", ...]`):
-    an enumeration of the choices, not the value applied."""
+    """The value is listed next to another value of its rule, or inside a comma-separated
+    list (`["sunday", "monday", ...]`): an enumeration of choices, not the value applied."""
     window = _line_window(text, match)
-    return any(p.search(window) for p in others)
+    if any(p.search(window) for p in others):
+        return True
+    before = text[:match.start()].rstrip(" \t\"'`")
+    after = text[match.end():].lstrip(" \t\"'`")
+    in_list = before.endswith(",") or after.startswith(",")
+    return in_list and window.count(",") >= 2
 
 
 def _line_window(text: str, match: re.Match[str], width: int = 60) -> str:

@@ -151,6 +151,8 @@ def test_a_choice_listed_among_its_alternatives_is_not_a_leak():
     rules = {"weekday": ("Wednesday", "Sunday")}
     listing = Written(0, "action", 'days = ["sunday", "monday", "tuesday", "wednesday"]')
     assert audit_trace(_trace(listing, rules=rules, visible=((0, "day: Wednesday"),))) == []
+    withheld = {"weekday": ("Sunday",)}
+    assert audit_trace(_trace(listing, rules=withheld)) == []
     applied = Written(0, "action", "crontab: run on sunday at 3")
     assert [h.detail for h in audit_trace(_trace(applied, rules=rules,
                                                  visible=((0, "day: Wednesday"),)))] == [
