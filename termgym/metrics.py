@@ -18,6 +18,8 @@ import numpy as np
 
 CLASSES: tuple[str, ...] = ("adapted", "stale", "both", "neither")
 VARIANT_ORDER: tuple[str, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
+UNSHIFTED_VARIANTS: tuple[str, ...] = ("original", "withheld")
+"""Variants whose graders enforce the original values (withheld only hides them)."""
 TOP_SHARE = 0.2
 """The fraction of tasks whose share of the passes `top_share` reports."""
 
@@ -39,6 +41,8 @@ class EpisodeSummary:
         agent_error: The agent failed (raised); the episode still counts, as graded.
         steps: Steps taken.
         run_id: The run the episode belongs to.
+        rules_changed: The enforced rule values differ from the original ones (None: unknown,
+            then every variant but original and withheld counts as changed).
     """
 
     episode_id: str
@@ -52,6 +56,16 @@ class EpisodeSummary:
     agent_error: str | None = None
     steps: int = 0
     run_id: str = ""
+    rules_changed: bool | None = None
+
+    @property
+    def shifted(self) -> bool:
+        """Classed, and its enforced rules differ from the original's (see docs/metrics.md)."""
+        if self.shadow_class not in CLASSES:
+            return False
+        if self.rules_changed is not None:
+            return self.rules_changed
+        return self.variant not in UNSHIFTED_VARIANTS
 
     @property
     def infra_error(self) -> bool:
@@ -74,6 +88,7 @@ class EpisodeSummary:
             agent_error=data.get("agent_error"),
             steps=int(data.get("steps", 0) or 0),
             run_id=str(data.get("run_id", "")),
+            rules_changed=data.get("rules_changed"),
         )
 
 
@@ -99,6 +114,11 @@ def summary_from_log(log: Any, result: Mapping[str, Any] | None = None) -> Episo
         else:
             passed = bool(end.extra.get("passed", end.reward >= 1.0 - 1e-9))
         klass, reward = end.cls, float(end.reward)
+    original = end.verdicts.get("original") if end is not None else None
+    rules_changed = None
+    old_rules = original.get("rules") if isinstance(original, Mapping) else None
+    if header is not None and isinstance(old_rules, Mapping):
+        rules_changed = dict(old_rules) != dict(header.rules_enforced)
     return EpisodeSummary(
         episode_id=log.episode_id,
         task=header.task if header else str(result.get("task", "")),
@@ -111,6 +131,7 @@ def summary_from_log(log: Any, result: Mapping[str, Any] | None = None) -> Episo
         agent_error=result.get("error") if result.get("status") == "agent-error" else None,
         steps=len(log.steps),
         run_id=header.run_id if header else "",
+        rules_changed=rules_changed,
     )
 
 
@@ -150,8 +171,8 @@ class RunMetrics:
         pass_rate: Variant -> pass rate.
         overall_pass_rate: Pass rate over every counted episode.
         drop: Pass rate on original minus pass rate on contradicted.
-        adaptation_rate: adapted / classed shifted episodes.
-        stale_rate: stale / classed shifted episodes.
+        adaptation_rate: adapted / shifted episodes (classed, rules changed).
+        stale_rate: stale / shifted episodes.
         memorization_index: stale / (stale + adapted).
         withheld_hit_rate: Pass rate on withheld episodes.
         top_share: Share of the per-task pass rates carried by the top 20% of tasks.
@@ -232,7 +253,7 @@ class _Data:
         variant = np.array([e.variant for e in episodes], dtype=object)
         klass = np.array([e.shadow_class or "" for e in episodes], dtype=object)
         self.is_variant = {v: (variant == v).astype(float) for v in self.variants}
-        shifted = (variant != "original") & np.isin(klass, CLASSES)
+        shifted = np.array([e.shifted for e in episodes], dtype=bool)
         self.shifted = shifted.astype(float)
         self.adapted = (shifted & (klass == "adapted")).astype(float)
         self.stale = (shifted & (klass == "stale")).astype(float)

@@ -58,6 +58,18 @@ def test_adaptation_stale_and_memorization_index():
     assert m.class_counts["contradicted"] == {"adapted": 1, "stale": 2, "both": 1, "neither": 1}
 
 
+def test_episodes_enforcing_the_original_rules_are_not_shifted():
+    episodes = [
+        _ep("t1", "contradicted", True, "adapted"),
+        _ep("t1", "withheld", True, "both"),  # withheld enforces the original values
+        EpisodeSummary("s1", "t2", "sampled", "a", True, "both", rules_changed=False),
+        EpisodeSummary("s2", "t2", "sampled", "a", True, "adapted", rules_changed=True),
+    ]
+    m = compute_metrics(episodes, resamples=50)
+    assert m.adaptation_rate.value == 1.0
+    assert m.adaptation_rate.n == 2
+
+
 def test_withheld_hit_rate_is_the_pass_rate_on_withheld():
     episodes = [_ep("t1", "withheld", True), _ep("t2", "withheld", False),
                 _ep("t3", "withheld", False), _ep("t3", "original", True)]
