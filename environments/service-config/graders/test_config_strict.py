@@ -11,7 +11,7 @@ from pathlib import Path
 
 APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 CONFIG = APP / "etc" / "webapp.ini"
-EXAMPLE = APP / "etc" / "webapp.ini.example"
+EXAMPLE = Path(__file__).with_name("webapp.ini.example")
 SERVICE = Path(__file__).with_name("reference_webapp.py")
 
 

@@ -33,7 +33,7 @@ def test_the_config_states_the_guides_production_values(rules):
     assert parser.getint("server", "max_connections") == rules["max_connections"]
     assert parser.get("logging", "level") == rules["log_level"]
     example = configparser.ConfigParser(interpolation=None)
-    example.read(APP / "etc" / "webapp.ini.example")
+    example.read(Path(__file__).with_name("webapp.ini.example"))
     assert parser.get("logging", "file") == example.get("logging", "file")
     assert parser.get("app", "name") == example.get("app", "name")
 

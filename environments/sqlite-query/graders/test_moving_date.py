@@ -11,6 +11,25 @@ from pathlib import Path
 APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 
 
+SEED = Path(__file__).with_name("seed.sql")
+TABLES = ("meta", "customers", "orders")
+
+
+def copy_db(tmp_path: Path) -> sqlite3.Connection:
+    """A copy of the agent's database (its views kept) holding the shipped data again."""
+    shutil.copy(APP / "shop.db", tmp_path / "shop.db")
+    db = sqlite3.connect(tmp_path / "shop.db")
+    seed = sqlite3.connect(":memory:")
+    seed.executescript(SEED.read_text())
+    for table in TABLES:
+        db.execute(f"DELETE FROM {table}")
+        rows = seed.execute(f"SELECT * FROM {table}").fetchall()
+        marks = ", ".join("?" * len(rows[0]))
+        db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    db.commit()
+    return db
+
+
 def active(db: sqlite3.Connection, as_of: date, rules: dict) -> set[int]:
     start = as_of - timedelta(days=rules["active_days"])
     counts: dict[int, int] = {}
@@ -30,8 +49,7 @@ def test_the_view_has_exactly_the_two_columns(tmp_path):
 
 
 def test_the_view_follows_the_reporting_date_through_the_year(tmp_path, rules):
-    shutil.copy(APP / "shop.db", tmp_path / "shop.db")
-    db = sqlite3.connect(tmp_path / "shop.db")
+    db = copy_db(tmp_path)
     for days_back in range(0, 181, 9):
         as_of = date(2024, 7, 3) - timedelta(days=days_back)
         db.execute("UPDATE meta SET value = ? WHERE key = 'as_of'", (as_of.isoformat(),))

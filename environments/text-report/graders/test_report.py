@@ -41,7 +41,7 @@ def word(rng: random.Random, length: int) -> str:
 
 
 def test_the_shipped_articles_have_their_report(rules):
-    texts = [p.read_text() for p in sorted((APP / "data").glob("*.txt"))]
+    texts = [p.read_text() for p in sorted(Path(__file__).with_name("shipped").glob("*.txt"))]
     summary = APP / "out" / "summary.txt"
     assert summary.is_file(), "out/summary.txt was not written"
     assert summary.read_text() == expected(texts, rules)
