@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import secrets
 import shutil
+import tarfile
 import tempfile
 import time
 import zlib
@@ -160,11 +162,9 @@ def grade_rulesets(
         manifest = {"token": token, "workdir": task.spec.workdir, "rulesets": values, "jobs": jobs}
         (folder / "manifest.json").write_text(json.dumps(manifest))
         shutil.copy(_RUNNER, folder / "termgym_run.py")
-        sandbox.copy_in(folder, dest)
+        argv, env = _launch(sandbox, folder, dest)
     injected = time.perf_counter()
-    result = sandbox.exec(
-        ["python3", f"{dest}/termgym_run.py", f"{dest}/manifest.json"], timeout=budget, workdir="/"
-    )
+    result = sandbox.exec(argv, timeout=budget, workdir="/", env=env)
     ran = time.perf_counter()
     runs = _parse(result.output, token)
     verdicts = {}
@@ -191,6 +191,33 @@ def grade_rulesets(
         verdicts[ruleset.name] = Verdict(ruleset.name, dict(ruleset.rules), tuple(results))
     timings = {"inject": injected - start, "run": ran - injected, "read": time.perf_counter() - ran}
     return verdicts, timings
+
+
+_BOOTSTRAP = """\
+import base64, io, os, runpy, sys, tarfile
+folder = sys.argv[1]
+os.mkdir(folder, 0o700)
+data = base64.b64decode(os.environ.pop("TERMGYM_GRADE_PAYLOAD"))
+tarfile.open(fileobj=io.BytesIO(data)).extractall(folder)
+sys.argv = [folder + "/termgym_run.py", folder + "/manifest.json"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+PAYLOAD_LIMIT = 100_000
+"""Grader folders up to this size (base64 of the gzipped tar) travel inside the one exec."""
+
+
+def _launch(sandbox: Sandbox, folder: Path, dest: str) -> tuple[list[str], dict[str, str]]:
+    """How to start the runner: small grader folders ride in the exec's environment (one
+    round trip), bigger ones are copied in first."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
+        tar.add(folder, arcname=".")
+    payload = base64.b64encode(buffer.getvalue()).decode("ascii")
+    if len(payload) <= PAYLOAD_LIMIT:
+        # -I: neither the current directory nor PYTHON* variables reach the bootstrap.
+        return ["python3", "-I", "-c", _BOOTSTRAP, dest], {"TERMGYM_GRADE_PAYLOAD": payload}
+    sandbox.copy_in(folder, dest)
+    return ["python3", "-I", f"{dest}/termgym_run.py", f"{dest}/manifest.json"], {}
 
 
 def _parse(output: str, token: str) -> dict[str, list[dict[str, Any]]] | None:
