@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import time
@@ -13,7 +14,7 @@ from termgym.errors import TermgymError
 from termgym.grading._runner import grade, prepare
 from termgym.grading._verdict import GradeReport
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
-from termgym.tasks import EpisodePlan, Task, instantiate, task_image, withheld_leaks
+from termgym.tasks import EpisodePlan, RuleSet, Task, instantiate, task_image, withheld_leaks
 
 CHECK_SEED = 1
 """Seed of the sampled and swapped variants under check (fixed, so failures reproduce)."""
@@ -112,8 +113,13 @@ def _failures(report: GradeReport, name: str) -> str:
 
 
 def check_variant(task: Task, variant: str, image: str, backend: str) -> list[CheckRow]:
-    """Oracle (and memorized, on contradicted and withheld) in one container for the variant."""
+    """Oracle (and memorized, on contradicted and withheld) in one container for the variant.
+
+    On `swapped` the oracle is graded by every grader of the pool at once."""
     plan = instantiate(task, variant, seed=CHECK_SEED)
+    if variant == "swapped":  # every grader of the pool must pass the oracle, not just one
+        own = RuleSet("swapped", plan.rules_enforced, tuple(task.spec.grader_pool))
+        plan = dataclasses.replace(plan, rulesets=(own, *plan.rulesets[1:]))
     limits = task.spec.limits
     config = SandboxConfig(
         image=image,
