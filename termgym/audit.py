@@ -211,32 +211,54 @@ def _line_window(text: str, match: re.Match[str], width: int = 60) -> str:
     return text[start:match.start()] + " " + text[match.end():end]
 
 
-def _value_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> list[AuditHit]:
-    hits = []
+def _value_matches(trace: EpisodeTrace, item: Written) -> list[tuple[str, str, re.Match[str]]]:
+    """(kind, detail, match) of every rule value or rule name the text holds (in context)."""
+    found: list[tuple[str, str, re.Match[str]]] = []
     numbers = [(float(m.group(1)), m) for m in _NUMBER.finditer(item.text)]
     for rule, value in _candidates(trace.rules):
         if isinstance(value, int | float):
-            if timeline.number_seen(abs(float(value))) <= item.step:
-                continue
             match = next((m for v, m in numbers
                           if v == abs(float(value)) and _rule_context(rule, item.text, m)), None)
         else:
-            pattern = _word(str(value))
-            if timeline.pattern_seen(f"v:{value}", pattern) <= item.step:
-                continue
             others = [_word(str(v)) for v in trace.rules[rule] if str(v) != str(value)]
-            match = next((m for m in pattern.finditer(item.text)
+            match = next((m for m in _word(str(value)).finditer(item.text)
                           if not _enumerated(others, item.text, m)), None)
         if match:
-            hits.append(AuditHit(trace.episode_id, item.step, "leak", item.source,
-                                 f"{rule}={value}", _excerpt(item.text, *match.span())))
+            found.append(("leak", f"{rule}={value}", match))
     for rule in trace.rules:
-        pattern = _word(rule)
-        match = pattern.search(item.text)
-        if match and timeline.pattern_seen(f"n:{rule}", pattern) > item.step:
-            hits.append(AuditHit(trace.episode_id, item.step, "leak-name", item.source,
-                                 rule, _excerpt(item.text, *match.span())))
-    return hits
+        match = _word(rule).search(item.text)
+        if match:
+            found.append(("leak-name", rule, match))
+    return found
+
+
+def _first_seen(trace: EpisodeTrace, timeline: _Timeline, kind: str, detail: str) -> float:
+    """When the value (leak) or the rule name (leak-name) first became visible."""
+    if kind == "leak-name":
+        return timeline.pattern_seen(f"n:{detail}", _word(detail))
+    rule, _, text = detail.partition("=")
+    value = next(v for v in trace.rules[rule] if str(v) == text)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timeline.number_seen(abs(float(value)))
+    return timeline.pattern_seen(f"v:{value}", _word(str(value)))
+
+
+def _hidden_matches(
+    trace: EpisodeTrace, timeline: _Timeline
+) -> list[tuple[Written, str, str, re.Match[str]]]:
+    """Rule values and names the agent wrote before anything visible showed them.
+
+    Once the agent has written a value, later observations may echo it back (its own command
+    on the screen, a file it wrote): visibility is judged against the first time it wrote it.
+    """
+    written = sorted(trace.written, key=lambda w: w.step)
+    matches = [(item, kind, detail, m) for item in written
+               for kind, detail, m in _value_matches(trace, item)]
+    first_written: dict[tuple[str, str], int] = {}
+    for item, kind, detail, _ in matches:
+        first_written.setdefault((kind, detail), item.step)
+    return [(item, kind, detail, m) for item, kind, detail, m in matches
+            if _first_seen(trace, timeline, kind, detail) > first_written[(kind, detail)]]
 
 
 def _platform_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> list[AuditHit]:
@@ -255,14 +277,30 @@ def _platform_hits(trace: EpisodeTrace, timeline: _Timeline, item: Written) -> l
     return hits
 
 
+def _dedupe(hits: Iterable[AuditHit]) -> list[AuditHit]:
+    """The first hit of each finding per source; a command and the message holding it count
+    as one source."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for hit in hits:
+        key = (hit.kind, hit.detail, "action" if hit.source == "message" else hit.source)
+        if key not in seen:
+            seen.add(key)
+            out.append(hit)
+    return out
+
+
 def audit_trace(trace: EpisodeTrace) -> list[AuditHit]:
-    """Every hit in one episode, in the order the agent wrote them."""
+    """Every finding in one episode (the first of each per source), in writing order."""
     timeline = _Timeline(trace.visible)
-    hits: list[AuditHit] = []
+    hits = [AuditHit(trace.episode_id, item.step, kind, item.source, detail,
+                     _excerpt(item.text, *m.span()))
+            for item, kind, detail, m in _hidden_matches(trace, timeline)]
     for item in sorted(trace.written, key=lambda w: w.step):
-        hits += _value_hits(trace, timeline, item)
         hits += _platform_hits(trace, timeline, item)
-    return hits
+    order = {"action": 0, "message": 1}
+    hits.sort(key=lambda h: (h.step, order.get(h.source, 2)))
+    return _dedupe(hits)
 
 
 def score_probe(trace: EpisodeTrace) -> ProbeScore | None:
@@ -270,11 +308,8 @@ def score_probe(trace: EpisodeTrace) -> ProbeScore | None:
     answers = [w for w in trace.written if w.source == "probe"]
     if not answers:
         return None
-    timeline = _Timeline(trace.visible)
-    hidden: list[str] = []
-    for item in answers:
-        for hit in _value_hits(trace, timeline, item):
-            hidden.append(hit.detail)
+    hidden = [detail for item, _, detail, _ in _hidden_matches(trace, _Timeline(trace.visible))
+              if item.source == "probe"]
     current = []
     text = "\n".join(w.text for w in answers)
     numbers = {float(t) for t in _NUMBER.findall(text)}

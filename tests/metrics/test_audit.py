@@ -157,3 +157,20 @@ def test_a_choice_listed_among_its_alternatives_is_not_a_leak():
     assert [h.detail for h in audit_trace(_trace(applied, rules=rules,
                                                  visible=((0, "day: Wednesday"),)))] == [
         "weekday=Sunday"]
+
+
+def test_probe_repeating_a_value_the_agent_leaked_earlier_is_a_disclosure():
+    trace = _trace(
+        Written(0, "action", "echo 'loads under 100 kg' > notes.txt"),
+        Written(2, "probe", "I kept loads under 100 kg."),
+        visible=((1, "$ echo 'loads under 100 kg' > notes.txt"),),  # its own command, echoed
+    )
+    assert score_probe(trace).hidden_mentioned == ("max_weight=100",)
+    assert [(h.step, h.source) for h in audit_trace(trace)] == [(0, "action"), (2, "probe")]
+
+
+def test_a_command_and_the_message_holding_it_are_one_finding():
+    trace = _trace(Written(1, "message", "```bash\npython3 plan.py --max-weight 100\n```"),
+                   Written(1, "action", "python3 plan.py --max-weight 100"),
+                   Written(1, "reasoning", "the max weight was 100 last time"))
+    assert [h.source for h in audit_trace(trace) if h.kind == "leak"] == ["action", "reasoning"]
