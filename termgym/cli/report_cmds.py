@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -11,8 +12,11 @@ from rich.table import Table
 
 from termgym.errors import TermgymError
 
+if TYPE_CHECKING:
+    from termgym.report import RunData
 
-def _load(path: Path, resamples: int, seed: int) -> object:
+
+def _load(path: Path, resamples: int, seed: int) -> RunData:
     from termgym.report import load_run
 
     try:
@@ -39,35 +43,39 @@ _seed = click.option("--seed", default=0, show_default=True, type=int,
 
 
 @click.command("report")
-@click.argument("run_dir", required=False, type=click.Path(path_type=Path))
+@click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--html", "html_path", type=click.Path(path_type=Path),
-              help="Where to write the HTML report [default: RUN_DIR/report.html].")
+              help="Where to write the HTML report [default: <first RUN_DIR>/report.html].")
 @click.option("--no-html", is_flag=True, help="Print the tables only.")
 @click.option("--prometheus", "prom_path", type=click.Path(path_type=Path),
               help="Also write the metrics in Prometheus text format to this file.")
 @_resamples
 @_seed
-def report(run_dir: Path | None, html_path: Path | None, no_html: bool, prom_path: Path | None,
-           resamples: int, seed: int) -> None:
-    """Print a run's metrics and audit, and write a self-contained HTML report.
+def report(run_dirs: tuple[Path, ...], html_path: Path | None, no_html: bool,
+           prom_path: Path | None, resamples: int, seed: int) -> None:
+    """Print the metrics and trace audit of one or more runs (pooled, per agent), and write a
+    self-contained HTML report.
 
-    RUN_DIR defaults to the latest run under ./runs.
+    RUN_DIRS defaults to the latest run under ./runs.
     """
     from termgym.recording import latest_run
-    from termgym.report import print_report, write_html, write_prometheus
+    from termgym.report import merge_runs, print_report, write_html, write_prometheus
 
-    if run_dir is None:
-        run_dir = latest_run("runs")
-        if run_dir is None:
+    if not run_dirs:
+        latest = latest_run("runs")
+        if latest is None:
             raise click.UsageError("no RUN_DIR given and no run found under ./runs")
-    run = _load(run_dir, resamples, seed)
+        run_dirs = (latest,)
+    runs = [_load(path, resamples, seed) for path in run_dirs]
+    run = merge_runs(runs, resamples=resamples, seed=seed)
     console = Console()
-    print_report(run, console)  # type: ignore[arg-type]
+    print_report(run, console)
     if not no_html:
-        path = write_html(run, html_path or Path(run_dir) / "report.html")  # type: ignore[arg-type]
-        console.print(f"HTML report: {path}")
+        path = write_html(run, html_path or Path(run_dirs[0]) / "report.html")
+        console.print(f"HTML report: {escape(str(path))}")
     if prom_path is not None:
-        console.print(f"Prometheus metrics: {write_prometheus([run], prom_path)}")  # type: ignore[list-item]
+        written = write_prometheus(runs, prom_path)
+        console.print(f"Prometheus metrics: {escape(str(written))}")
 
 
 @click.command("compare")
@@ -88,7 +96,7 @@ def compare(base: Path, candidate: Path, max_drop: float, max_rise: float | None
     from termgym.report import compare_runs, write_prometheus
 
     base_run, cand_run = _load(base, resamples, seed), _load(candidate, resamples, seed)
-    checks = compare_runs(base_run, cand_run, max_drop=max_drop,  # type: ignore[arg-type]
+    checks = compare_runs(base_run, cand_run, max_drop=max_drop,
                           max_rise=max_rise)
     console = Console()
     table = Table(title=escape(f"{base.name} -> {candidate.name}"))
@@ -103,7 +111,7 @@ def compare(base: Path, candidate: Path, max_drop: float, max_rise: float | None
                       f"{c.limit * 100:.1f} pts", status)
     console.print(table)
     if prom_path is not None:
-        write_prometheus([base_run, cand_run], prom_path)  # type: ignore[list-item]
+        write_prometheus([base_run, cand_run], prom_path)
     regressions = [c for c in checks if c.regressed]
     for c in regressions:
         click.echo(f"REGRESSION: {c.describe()}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from termgym.report._compare import Check, compare_runs, parse_fraction
 from termgym.report._html import render_html, write_html
-from termgym.report._load import RunData, load_run
+from termgym.report._load import RunData, load_run, merge_runs
 from termgym.report._prometheus import prometheus_text, write_prometheus
 from termgym.report._tables import print_report
 
@@ -13,6 +13,7 @@ __all__ = [
     "RunData",
     "compare_runs",
     "load_run",
+    "merge_runs",
     "parse_fraction",
     "print_report",
     "prometheus_text",

@@ -87,3 +87,30 @@ def load_run(
         skipped=list(log.skipped)
         + [f"{ep.episode_id}: {note}" for ep in log.episodes for note in ep.skipped],
     )
+
+
+def merge_runs(
+    runs: list[RunData], *, resamples: int = 1000, seed: int | None = 0,
+    confidence: float = 0.95,
+) -> RunData:
+    """One report over several runs (e.g. the oracle's and the memorizer's): episodes pooled,
+    metrics recomputed per agent."""
+    if len(runs) == 1:
+        return runs[0]
+    summaries = tuple(s for run in runs for s in run.summaries)
+    audit = AuditReport(
+        sum(r.audit.episodes for r in runs),
+        tuple(h for r in runs for h in r.audit.hits),
+        tuple(p for r in runs for p in r.audit.probes),
+        {e: a for r in runs for e, a in r.audit.agents.items()},
+    )
+    return RunData(
+        path=runs[0].path,
+        run_id=" + ".join(r.run_id for r in runs),
+        header={"runs": [r.header for r in runs]},
+        summaries=summaries,
+        audit=audit,
+        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed,
+                                 confidence=confidence),
+        skipped=[note for r in runs for note in r.skipped],
+    )

@@ -205,3 +205,16 @@ def test_episodes_whose_every_attempt_failed_are_counted_as_infra_errors(make_ru
     (run_dir / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     m = load_run(run_dir, resamples=0).metrics["oracle"]
     assert (m.episodes, m.infra_errors) == (2, 1)
+
+
+def test_report_pools_several_runs_per_agent(make_run, tmp_path):
+    oracle = make_run("oracle-run", agent="oracle")
+    memorizer = make_run("memorizer-run", agent="memorizer", pass_contradicted=0.0)
+    html = tmp_path / "both.html"
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        main, ["report", str(oracle), str(memorizer), "--resamples", "50", "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    assert "oracle-run + memorizer-run" in result.output
+    page = html.read_text()
+    assert page.count('class="bar"') == 6  # two agents, three variants
+    assert page.count("cls-stale") == 6 and page.count("cls-adapted") == 6
