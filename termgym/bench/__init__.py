@@ -91,3 +91,4 @@ def run_section(name: str, *, quick: bool = False) -> Section:
 register("sandbox", "termgym.bench.sandbox:bench_sandbox")
 register("grading", "termgym.bench.grading:bench_grading")
 register("env", "termgym.bench.env:bench_env")
+register("training", "termgym.bench.training:bench_training")

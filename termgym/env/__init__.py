@@ -8,9 +8,12 @@ from termgym.env._pool import PoolStats, SandboxPool
 from termgym.env._registration import env_id, make, register_tasks, registered_ids
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
+from termgym.env._wrappers import DiscreteCommands, HashedText
 
 __all__ = [
     "NAMED_KEYS",
+    "DiscreteCommands",
+    "HashedText",
     "PoolStats",
     "SandboxPool",
     "TerminalEnv",

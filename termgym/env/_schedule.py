@@ -6,13 +6,22 @@ cannot come from the caller: it lives here, in the environment, drawn with its g
 
 from __future__ import annotations
 
+import difflib
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 VARIANTS = ("original", "contradicted", "withheld", "swapped", "sampled")
+FORMS = (
+    "a variant name, a {variant: weight} mix or a list of stages "
+    "[{'episodes': N, 'mix': {...}}, ..., {'mix': {...}}]"
+)
 
 
 @dataclass(frozen=True)
@@ -27,53 +36,98 @@ class Stage:
 class VariantSchedule:
     """Per-episode distribution over variants, possibly changing by stage (a curriculum).
 
-    Build one with `VariantSchedule.coerce`:
+    Build one with `VariantSchedule.coerce` (or `from_config` for a YAML/JSON file):
         "contradicted"                               every episode contradicted
         {"original": 0.5, "contradicted": 0.5}       a mix, drawn per episode
         [{"episodes": 100, "mix": {"original": 1}},  a curriculum: 100 original episodes,
          {"mix": {"original": 0.5, "sampled": 0.5}}]  then a mix for the rest
+
+    Episodes are counted per environment (each copy in a vector env counts its own resets);
+    once a curriculum's stages are used up, its last stage stays in force.
     """
 
     stages: tuple[Stage, ...]
 
     @classmethod
     def coerce(cls, value: Any, task: Any = None) -> VariantSchedule:
-        """A schedule from a name, a mix, a list of stages, or a schedule."""
+        """A schedule from a name, a mix, a list of stages, or a schedule.
+
+        Args:
+            value: The schedule in one of the forms above.
+            task: A task spec (anything with `variants`); the variants named must be among
+                its variants (default: every variant termgym knows).
+
+        Raises:
+            ValueError: the value has none of the forms, or names an unknown variant, or a
+                weight or episode count is unusable; the message says what was expected.
+        """
         if isinstance(value, VariantSchedule):
             schedule = value
         elif isinstance(value, str):
             schedule = cls((Stage(((value, 1.0),)),))
         elif isinstance(value, Mapping) and "mix" not in value:
-            schedule = cls((_stage({"mix": value}),))
+            schedule = cls((_stage({"mix": value}, 0),))
         elif isinstance(value, Mapping):
-            schedule = cls((_stage(value),))
-        elif isinstance(value, Sequence):
-            schedule = cls(tuple(_stage(stage) for stage in value))
+            schedule = cls((_stage(value, 0),))
+        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            schedule = cls(tuple(_stage(stage, n) for n, stage in enumerate(value)))
         else:
-            raise ValueError(
-                "a variant schedule is a variant name, a {variant: weight} mix or a list of "
-                f"stages {{'episodes': N, 'mix': {{...}}}}; got {value!r}"
-            )
+            raise ValueError(f"a variant schedule is {FORMS}; got {value!r}")
         schedule.validate(getattr(task, "variants", None) or VARIANTS)
         return schedule
+
+    @classmethod
+    def from_config(
+        cls, source: str | Path | Mapping[str, Any], task: Any = None
+    ) -> VariantSchedule:
+        """A schedule from a YAML or JSON file (or its parsed content).
+
+        The content is any form `coerce` accepts, or a mapping whose `schedule` key holds
+        one (so the schedule can sit in a larger training configuration):
+
+            schedule:
+              - {episodes: 200, mix: {original: 1}}
+              - {mix: {original: 1, contradicted: 1, sampled: 1}}
+        """
+        if isinstance(source, Mapping):
+            content: Any = source
+        else:
+            path = Path(source)
+            if not path.is_file():
+                raise ValueError(f"expected a YAML or JSON schedule file; {str(path)!r} is no file")
+            text = path.read_text()
+            try:
+                content = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+            except (json.JSONDecodeError, yaml.YAMLError) as exc:
+                raise ValueError(f"{path}: expected valid YAML or JSON: {exc}") from exc
+        if isinstance(content, Mapping) and "schedule" in content:
+            content = content["schedule"]
+        return cls.coerce(content, task)
 
     def validate(self, allowed: Sequence[str]) -> None:
         """Check every variant named is one the task offers and every weight is usable."""
         if not self.stages:
-            raise ValueError("a variant schedule needs at least one stage")
+            raise ValueError(f"a variant schedule needs at least one stage; expected {FORMS}")
         for number, stage in enumerate(self.stages):
             for name, weight in stage.mix:
                 if name not in allowed:
+                    close = difflib.get_close_matches(name, list(allowed), n=1)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
                     raise ValueError(
-                        f"stage {number}: unknown variant {name!r}; this task offers "
-                        f"{', '.join(allowed)}"
+                        f"stage {number}: unknown variant {name!r}; expected one of "
+                        f"{', '.join(allowed)}.{hint}"
                     )
-                if weight < 0:
-                    raise ValueError(f"stage {number}: weight of {name!r} is negative ({weight})")
+                if not math.isfinite(weight) or weight < 0:
+                    raise ValueError(
+                        f"stage {number}: the weight of {name!r} must be a finite number >= 0, "
+                        f"got {weight}"
+                    )
             if sum(weight for _, weight in stage.mix) <= 0:
-                raise ValueError(f"stage {number}: the weights add up to 0")
+                raise ValueError(f"stage {number}: expected a positive weight; they add up to 0")
             if stage.episodes is None and number != len(self.stages) - 1:
-                raise ValueError(f"stage {number}: only the last stage may omit 'episodes'")
+                raise ValueError(
+                    f"stage {number}: expected 'episodes' (only the last stage may omit it)"
+                )
 
     def stage_at(self, episode_index: int) -> Stage:
         """The stage in force for the given (0-based) episode number."""
@@ -93,18 +147,41 @@ class VariantSchedule:
         return str(names[int(rng.choice(len(names), p=p / p.sum()))])
 
     def variants(self) -> list[str]:
-        """Every variant the schedule can draw."""
-        return list(dict.fromkeys(name for stage in self.stages for name, _ in stage.mix))
+        """Every variant the schedule can draw (with a positive weight)."""
+        return list(dict.fromkeys(name for stage in self.stages for name, w in stage.mix if w > 0))
 
 
-def _stage(value: Mapping[str, Any]) -> Stage:
+def _stage(value: Any, number: int) -> Stage:
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"stage {number}: expected a mapping {{'episodes': N, 'mix': {{...}}}}, got {value!r}"
+        )
     unknown = set(value) - {"mix", "episodes"}
     if unknown:
-        raise ValueError(f"a schedule stage has keys 'mix' and 'episodes'; got {sorted(unknown)}")
+        raise ValueError(
+            f"stage {number}: expected the keys 'mix' and 'episodes'; got {sorted(unknown)}"
+        )
     mix = value.get("mix")
+    if isinstance(mix, str):
+        mix = {mix: 1.0}
     if not isinstance(mix, Mapping) or not mix:
-        raise ValueError(f"a schedule stage needs a non-empty 'mix' mapping; got {mix!r}")
+        raise ValueError(
+            f"stage {number}: expected 'mix' to be a variant name or a non-empty "
+            f"{{variant: weight}} mapping; got {mix!r}"
+        )
     episodes = value.get("episodes")
-    if episodes is not None and (not isinstance(episodes, int) or episodes <= 0):
-        raise ValueError(f"'episodes' must be a positive int or absent; got {episodes!r}")
-    return Stage(tuple((str(k), float(v)) for k, v in mix.items()), episodes)
+    if episodes is not None and (
+        isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0
+    ):
+        raise ValueError(
+            f"stage {number}: expected 'episodes' to be a positive int or absent; got {episodes!r}"
+        )
+    return Stage(tuple((str(k), _weight(v, str(k), number)) for k, v in mix.items()), episodes)
+
+
+def _weight(value: Any, name: str, number: int) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(
+            f"stage {number}: expected a number as the weight of {name!r}, got {value!r}"
+        )
+    return float(value)

@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.spaces import Text
 
 from termgym.agents._base import SUBMIT
 
@@ -26,12 +27,22 @@ class DiscreteCommands(gym.ActionWrapper):
         env: A termgym environment in command mode.
         commands: The candidate shell commands.
         submit_action: Add a final action that submits.
+
+    Raises:
+        ValueError: no commands, an empty one, or an environment in keys mode.
     """
 
     def __init__(self, env: gym.Env, commands: Sequence[str], submit_action: bool = True) -> None:
         super().__init__(env)
-        if not commands:
-            raise ValueError("DiscreteCommands needs at least one candidate command")
+        mode = getattr(getattr(env.unwrapped, "options", None), "mode", "command")
+        if mode != "command":
+            raise ValueError(
+                f"DiscreteCommands needs an environment in mode 'command', got {mode!r}"
+            )
+        if isinstance(commands, str) or not commands:
+            raise ValueError(
+                f"DiscreteCommands needs a non-empty list of commands, got {commands!r}"
+            )
         bad = [c for c in commands if not isinstance(c, str) or not c.strip()]
         if bad:
             raise ValueError(f"candidate commands must be non-empty strings; got {bad!r}")
@@ -57,18 +68,29 @@ class HashedText(gym.ObservationWrapper):
     Args:
         env: A termgym environment.
         dim: Number of hash buckets.
-        keys: Which text fields of the observation to hash.
+        keys: Which text fields of the observation to hash ("output", "screen",
+            "instruction").
+
+    Raises:
+        ValueError: `dim` below 8, or a key that is no text field of the observation.
     """
 
     def __init__(
         self, env: gym.Env, dim: int = 256, keys: Sequence[str] = ("output", "screen")
     ) -> None:
         super().__init__(env)
-        if dim < 8:
-            raise ValueError(f"dim must be at least 8, got {dim}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
+            raise ValueError(f"dim must be an int of at least 8, got {dim!r}")
+        space = env.observation_space
+        texts = [k for k, sub in getattr(space, "spaces", {}).items() if isinstance(sub, Text)]
+        if isinstance(keys, str) or not keys or any(key not in texts for key in keys):
+            raise ValueError(f"keys must be a non-empty list among {texts}, got {keys!r}")
+        step_space = getattr(space, "spaces", {}).get("step")
+        if not isinstance(step_space, spaces.Discrete):
+            raise ValueError(f"HashedText needs a termgym observation with a 'step', got {space}")
         self.dim = dim
         self.keys = tuple(keys)
-        self._max_steps = max(1, int(env.unwrapped.options.max_steps))
+        self._max_steps = max(1, int(step_space.n) - 1)
         size = dim * len(self.keys) + 4
         self.observation_space = spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
         self._cache: dict[tuple[str, str], tuple[int, float]] = {}
@@ -80,7 +102,7 @@ class HashedText(gym.ObservationWrapper):
         tail = np.zeros(4, dtype=np.float32)
         tail[0 if code == 0 else 1 if code > 0 else 2] = 1.0
         tail[3] = min(1.0, int(observation.get("step", 0)) / self._max_steps)
-        return np.concatenate([*parts, tail]).astype(np.float32)
+        return np.clip(np.concatenate([*parts, tail]), -1.0, 1.0).astype(np.float32)
 
     def _hash(self, key: str, text: str) -> np.ndarray:
         vector = np.zeros(self.dim, dtype=np.float32)

@@ -1,0 +1,359 @@
+"""Rule internalization in miniature: a policy trained on a fixed grader vs on varied rules.
+
+The task (examples/tasks/cargo-limit) asks for the cargo weight limit that /app/policy.txt
+states; its file grader checks /app/answer against the episode's rule. The policy picks
+among six commands (DiscreteCommands): read the policy, write 100, 150, 200 or 250, submit;
+it sees the terminal through HashedText. Rewards are discounted (gamma 0.9), so reading the
+policy costs a step: under a grader that always wants 100, writing 100 blind pays more.
+
+Two training conditions, each over several seeds, with REINFORCE on a linear softmax policy
+(numpy only):
+    A  "fixed"   every training episode original;
+    B  "varied"  original, contradicted and sampled episodes mixed (1/3 each).
+Each trained policy is then evaluated on original and on contradicted episodes (shadow
+graded), and termgym.metrics gives pass rates, the stale-rule rate and the adaptation rate
+with bootstrap intervals. Results go to a JSON file.
+
+    python examples/rule_internalization.py                 # the full experiment
+    python examples/rule_internalization.py --quick         # a mechanical check (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+import termgym
+from termgym.env import DiscreteCommands, HashedText, VariantSchedule
+from termgym.metrics import EpisodeSummary, RunMetrics, compute_metrics
+from termgym.sandbox import bwrap_works
+
+TASK = Path(__file__).resolve().parent / "tasks" / "cargo-limit"
+VALUES = (100, 150, 200, 250)
+COMMANDS = ("cat policy.txt", *(f"echo {v} > answer" for v in VALUES))
+CONDITIONS = {
+    "fixed": "original",
+    "varied": {"original": 1.0, "contradicted": 1.0, "sampled": 1.0},
+}
+EVAL_VARIANTS = ("original", "contradicted")
+MAX_STEPS = 4
+GAMMA = 0.9
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one run of the experiment."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    train_episodes: int = 400
+    eval_episodes: int = 40
+    envs: int = 1
+    batch: int = 4
+    lr: float = 0.5
+    dim: int = 64
+    backend: str | None = None
+    resamples: int = 2000
+
+
+@dataclass
+class Policy:
+    """Linear softmax over hashed-text features: logits = W x + b."""
+
+    weights: np.ndarray
+    bias: np.ndarray
+    rng: np.random.Generator
+
+    @classmethod
+    def zeros(cls, features: int, actions: int, seed: int) -> Policy:
+        return cls(np.zeros((actions, features)), np.zeros(actions), np.random.default_rng(seed))
+
+    def probs(self, obs: np.ndarray) -> np.ndarray:
+        logits = obs @ self.weights.T + self.bias
+        logits -= logits.max(axis=-1, keepdims=True)
+        exp = np.exp(logits)
+        return exp / exp.sum(axis=-1, keepdims=True)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """One sampled action per row of `obs`."""
+        p = self.probs(obs)
+        return np.array([self.rng.choice(len(row), p=row) for row in p])
+
+
+@dataclass
+class Trajectory:
+    """One environment's episode in progress: observations and actions so far."""
+
+    obs: list[np.ndarray] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+
+
+def make_vector(schedule: Any, config: Config, *, shadow: bool, agent: str) -> Any:
+    """A vector env of the cargo task, wrapped for the policy, resetting itself on the same step."""
+
+    def factory() -> Any:
+        env = termgym.make(
+            str(TASK),
+            variant=schedule,
+            backend=config.backend,
+            max_steps=MAX_STEPS,
+            shadow=shadow,
+            pool_size=1,
+            agent=agent,
+        )
+        return DiscreteCommands(HashedText(env, dim=config.dim), COMMANDS)
+
+    fns = [factory for _ in range(config.envs)]
+    if config.envs == 1:
+        return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    return AsyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+def run_episodes(
+    vec: Any,
+    policy: Policy,
+    episodes: int,
+    seed: int,
+    on_episode: Callable[[Trajectory, float, dict[str, Any]], None],
+) -> int:
+    """Step `vec` with `policy` until `episodes` episodes have ended; returns env steps taken."""
+    obs, _ = vec.reset(seed=seed)
+    running = [Trajectory() for _ in range(vec.num_envs)]
+    ended = steps = 0
+    while ended < episodes:
+        actions = policy.act(obs)
+        for i, trajectory in enumerate(running):
+            trajectory.obs.append(obs[i])
+            trajectory.actions.append(int(actions[i]))
+        obs, reward, terminated, truncated, info = vec.step(actions)
+        steps += vec.num_envs
+        for i in np.flatnonzero(terminated | truncated).tolist():
+            final = {
+                key: value[i]
+                for key, value in info["final_info"].items()
+                if isinstance(value, np.ndarray) and not key.startswith("_")
+            }
+            if ended < episodes:
+                on_episode(running[i], float(reward[i]), final)
+            ended += 1
+            running[i] = Trajectory()
+    return steps
+
+
+def reinforce_update(
+    policy: Policy, batch: list[tuple[Trajectory, float]], baseline: np.ndarray, lr: float
+) -> None:
+    """One REINFORCE step over a batch of episodes (per-step running-mean baseline)."""
+    grad_w = np.zeros_like(policy.weights)
+    grad_b = np.zeros_like(policy.bias)
+    for trajectory, reward in batch:
+        length = len(trajectory.actions)
+        for t, (x, a) in enumerate(zip(trajectory.obs, trajectory.actions, strict=True)):
+            ret = reward * GAMMA ** (length - 1 - t)
+            advantage = ret - baseline[t]
+            baseline[t] += 0.05 * (ret - baseline[t])
+            p = policy.probs(x[None, :])[0]
+            p[a] -= 1.0  # -(onehot - p): the gradient of -log p(a)
+            grad_w -= advantage * np.outer(p, x)
+            grad_b -= advantage * p
+    policy.weights += lr * grad_w / len(batch)
+    policy.bias += lr * grad_b / len(batch)
+
+
+def train(condition: str, seed: int, config: Config) -> tuple[Policy, dict[str, Any]]:
+    """Train one policy; returns it and its training log (reward curve, steps, seconds)."""
+    vec = make_vector(CONDITIONS[condition], config, shadow=False, agent=f"train-{condition}")
+    features = int(vec.single_observation_space.shape[0])
+    policy = Policy.zeros(features, int(vec.single_action_space.n), seed)
+    baseline = np.zeros(MAX_STEPS)
+    batch: list[tuple[Trajectory, float]] = []
+    rewards: list[float] = []
+    reads: list[bool] = []
+    errors = 0
+
+    def on_episode(trajectory: Trajectory, reward: float, final: dict[str, Any]) -> None:
+        nonlocal errors
+        if final.get("error"):
+            errors += 1
+            return
+        batch.append((trajectory, reward))
+        rewards.append(reward)
+        reads.append(trajectory.actions[0] == 0)
+        if len(batch) == config.batch:
+            reinforce_update(policy, batch, baseline, config.lr)
+            batch.clear()
+
+    began = time.perf_counter()
+    try:
+        steps = run_episodes(vec, policy, config.train_episodes, seed, on_episode)
+    finally:
+        vec.close()
+    seconds = time.perf_counter() - began
+    window = max(1, config.train_episodes // 10)
+    curve = [
+        {
+            "episodes": min(len(rewards), start + window),
+            "mean_reward": float(np.mean(rewards[start : start + window])),
+            "read_first": float(np.mean(reads[start : start + window])),
+        }
+        for start in range(0, len(rewards), window)
+    ]
+    log: dict[str, Any] = {"episodes": len(rewards), "infra_errors": errors, "env_steps": steps}
+    log |= {"seconds": seconds, "steps_per_second": steps / seconds, "curve": curve}
+    return policy, log
+
+
+def evaluate(
+    policy: Policy, condition: str, seed: int, config: Config
+) -> tuple[list[EpisodeSummary], dict[str, Any]]:
+    """Run the trained policy (sampling its actions) on original and contradicted episodes."""
+    summaries: list[EpisodeSummary] = []
+    behaviour: dict[str, Any] = {}
+    for variant in EVAL_VARIANTS:
+        vec = make_vector(variant, config, shadow=True, agent=condition)
+        first_actions: list[int] = []
+        on_episode = _collector(summaries, first_actions, f"{condition}-{seed}-{variant}")
+        try:
+            run_episodes(vec, policy, config.eval_episodes, seed + 10_000, on_episode)
+        finally:
+            vec.close()
+        counts = np.bincount(first_actions, minlength=len(COMMANDS) + 1)
+        behaviour[variant] = {
+            "first_action": {
+                name: int(n) for name, n in zip([*COMMANDS, "<submit>"], counts, strict=True)
+            }
+        }
+    return summaries, behaviour
+
+
+def _collector(
+    summaries: list[EpisodeSummary], first_actions: list[int], prefix: str
+) -> Callable[[Trajectory, float, dict[str, Any]], None]:
+    """An episode callback appending each evaluation episode's summary and first action."""
+    condition, seed = prefix.split("-")[0], prefix.split("-")[1]
+
+    def on_episode(trajectory: Trajectory, reward: float, final: dict[str, Any]) -> None:
+        first_actions.append(trajectory.actions[0])
+        summaries.append(
+            EpisodeSummary(
+                episode_id=f"{prefix}-{len(first_actions)}",
+                # the bootstrap's cluster key: the episodes of one trained policy
+                task=f"cargo-limit#seed{seed}",
+                variant=str(final["variant"]),
+                agent=condition,
+                passed=reward >= 1.0,
+                shadow_class=final.get("class") or None,
+                reward=reward,
+                error=final.get("error") or None,
+                steps=len(trajectory.actions),
+            )
+        )
+
+    return on_episode
+
+
+def metrics_dict(metrics: RunMetrics) -> dict[str, Any]:
+    """The metrics the experiment reports, each as value and interval."""
+    chosen = {
+        "pass_rate[original]": metrics.pass_rate.get("original"),
+        "pass_rate[contradicted]": metrics.pass_rate.get("contradicted"),
+        "stale_rate": metrics.stale_rate,
+        "adaptation_rate": metrics.adaptation_rate,
+        "memorization_index": metrics.memorization_index,
+        "drop": metrics.drop,
+    }
+    out: dict[str, Any] = {
+        name: {"value": e.value, "low": e.low, "high": e.high, "n": e.n}
+        for name, e in chosen.items()
+        if e is not None
+    }
+    out["episodes"] = metrics.episodes
+    out["infra_errors"] = metrics.infra_errors
+    out["class_counts"] = metrics.class_counts
+    return out
+
+
+def run(config: Config) -> dict[str, Any]:
+    """The whole experiment: train and evaluate every condition on every seed."""
+    began = time.perf_counter()
+    results: dict[str, Any] = {"config": config.__dict__ | {"seeds": list(config.seeds)}}
+    results["setup"] = {
+        "task": "cargo-limit",
+        "commands": [*COMMANDS, termgym.SUBMIT],
+        "gamma": GAMMA,
+        "max_steps": MAX_STEPS,
+        "conditions": CONDITIONS,
+        "eval_variants": list(EVAL_VARIANTS),
+    }
+    results["conditions"] = {}
+    for condition in CONDITIONS:
+        VariantSchedule.coerce(CONDITIONS[condition])  # fail early on a bad schedule
+        everything: list[EpisodeSummary] = []
+        per_seed = {}
+        for seed in config.seeds:
+            policy, log = train(condition, seed, config)
+            summaries, behaviour = evaluate(policy, condition, seed, config)
+            everything += summaries
+            metrics = compute_metrics(summaries, resamples=config.resamples, seed=seed)
+            per_seed[seed] = {"train": log, "eval": metrics_dict(metrics), "behaviour": behaviour}
+            print(
+                f"{condition:6s} seed {seed}: trained {log['episodes']} episodes in "
+                f"{log['seconds']:.0f} s ({log['steps_per_second']:.1f} env steps/s); "
+                f"pass orig {metrics.pass_rate['original'].format()}, "
+                f"contradicted {metrics.pass_rate['contradicted'].format()}, "
+                f"stale {metrics.stale_rate.format()}, adapted {metrics.adaptation_rate.format()}",
+                flush=True,
+            )
+        pooled = compute_metrics(everything, resamples=config.resamples, seed=0)
+        results["conditions"][condition] = {"seeds": per_seed, "pooled": metrics_dict(pooled)}
+    results["wall_seconds"] = time.perf_counter() - began
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the mechanics")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--train-episodes", type=int, default=400)
+    parser.add_argument("--eval-episodes", type=int, default=40, help="per evaluation variant")
+    parser.add_argument("--envs", type=int, default=1, help="environments in the vector env")
+    parser.add_argument(
+        "--backend", default=None, help="sandbox backend (default: bwrap if it works, else docker)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("rule_internalization.json"))
+    args = parser.parse_args(argv)
+    if args.backend is None:  # an episode costs ~0.3 s in bwrap, ~2 s in docker here
+        args.backend = "bwrap" if bwrap_works() else None
+    if args.quick:
+        config = Config(
+            seeds=(0,),
+            train_episodes=16,
+            eval_episodes=4,
+            envs=args.envs,
+            backend=args.backend,
+            resamples=200,
+        )
+    else:
+        config = Config(
+            seeds=tuple(range(args.seeds)),
+            train_episodes=args.train_episodes,
+            eval_episodes=args.eval_episodes,
+            envs=args.envs,
+            backend=args.backend,
+        )
+    results = run(config)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, default=str))
+    print(f"wrote {args.out} ({results['wall_seconds']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
