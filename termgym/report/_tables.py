@@ -63,7 +63,8 @@ def memorization_table(run: RunData) -> Table:
 
 def class_table(run: RunData) -> Table:
     """Episodes per class, for each agent and shifted variant."""
-    table = Table(title="Classes of shifted episodes (shadow grading)")
+    table = Table(title="Classes per variant (shadow grading)",
+                  caption="withheld episodes enforce the original rules: never shifted")
     table.add_column("agent")
     table.add_column("variant")
     for c in CLASSES:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
@@ -72,6 +73,8 @@ def test_html_report_is_self_contained_with_its_charts(make_run):
     assert "<td>task-2</td>" in html
     assert "max_weight=100" in html  # the audit hits
     assert not re.search(r"<script|<link|src=|https?://(?!www\.w3\.org/2000/svg)", html)
+    for svg in re.findall(r"<svg.*?</svg>", html, re.S):
+        ElementTree.fromstring(svg)  # each chart is well-formed SVG
 
 
 def test_report_command_prints_tables_and_writes_html_and_prometheus(make_run, tmp_path):
