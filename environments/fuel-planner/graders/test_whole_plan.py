@@ -31,7 +31,7 @@ def test_random_manifests_get_exactly_the_policy_plan(tmp_path, rules):
         rng.shuffle(weights)
         manifest = {
             "flight": f"RX{n}",
-            "trip_fuel": rng.randint(100, 20000),
+            "trip_fuel": rng.randrange(101, 20000, 10) + rng.choice([0, 2, 6, 8]),
             "cargo": [{"id": f"R{n}-{i}", "weight": w} for i, w in enumerate(weights)],
         }
         path = tmp_path / f"m{n}.json"
