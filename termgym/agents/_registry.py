@@ -5,7 +5,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-from collections.abc import Callable
+import json
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -102,7 +104,7 @@ def make_agent(name: str, **options: Any) -> Agent:
     factory = spec.load()
     merged = {**spec.kwargs, **options}
     _check_options(name, factory, merged)
-    agent = factory(**merged)
+    agent = factory(**coerce_options(name, factory, merged))
     if not isinstance(agent, Agent):
         raise AgentError(
             f"agent {name!r}: factory {spec.entry_point!r} returned {type(agent).__name__}, "
@@ -126,3 +128,56 @@ def _check_options(name: str, factory: Callable[..., Any], options: dict[str, An
             raise AgentError(
                 f"agent {name!r} takes no option {option!r}; expected one of {accepted}.{hint}"
             )
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def coerce_options(
+    name: str, factory: Callable[..., Any], options: dict[str, Any]
+) -> dict[str, Any]:
+    """Convert string option values (from the command line) to the types the factory declares.
+
+    bool takes true/false/yes/no/1/0, int and float their literals, a mapping or list JSON,
+    and "none" gives None where None is allowed. Non-string values pass through.
+    """
+    target = factory.__init__ if inspect.isclass(factory) else factory  # type: ignore[misc]
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:  # unresolvable annotations: leave the values as they are
+        return options
+    out = dict(options)
+    for key, value in options.items():
+        hint = hints.get(key)
+        if not isinstance(value, str) or hint is None:
+            continue
+        out[key] = _coerce(name, key, value, hint)
+    return out
+
+
+def _coerce(agent: str, key: str, value: str, hint: Any) -> Any:
+    args = typing.get_args(hint)
+    kinds = [a for a in args if a is not type(None)] if args else [hint]
+    if type(None) in args and value.strip().lower() in ("none", "null"):
+        return None
+    if str in kinds:
+        return value
+    for kind in kinds:
+        origin = typing.get_origin(kind) or kind
+        try:
+            if origin is bool:
+                lowered = value.strip().lower()
+                if lowered in _TRUE | _FALSE:
+                    return lowered in _TRUE
+                raise ValueError(value)
+            if origin is int:
+                return int(value)
+            if origin is float:
+                return float(value)
+            if isinstance(origin, type) and issubclass(origin, Mapping | list):
+                return json.loads(value)
+        except (ValueError, TypeError):
+            continue
+    expected = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
+    raise AgentError(f"agent {agent!r} option {key!r}: expected {expected}, found {value!r}")

@@ -191,3 +191,15 @@ def test_factory_returning_a_non_agent_is_refused():
             make_agent("broken-test")
     finally:
         unregister_agent("broken-test")
+
+
+def test_string_options_from_the_command_line_get_the_declared_types(tmp_path):
+    agent = make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", temperature="0.5",
+                       max_tokens="none", probe="true", extra_body='{"top_k": 5}')
+    assert (agent.temperature, agent.max_tokens, agent.probe_enabled) == (0.5, None, True)
+    assert agent.extra_body == {"top_k": 5}
+    with pytest.raises(AgentError, match="option 'max_tokens': expected int, found 'many'"):
+        make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", max_tokens="many")
+    path = _recording(tmp_path / "episodes" / "e.jsonl")
+    replay = make_agent("replay", episode=str(path), check_task="no")
+    assert replay.check_task is False
