@@ -221,3 +221,14 @@ def test_report_pools_several_runs_per_agent(make_run, tmp_path):
     page = html.read_text()
     assert page.count('class="bar"') == 6  # two agents, three variants
     assert page.count("cls-stale") == 6 and page.count("cls-adapted") == 6
+
+
+def test_agent_errors_count_as_graded_failures_and_are_reported(make_run):
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False, pass_contradicted=0.0)
+    failed = next((run_dir / "episodes").glob("*contradicted*.jsonl")).stem
+    line = {"episode_id": failed, "task": "task-0", "variant": "contradicted",
+            "status": "agent-error", "error": "AgentError: llm: HTTP 500"}
+    (run_dir / "results.jsonl").write_text(json.dumps(line) + "\n")
+    m = load_run(run_dir, resamples=0).metrics["oracle"]
+    assert (m.episodes, m.agent_errors, m.infra_errors) == (2, 1, 0)
+    assert m.pass_rate["contradicted"].value == 0.0
