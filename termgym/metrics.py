@@ -207,10 +207,14 @@ class RunMetrics:
         """The scalar metrics by name (pass rates as pass_rate[<variant>])."""
         out = {f"pass_rate[{v}]": e for v, e in self.pass_rate.items()}
         out.update(
-            overall_pass_rate=self.overall_pass_rate, drop=self.drop,
-            adaptation_rate=self.adaptation_rate, stale_rate=self.stale_rate,
+            overall_pass_rate=self.overall_pass_rate,
+            drop=self.drop,
+            adaptation_rate=self.adaptation_rate,
+            stale_rate=self.stale_rate,
             memorization_index=self.memorization_index,
-            withheld_hit_rate=self.withheld_hit_rate, top_share=self.top_share, gini=self.gini,
+            withheld_hit_rate=self.withheld_hit_rate,
+            top_share=self.top_share,
+            gini=self.gini,
         )
         return out
 
@@ -263,8 +267,10 @@ class _Data:
 
     def metrics(self, w: np.ndarray, mult: np.ndarray) -> dict[str, np.ndarray]:
         """Each metric for each row of weights `w` (B, N); `mult` (B, T) task multiplicities."""
-        out = {f"pass_rate[{v}]": _ratio(w @ (self.passed * m), w @ m)
-               for v, m in self.is_variant.items()}
+        out = {
+            f"pass_rate[{v}]": _ratio(w @ (self.passed * m), w @ m)
+            for v, m in self.is_variant.items()
+        }
         out["overall_pass_rate"] = _ratio(w @ self.passed, w.sum(axis=1))
         nan = np.full(len(w), np.nan)
         out["drop"] = out.get("pass_rate[original]", nan) - out.get("pass_rate[contradicted]", nan)
@@ -281,11 +287,15 @@ class _Data:
 
     def denominators(self) -> dict[str, int]:
         n = {f"pass_rate[{v}]": int(m.sum()) for v, m in self.is_variant.items()}
-        n.update(overall_pass_rate=len(self.passed), adaptation_rate=int(self.shifted.sum()),
-                 stale_rate=int(self.shifted.sum()),
-                 memorization_index=int((self.stale + self.adapted).sum()),
-                 withheld_hit_rate=n.get("pass_rate[withheld]", 0), top_share=len(self.tasks),
-                 gini=len(self.tasks))
+        n.update(
+            overall_pass_rate=len(self.passed),
+            adaptation_rate=int(self.shifted.sum()),
+            stale_rate=int(self.shifted.sum()),
+            memorization_index=int((self.stale + self.adapted).sum()),
+            withheld_hit_rate=n.get("pass_rate[withheld]", 0),
+            top_share=len(self.tasks),
+            gini=len(self.tasks),
+        )
         n["drop"] = min(n.get("pass_rate[original]", 0), n.get("pass_rate[contradicted]", 0))
         return n
 
@@ -390,9 +400,7 @@ def compute_metrics(
     )
 
 
-def metrics_by_agent(
-    summaries: Iterable[EpisodeSummary], **options: Any
-) -> dict[str, RunMetrics]:
+def metrics_by_agent(summaries: Iterable[EpisodeSummary], **options: Any) -> dict[str, RunMetrics]:
     """`compute_metrics` for each agent's episodes separately."""
     groups: dict[str, list[EpisodeSummary]] = defaultdict(list)
     for s in summaries:

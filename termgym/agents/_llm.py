@@ -228,8 +228,13 @@ class LLMAgent:
             return self._complete(role="probe")
         except AgentError as exc:
             self._transcript.append(
-                {"step": self._step + 1, "role": "probe", "content": "", "reasoning": None,
-                 "error": str(exc)}
+                {
+                    "step": self._step + 1,
+                    "role": "probe",
+                    "content": "",
+                    "reasoning": None,
+                    "error": str(exc),
+                }
             )
             return None
 

@@ -40,7 +40,7 @@ def script_oneliner(script: str, *, workdir: str, withheld_rules: Mapping[str, A
     rules_json = json.dumps(dict(withheld_rules), sort_keys=True, separators=(",", ":"))
     return (
         f"cd {shlex.quote(workdir)} && TERMGYM_WITHHELD_RULES={shlex.quote(rules_json)} "
-        f"bash -c \"$(echo {encoded} | base64 -d)\" script </dev/null"
+        f'bash -c "$(echo {encoded} | base64 -d)" script </dev/null'
     )
 
 

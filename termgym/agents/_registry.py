@@ -55,9 +55,7 @@ registry: dict[str, AgentSpec] = {}
 _plugins_loaded = False
 
 
-def register_agent(
-    name: str, entry_point: str | Callable[..., Agent], **kwargs: Any
-) -> AgentSpec:
+def register_agent(name: str, entry_point: str | Callable[..., Agent], **kwargs: Any) -> AgentSpec:
     """Register an agent factory under `name` (replacing any agent of that name)."""
     spec = AgentSpec(name, entry_point, dict(kwargs))
     registry[name] = spec

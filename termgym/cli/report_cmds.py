@@ -36,23 +36,43 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc)) from exc
 
 
-_resamples = click.option("--resamples", default=1000, show_default=True, type=click.IntRange(0),
-                          help="Bootstrap resamples for the intervals.")
-_seed = click.option("--seed", default=0, show_default=True, type=int,
-                     help="Seed of the bootstrap.")
+_resamples = click.option(
+    "--resamples",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Bootstrap resamples for the intervals.",
+)
+_seed = click.option(
+    "--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap."
+)
 
 
 @click.command("report")
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--html", "html_path", type=click.Path(path_type=Path),
-              help="Where to write the HTML report [default: <first RUN_DIR>/report.html].")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path),
+    help="Where to write the HTML report [default: <first RUN_DIR>/report.html].",
+)
 @click.option("--no-html", is_flag=True, help="Print the tables only.")
-@click.option("--prometheus", "prom_path", type=click.Path(path_type=Path),
-              help="Also write the metrics in Prometheus text format to this file.")
+@click.option(
+    "--prometheus",
+    "prom_path",
+    type=click.Path(path_type=Path),
+    help="Also write the metrics in Prometheus text format to this file.",
+)
 @_resamples
 @_seed
-def report(run_dirs: tuple[Path, ...], html_path: Path | None, no_html: bool,
-           prom_path: Path | None, resamples: int, seed: int) -> None:
+def report(
+    run_dirs: tuple[Path, ...],
+    html_path: Path | None,
+    no_html: bool,
+    prom_path: Path | None,
+    resamples: int,
+    seed: int,
+) -> None:
     """Print the metrics and trace audit of one or more runs (pooled, per agent), and write a
     self-contained HTML report.
 
@@ -81,34 +101,60 @@ def report(run_dirs: tuple[Path, ...], html_path: Path | None, no_html: bool,
 @click.command("compare")
 @click.argument("base", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.argument("candidate", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--max-drop", required=True, callback=_fraction,
-              help="Largest tolerated fall of a pass rate (0.05 or 5%).")
-@click.option("--max-rise", callback=_fraction,
-              help="Largest tolerated rise of the memorization index [default: --max-drop].")
-@click.option("--prometheus", "prom_path", type=click.Path(path_type=Path),
-              help="Also write both runs' metrics in Prometheus text format to this file.")
+@click.option(
+    "--max-drop",
+    required=True,
+    callback=_fraction,
+    help="Largest tolerated fall of a pass rate (0.05 or 5%).",
+)
+@click.option(
+    "--max-rise",
+    callback=_fraction,
+    help="Largest tolerated rise of the memorization index [default: --max-drop].",
+)
+@click.option(
+    "--prometheus",
+    "prom_path",
+    type=click.Path(path_type=Path),
+    help="Also write both runs' metrics in Prometheus text format to this file.",
+)
 @_resamples
 @_seed
-def compare(base: Path, candidate: Path, max_drop: float, max_rise: float | None,
-            prom_path: Path | None, resamples: int, seed: int) -> None:
+def compare(
+    base: Path,
+    candidate: Path,
+    max_drop: float,
+    max_rise: float | None,
+    prom_path: Path | None,
+    resamples: int,
+    seed: int,
+) -> None:
     """Exit 1 when CANDIDATE regressed against BASE: a pass rate fell by more than --max-drop,
     or the memorization index rose by more than --max-rise. Exit 0 otherwise."""
     from termgym.report import compare_runs, write_prometheus
 
     base_run, cand_run = _load(base, resamples, seed), _load(candidate, resamples, seed)
-    checks = compare_runs(base_run, cand_run, max_drop=max_drop,
-                          max_rise=max_rise)
+    checks = compare_runs(base_run, cand_run, max_drop=max_drop, max_rise=max_rise)
     console = Console()
     table = Table(title=escape(f"{base.name} -> {candidate.name}"))
     for name in ("agent", "metric", "base", "candidate", "change", "limit", ""):
         table.add_column(name, justify="left" if name in ("agent", "metric") else "right")
     for c in checks:
         change = "" if c.change is None else f"{c.change * 100:+.1f} pts"
-        status = "[red]REGRESSED[/]" if c.regressed else ("[dim]skipped[/]" if c.note else
-                                                          "[green]ok[/]")
-        table.add_row(escape(c.agent), escape(c.metric), c.base.format(), c.candidate.format(),
-                      change,
-                      f"{c.limit * 100:.1f} pts", status)
+        status = (
+            "[red]REGRESSED[/]"
+            if c.regressed
+            else ("[dim]skipped[/]" if c.note else "[green]ok[/]")
+        )
+        table.add_row(
+            escape(c.agent),
+            escape(c.metric),
+            c.base.format(),
+            c.candidate.format(),
+            change,
+            f"{c.limit * 100:.1f} pts",
+            status,
+        )
     console.print(table)
     if prom_path is not None:
         write_prometheus([base_run, cand_run], prom_path)

@@ -43,9 +43,11 @@ class Check:
             return f"{self.agent} {self.metric}: {self.note}"
         change = self.change or 0.0
         verb = "rose" if change > 0 else "fell"
-        return (f"{self.agent} {self.metric} {verb} {abs(change) * 100:.1f} points "
-                f"({self.base.format()} -> {self.candidate.format()}; "
-                f"limit {self.limit * 100:.1f})")
+        return (
+            f"{self.agent} {self.metric} {verb} {abs(change) * 100:.1f} points "
+            f"({self.base.format()} -> {self.candidate.format()}; "
+            f"limit {self.limit * 100:.1f})"
+        )
 
 
 def _pairs(base: RunData, candidate: RunData) -> list[tuple[str, RunMetrics, RunMetrics]]:
@@ -72,40 +74,70 @@ def compare_runs(
     pairs = _pairs(base, candidate)
     empty = Estimate(None, None, None, 0)
     if not pairs:
-        return [Check(a, "episodes", empty, empty, 0.0, True,
-                      "the candidate run has no episodes of this agent")
-                for a in list(base.metrics) or ["(any)"]]
+        return [
+            Check(
+                a,
+                "episodes",
+                empty,
+                empty,
+                0.0,
+                True,
+                "the candidate run has no episodes of this agent",
+            )
+            for a in list(base.metrics) or ["(any)"]
+        ]
     checks: list[Check] = []
     for agent, b, c in pairs:
         if c.episodes == 0:
-            checks.append(Check(agent, "episodes", b.overall_pass_rate, c.overall_pass_rate,
-                                0.0, True, "the candidate has no counted episode "
-                                f"({c.infra_errors} infrastructure errors)"))
+            checks.append(
+                Check(
+                    agent,
+                    "episodes",
+                    b.overall_pass_rate,
+                    c.overall_pass_rate,
+                    0.0,
+                    True,
+                    "the candidate has no counted episode "
+                    f"({c.infra_errors} infrastructure errors)",
+                )
+            )
             continue
-        metrics = [f"pass_rate[{v}]" for v in order_variants(b.pass_rate)] + [
-            "overall_pass_rate"]
+        metrics = [f"pass_rate[{v}]" for v in order_variants(b.pass_rate)] + ["overall_pass_rate"]
         for name in metrics:
             be, ce = b.headline()[name], c.headline().get(name, empty)
             if be.value is None:
                 continue
             if ce.value is None:
-                checks.append(Check(agent, name, be, ce, max_drop, False,
-                                    "not measured in the candidate"))
+                checks.append(
+                    Check(agent, name, be, ce, max_drop, False, "not measured in the candidate")
+                )
                 continue
-            checks.append(Check(agent, name, be, ce, max_drop,
-                                be.value - ce.value > max_drop + 1e-12))
+            checks.append(
+                Check(agent, name, be, ce, max_drop, be.value - ce.value > max_drop + 1e-12)
+            )
         be, ce = b.memorization_index, c.memorization_index
         if be.value is not None and ce.value is not None:
-            checks.append(Check(agent, "memorization_index", be, ce, max_rise,
-                                ce.value - be.value > max_rise + 1e-12))
+            checks.append(
+                Check(
+                    agent,
+                    "memorization_index",
+                    be,
+                    ce,
+                    max_rise,
+                    ce.value - be.value > max_rise + 1e-12,
+                )
+            )
         elif ce.value is not None:
-            checks.append(Check(agent, "memorization_index", be, ce, max_rise, False,
-                                "not measured in the base"))
+            checks.append(
+                Check(
+                    agent, "memorization_index", be, ce, max_rise, False, "not measured in the base"
+                )
+            )
     return checks
 
 
 def parse_fraction(text: str) -> float:
-    """"0.05", "5%" -> 0.05; raises ValueError otherwise."""
+    """ "0.05", "5%" -> 0.05; raises ValueError otherwise."""
     text = text.strip()
     value = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
     if not 0.0 <= value <= 1.0:

@@ -41,8 +41,10 @@ def _heat(passes: int, n: int) -> str:
     rate = passes / n if n else 0.0
     # white to green by pass rate
     g = int(255 - 120 * rate)
-    return (f'<td class="num" style="background:rgb({g},{235 + int(20 * (1 - rate))},{g})">'
-            f"{passes}/{n}</td>")
+    return (
+        f'<td class="num" style="background:rgb({g},{235 + int(20 * (1 - rate))},{g})">'
+        f"{passes}/{n}</td>"
+    )
 
 
 def _metrics_table(run: RunData) -> str:
@@ -64,7 +66,9 @@ def _metrics_table(run: RunData) -> str:
         rows.append(f"<tr><th>{escape(label)}</th>{cells}</tr>")
     counts = "".join(
         f'<td class="num">{m.episodes} counted · {m.infra_errors} infra errors · '
-        f"{m.agent_errors} agent errors</td>" for m in run.metrics.values())
+        f"{m.agent_errors} agent errors</td>"
+        for m in run.metrics.values()
+    )
     rows.append(f"<tr><th>episodes</th>{counts}</tr>")
     return f"<table><tr><th>metric</th>{head}</tr>{''.join(rows)}</table>"
 
@@ -78,9 +82,12 @@ def _pass_rate_chart(run: RunData) -> str:
             for v in variants
         ]
     level = next(iter(run.metrics.values())).confidence if run.metrics else 0.95
-    return bar_chart(variants, series,
-                     title=f"Pass rate per variant ({level:.0%} bootstrap interval)",
-                     chart_id="pass-rate-chart")
+    return bar_chart(
+        variants,
+        series,
+        title=f"Pass rate per variant ({level:.0%} bootstrap interval)",
+        chart_id="pass-rate-chart",
+    )
 
 
 def _class_chart(run: RunData) -> str:
@@ -88,7 +95,8 @@ def _class_chart(run: RunData) -> str:
     for s in sorted(run.summaries, key=lambda s: (s.agent, s.task, s.episode_id)):
         if s.variant == "contradicted" and not s.infra_error:
             rows.setdefault(s.agent or "(unnamed)", []).append(
-                (f"{s.task} · {s.episode_id}", s.shadow_class))
+                (f"{s.task} · {s.episode_id}", s.shadow_class)
+            )
     if not rows:
         return '<p class="note">No contradicted episodes in this run.</p>'
     return class_strip(rows, title="Class of each contradicted episode", chart_id="class-chart")
@@ -102,7 +110,8 @@ def _class_table(run: RunData) -> str:
                 continue
             cells = "".join(
                 f'<td class="num" style="border-left:4px solid {CLASS_COLORS[c]}">{counts[c]}</td>'
-                for c in CLASSES)
+                for c in CLASSES
+            )
             rows.append(f"<tr><td>{escape(agent)}</td><td>{escape(variant)}</td>{cells}</tr>")
     if not rows:
         return ""
@@ -119,8 +128,10 @@ def _task_table(run: RunData) -> str:
         for task, per in sorted(m.per_task.items()):
             cells = "".join(_heat(*per[v]) if v in per else "<td></td>" for v in variants)
             rows.append(f"<tr><td>{escape(task)}</td>{cells}</tr>")
-        parts.append(f"<h3>{escape(agent or '(unnamed)')}</h3><table><tr><th>task</th>{head}"
-                     f"</tr>{''.join(rows)}</table>")
+        parts.append(
+            f"<h3>{escape(agent or '(unnamed)')}</h3><table><tr><th>task</th>{head}"
+            f"</tr>{''.join(rows)}</table>"
+        )
     return "".join(parts)
 
 
@@ -140,10 +151,13 @@ def _audit_section(run: RunData, limit: int = 200) -> str:
             f"<td class='num'>{pct(a.leak_rate)}</td>"
             f"<td class='num'>{a.episodes_with('leak-name')}</td>"
             f"<td class='num'>{pct(a.platform_rate)}</td><td class='num'>{len(a.probes)}</td>"
-            f"<td class='num'>{pct(a.disclosure_rate)}</td></tr>")
-    out = ["<table><tr><th>agent</th><th>episodes</th><th>leak rate</th>"
-           "<th>episodes with rule-name leaks</th><th>platform-mention rate</th>"
-           f"<th>probes</th><th>probe disclosure rate</th></tr>{''.join(rows)}</table>"]
+            f"<td class='num'>{pct(a.disclosure_rate)}</td></tr>"
+        )
+    out = [
+        "<table><tr><th>agent</th><th>episodes</th><th>leak rate</th>"
+        "<th>episodes with rule-name leaks</th><th>platform-mention rate</th>"
+        f"<th>probes</th><th>probe disclosure rate</th></tr>{''.join(rows)}</table>"
+    ]
     if audit.hits:
         rows = [
             f"<tr><td>{escape(h.episode_id)}</td><td class='num'>{h.step}</td>"
@@ -153,8 +167,10 @@ def _audit_section(run: RunData, limit: int = 200) -> str:
             for h in audit.hits[:limit]
         ]
         more = len(audit.hits) - limit
-        out.append("<table><tr><th>episode</th><th>step</th><th>kind</th><th>source</th>"
-                   f"<th>what</th><th>excerpt</th></tr>{''.join(rows)}</table>")
+        out.append(
+            "<table><tr><th>episode</th><th>step</th><th>kind</th><th>source</th>"
+            f"<th>what</th><th>excerpt</th></tr>{''.join(rows)}</table>"
+        )
         if more > 0:
             out.append(f'<p class="note">... and {more} more hits.</p>')
     if audit.probes:
@@ -164,9 +180,11 @@ def _audit_section(run: RunData, limit: int = 200) -> str:
             f"<td>{escape(', '.join(p.current_mentioned))}</td></tr>"
             for p in audit.probes
         ]
-        out.append("<h3>Disclosure probe</h3><table><tr><th>episode</th><th>disclosed</th>"
-                   f"<th>hidden values named</th><th>current rules stated</th></tr>"
-                   f"{''.join(rows)}</table>")
+        out.append(
+            "<h3>Disclosure probe</h3><table><tr><th>episode</th><th>disclosed</th>"
+            f"<th>hidden values named</th><th>current rules stated</th></tr>"
+            f"{''.join(rows)}</table>"
+        )
     return "".join(out)
 
 

@@ -72,25 +72,34 @@ def load_run(
         # The runner sets aside the recordings of attempts that failed for infrastructure
         # reasons; when every attempt failed, results.jsonl is all that is left.
         if episode_id not in recorded and result.get("status") == "infra-error":
-            summaries.append(EpisodeSummary(
-                episode_id=episode_id, task=str(result.get("task", "")),
-                variant=str(result.get("variant", "")), agent=agent, passed=False,
-                error=str(result.get("error") or "infrastructure error"), run_id=log.run_id))
+            summaries.append(
+                EpisodeSummary(
+                    episode_id=episode_id,
+                    task=str(result.get("task", "")),
+                    variant=str(result.get("variant", "")),
+                    agent=agent,
+                    passed=False,
+                    error=str(result.get("error") or "infrastructure error"),
+                    run_id=log.run_id,
+                )
+            )
     return RunData(
         path=run_dir,
         run_id=log.run_id,
         header=dict(log.header or {}),
         summaries=tuple(summaries),
         audit=audit_logs(log.episodes),
-        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed,
-                                 confidence=confidence),
+        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed, confidence=confidence),
         skipped=list(log.skipped)
         + [f"{ep.episode_id}: {note}" for ep in log.episodes for note in ep.skipped],
     )
 
 
 def merge_runs(
-    runs: list[RunData], *, resamples: int = 1000, seed: int | None = 0,
+    runs: list[RunData],
+    *,
+    resamples: int = 1000,
+    seed: int | None = 0,
     confidence: float = 0.95,
 ) -> RunData:
     """One report over several runs (e.g. the oracle's and the memorizer's): episodes pooled,
@@ -110,7 +119,6 @@ def merge_runs(
         header={"runs": [r.header for r in runs]},
         summaries=summaries,
         audit=audit,
-        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed,
-                                 confidence=confidence),
+        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed, confidence=confidence),
         skipped=[note for r in runs for note in r.skipped],
     )

@@ -65,33 +65,53 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
             for key, e in m.headline().items():
                 name, labels = key, dict(base)
                 if key.startswith("pass_rate["):
-                    name, labels["variant"] = "pass_rate", key[len("pass_rate["):-1]
+                    name, labels["variant"] = "pass_rate", key[len("pass_rate[") : -1]
                 if e.value is None:
                     continue
                 help_text = _HELP.get(name, name)
                 out.add(name, help_text, labels, e.value)
                 if e.low is not None and e.high is not None:
-                    out.add(f"{name}_ci_low", f"Lower bound of the bootstrap interval: "
-                            f"{help_text}", labels, e.low)
-                    out.add(f"{name}_ci_high", f"Upper bound of the bootstrap interval: "
-                            f"{help_text}", labels, e.high)
+                    out.add(
+                        f"{name}_ci_low",
+                        f"Lower bound of the bootstrap interval: {help_text}",
+                        labels,
+                        e.low,
+                    )
+                    out.add(
+                        f"{name}_ci_high",
+                        f"Upper bound of the bootstrap interval: {help_text}",
+                        labels,
+                        e.high,
+                    )
             out.add("episodes", "Episodes counted in the rates.", base, m.episodes)
-            out.add("infra_errors", "Episodes left out for infrastructure errors.", base,
-                    m.infra_errors)
-            out.add("agent_errors", "Counted episodes in which the agent failed.", base,
-                    m.agent_errors)
+            out.add(
+                "infra_errors", "Episodes left out for infrastructure errors.", base, m.infra_errors
+            )
+            out.add(
+                "agent_errors", "Counted episodes in which the agent failed.", base, m.agent_errors
+            )
             for variant, counts in m.class_counts.items():
                 for klass, count in counts.items():
-                    out.add("episodes_by_class", "Episodes per shadow-grading class.",
-                            {**base, "variant": variant, "class": klass}, count)
+                    out.add(
+                        "episodes_by_class",
+                        "Episodes per shadow-grading class.",
+                        {**base, "variant": variant, "class": klass},
+                        count,
+                    )
             audit = run.audit.for_agent(agent)
             out.add("audited_episodes", "Episodes the trace audit read.", base, audit.episodes)
             for kind in ("leak", "leak-name", "platform"):
-                out.add("audit_hits", "Trace-audit hits per kind.", {**base, "kind": kind},
-                        sum(h.kind == kind for h in audit.hits))
-            for name, value in (("leak_rate", audit.leak_rate),
-                                ("platform_mention_rate", audit.platform_rate),
-                                ("probe_disclosure_rate", audit.disclosure_rate)):
+                out.add(
+                    "audit_hits",
+                    "Trace-audit hits per kind.",
+                    {**base, "kind": kind},
+                    sum(h.kind == kind for h in audit.hits),
+                )
+            for name, value in (
+                ("leak_rate", audit.leak_rate),
+                ("platform_mention_rate", audit.platform_rate),
+                ("probe_disclosure_rate", audit.disclosure_rate),
+            ):
                 if value is not None:
                     out.add(name, f"Trace audit: {name.replace('_', ' ')}.", base, value)
     return "\n".join(out.lines()) + "\n"

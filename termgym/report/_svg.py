@@ -26,10 +26,13 @@ class Bar:
     label: str = ""
 
 
-def _text(x: float, y: float, text: str, *, anchor: str = "middle", size: int = 12,
-          extra: str = "") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"'
-            f"{extra}>{escape(text)}</text>")
+def _text(
+    x: float, y: float, text: str, *, anchor: str = "middle", size: int = 12, extra: str = ""
+) -> str:
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"'
+        f"{extra}>{escape(text)}</text>"
+    )
 
 
 def bar_chart(
@@ -49,14 +52,17 @@ def bar_chart(
     left, right, top, bottom = 48, 16, 34, 56
     plot_w, plot_h = width - left - right, height - top - bottom
     names = list(series)
-    parts = [f'<svg id="{escape(chart_id)}" class="chart" xmlns="http://www.w3.org/2000/svg" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-             f'aria-label="{escape(title)}">', _text(width / 2, 20, title, size=14,
-                                                    extra=' font-weight="bold"')]
+    parts = [
+        f'<svg id="{escape(chart_id)}" class="chart" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}">',
+        _text(width / 2, 20, title, size=14, extra=' font-weight="bold"'),
+    ]
     for tick in range(0, 101, 25):
         y = top + plot_h * (1 - tick / 100)
-        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" '
-                     'stroke="#ddd"/>')
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" stroke="#ddd"/>'
+        )
         parts.append(_text(left - 6, y + 4, f"{tick}%", anchor="end", size=10))
     group_w = plot_w / max(1, len(groups))
     bar_w = min(48.0, group_w * 0.8 / max(1, len(names)))
@@ -79,22 +85,25 @@ def bar_chart(
                 f'width="{bar_w - 2:.1f}" height="{h:.1f}" fill="{color}">'
                 f"<title>{escape(tip)}</title></rect>"
             )
-            parts.append(_text(x + bar_w / 2, top + plot_h - h - 4, f"{bar.value * 100:.0f}%",
-                               size=9))
+            parts.append(
+                _text(x + bar_w / 2, top + plot_h - h - 4, f"{bar.value * 100:.0f}%", size=9)
+            )
             if bar.low is not None and bar.high is not None:
                 cx = x + bar_w / 2
                 y_lo = top + plot_h * (1 - bar.low)
                 y_hi = top + plot_h * (1 - bar.high)
                 parts.append(
                     f'<path class="whisker" d="M{cx:.1f},{y_lo:.1f}V{y_hi:.1f}'
-                    f"M{cx - 4:.1f},{y_lo:.1f}h8M{cx - 4:.1f},{y_hi:.1f}h8\" "
+                    f'M{cx - 4:.1f},{y_lo:.1f}h8M{cx - 4:.1f},{y_hi:.1f}h8" '
                     'stroke="#333" stroke-width="1.2" fill="none"/>'
                 )
     for si, name in enumerate(names):
         x = left + si * 150
         y = height - 14
-        parts.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" '
-                     f'fill="{PALETTE[si % len(PALETTE)]}"/>')
+        parts.append(
+            f'<rect x="{x}" y="{y - 9}" width="10" height="10" '
+            f'fill="{PALETTE[si % len(PALETTE)]}"/>'
+        )
         parts.append(_text(x + 14, y, name, anchor="start", size=11))
     parts.append("</svg>")
     return "".join(parts)
@@ -115,10 +124,12 @@ def class_strip(
     per_line = max(1, (width - left - 10) // (cell + gap))
     lines = {label: max(1, -(-len(items) // per_line)) for label, items in rows.items()}
     height = top + sum(lines.values()) * (cell + gap) + 12 * len(rows) + 36
-    parts = [f'<svg id="{escape(chart_id)}" class="chart" xmlns="http://www.w3.org/2000/svg" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-             f'aria-label="{escape(title)}">',
-             _text(width / 2, 20, title, size=14, extra=' font-weight="bold"')]
+    parts = [
+        f'<svg id="{escape(chart_id)}" class="chart" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(title)}">',
+        _text(width / 2, 20, title, size=14, extra=' font-weight="bold"'),
+    ]
     y = top
     for label, items in rows.items():
         parts.append(_text(left - 8, y + cell - 2, label, anchor="end", size=11))
@@ -126,16 +137,19 @@ def class_strip(
             x = left + (i % per_line) * (cell + gap)
             yy = y + (i // per_line) * (cell + gap)
             color = CLASS_COLORS.get(klass, CLASS_COLORS[None])
-            parts.append(f'<rect class="cell cls-{klass or "none"}" x="{x}" y="{yy}" '
-                         f'width="{cell}" height="{cell}" rx="2" fill="{color}">'
-                         f"<title>{escape(tip)}: {klass or 'unclassed'}</title></rect>")
+            parts.append(
+                f'<rect class="cell cls-{klass or "none"}" x="{x}" y="{yy}" '
+                f'width="{cell}" height="{cell}" rx="2" fill="{color}">'
+                f"<title>{escape(tip)}: {klass or 'unclassed'}</title></rect>"
+            )
         if not items:
             parts.append(_text(left, y + cell - 2, "no episodes", anchor="start", size=10))
         y += lines[label] * (cell + gap) + 12
     x = left
     for klass in ("adapted", "stale", "both", "neither"):
-        parts.append(f'<rect x="{x}" y="{y + 4}" width="10" height="10" '
-                     f'fill="{CLASS_COLORS[klass]}"/>')
+        parts.append(
+            f'<rect x="{x}" y="{y + 4}" width="10" height="10" fill="{CLASS_COLORS[klass]}"/>'
+        )
         parts.append(_text(x + 14, y + 13, klass, anchor="start", size=11))
         x += 90
     parts.append("</svg>")

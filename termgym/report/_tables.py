@@ -55,16 +55,22 @@ def memorization_table(run: RunData) -> Table:
     ]
     for label, key in rows:
         table.add_row(label, *(_fmt(m.headline()[key]) for m in run.metrics.values()))
-    table.add_row("episodes (infra errors apart)", *(
-        f"{m.episodes} ({m.infra_errors} infra, {m.agent_errors} agent errors)"
-        for m in run.metrics.values()))
+    table.add_row(
+        "episodes (infra errors apart)",
+        *(
+            f"{m.episodes} ({m.infra_errors} infra, {m.agent_errors} agent errors)"
+            for m in run.metrics.values()
+        ),
+    )
     return table
 
 
 def class_table(run: RunData) -> Table:
     """Episodes per class, for each agent and shifted variant."""
-    table = Table(title="Classes per variant (shadow grading)",
-                  caption="withheld episodes enforce the original rules: never shifted")
+    table = Table(
+        title="Classes per variant (shadow grading)",
+        caption="withheld episodes enforce the original rules: never shifted",
+    )
     table.add_column("agent")
     table.add_column("variant")
     for c in CLASSES:
@@ -72,8 +78,11 @@ def class_table(run: RunData) -> Table:
     for agent, m in run.metrics.items():
         for variant, counts in m.class_counts.items():
             if variant != "original" and any(counts.values()):
-                table.add_row(escape(agent or "(unnamed)"), escape(variant),
-                              *(str(counts[c]) for c in CLASSES))
+                table.add_row(
+                    escape(agent or "(unnamed)"),
+                    escape(variant),
+                    *(str(counts[c]) for c in CLASSES),
+                )
     return table
 
 
@@ -81,7 +90,8 @@ def task_table(run: RunData) -> Table:
     """Passes / episodes per task and variant (one block per agent)."""
     table = Table(title="Per-task breakdown (passes/episodes)")
     variants = order_variants(
-        {v for m in run.metrics.values() for per in m.per_task.values() for v in per})
+        {v for m in run.metrics.values() for per in m.per_task.values() for v in per}
+    )
     table.add_column("agent")
     table.add_column("task")
     for v in variants:
@@ -111,7 +121,8 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
         f"{escape(agent or '(unnamed)')}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
         f"platform-mention rate {pct(a.platform_rate)}, probe disclosure rate "
         f"{pct(a.disclosure_rate)} ({len(a.probes)} probes)"
-        for agent in run.metrics if (a := audit.for_agent(agent)).episodes
+        for agent in run.metrics
+        if (a := audit.for_agent(agent)).episodes
     )
     if len(audit.hits) > limit:
         caption += f" · showing {limit} of {len(audit.hits)} hits"
@@ -120,19 +131,34 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
         table.add_column(name, overflow="fold")
     for hit in audit.hits[:limit]:
         style = "red" if hit.kind.startswith("leak") else "yellow"
-        table.add_row(escape(hit.episode_id), str(hit.step), f"[{style}]{hit.kind}[/]",
-                      escape(hit.source), escape(hit.detail), escape(hit.excerpt))
+        table.add_row(
+            escape(hit.episode_id),
+            str(hit.step),
+            f"[{style}]{hit.kind}[/]",
+            escape(hit.source),
+            escape(hit.detail),
+            escape(hit.excerpt),
+        )
     return table
 
 
 def print_report(run: RunData, console: Console | None = None) -> None:
     """Print every table of the report."""
     console = console or Console()
-    console.print(f"[bold]termgym run {escape(run.run_id)}[/]  {len(run.summaries)} episodes  "
-                  f"[dim]{escape(str(run.path))}[/]")
-    for table in (pass_rate_table(run), memorization_table(run), class_table(run),
-                  task_table(run), audit_table(run)):
+    console.print(
+        f"[bold]termgym run {escape(run.run_id)}[/]  {len(run.summaries)} episodes  "
+        f"[dim]{escape(str(run.path))}[/]"
+    )
+    for table in (
+        pass_rate_table(run),
+        memorization_table(run),
+        class_table(run),
+        task_table(run),
+        audit_table(run),
+    ):
         console.print(table)
     if run.skipped:
-        console.print(f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "
-                      f"(first: {escape(run.skipped[0])})")
+        console.print(
+            f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "
+            f"(first: {escape(run.skipped[0])})"
+        )

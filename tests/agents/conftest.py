@@ -44,20 +44,25 @@ class ChatServer:
                     return
                 reply = server.replies.pop(0) if server.replies else Reply(status=500)
                 if reply.status != 200:
-                    self._send(reply.status, {"error": {"message": "scripted failure",
-                                                         "type": "server_error"}})
+                    self._send(
+                        reply.status,
+                        {"error": {"message": "scripted failure", "type": "server_error"}},
+                    )
                     return
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if reply.reasoning is not None:
                     message[reply.reasoning_field] = reply.reasoning
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model", "test"),
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(server.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "test"),
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -79,8 +84,12 @@ class ChatServer:
         return f"http://{host}:{port}/v1"
 
     def reply(
-        self, content: str = "", *, reasoning: str | None = None,
-        reasoning_field: str = "reasoning_content", status: int = 200,
+        self,
+        content: str = "",
+        *,
+        reasoning: str | None = None,
+        reasoning_field: str = "reasoning_content",
+        status: int = 200,
     ) -> None:
         """Queue the next answer."""
         self.replies.append(Reply(content, reasoning, reasoning_field, status))

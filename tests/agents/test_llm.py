@@ -17,15 +17,18 @@ CONTEXT = EpisodeContext(
 
 
 def _agent(server, **options):
-    agent = make_agent("llm", model="test-model", base_url=server.base_url, api_key="k",
-                       max_retries=0, **options)
+    agent = make_agent(
+        "llm", model="test-model", base_url=server.base_url, api_key="k", max_retries=0, **options
+    )
     agent.reset(CONTEXT)
     return agent
 
 
 def test_reply_with_a_bash_block_becomes_the_command(chat_server):
-    chat_server.reply("Let me look.\n```bash\ncat /app/policy/fuel.yaml\n```",
-                      reasoning="The policy file holds the limit.")
+    chat_server.reply(
+        "Let me look.\n```bash\ncat /app/policy/fuel.yaml\n```",
+        reasoning="The policy file holds the limit.",
+    )
     agent = _agent(chat_server)
     action = agent.act({"output": "", "exit_code": -1, "screen": "", "step": 0})
     assert action == "cat /app/policy/fuel.yaml"
@@ -39,8 +42,12 @@ def test_reply_with_a_bash_block_becomes_the_command(chat_server):
 
 def test_sampling_options_and_extra_body_are_sent(chat_server):
     chat_server.reply("SUBMIT")
-    agent = _agent(chat_server, temperature=None, max_tokens=64,
-                   extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    agent = _agent(
+        chat_server,
+        temperature=None,
+        max_tokens=64,
+        extra_body={"chat_template_kwargs": {"enable_thinking": True}},
+    )
     agent.act({"output": "", "exit_code": -1})
     sent = chat_server.requests[0]
     assert "temperature" not in sent and sent["max_tokens"] == 64
@@ -88,8 +95,9 @@ def test_http_500_raises_agent_error_naming_the_status(chat_server):
 
 
 def test_unreachable_endpoint_raises_agent_error():
-    agent = make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", api_key="k",
-                       max_retries=0, timeout=5)
+    agent = make_agent(
+        "llm", model="m", base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0, timeout=5
+    )
     agent.reset(CONTEXT)
     with pytest.raises(AgentError, match="cannot reach"):
         agent.act({"output": "", "exit_code": -1})
@@ -150,10 +158,9 @@ def test_truncate_middle_keeps_head_and_tail():
 
 def test_keys_mode_shows_the_screen_and_sends_keystrokes(chat_server):
     chat_server.reply("```keys\nq<Esc>:wq<Enter>\n```")
-    agent = make_agent("llm", model="m", base_url=chat_server.base_url, api_key="k",
-                       max_retries=0)
+    agent = make_agent("llm", model="m", base_url=chat_server.base_url, api_key="k", max_retries=0)
     agent.reset(EpisodeContext("t", "Edit the file.", 5, mode="keys"))
-    action = agent.act({"screen": "~\n~\n\"notes.txt\" 2L", "output": "", "exit_code": -1})
+    action = agent.act({"screen": '~\n~\n"notes.txt" 2L', "output": "", "exit_code": -1})
     assert action == "q<Esc>:wq<Enter>"
     shown = chat_server.requests[0]["messages"]
     assert "keystrokes" in shown[0]["content"]

@@ -60,9 +60,7 @@ def test_memorizer_runs_memorized_script_with_empty_rules(tmp_path):
     command = agent.act({})
     assert "TERMGYM_WITHHELD_RULES='{}'" in command
     _run(command)
-    assert (tmp_path / "result.txt").read_text() == (
-        "max_weight=100\nrules={}\n"
-    )
+    assert (tmp_path / "result.txt").read_text() == ("max_weight=100\nrules={}\n")
     assert agent.act({}) == SUBMIT
 
 
@@ -99,15 +97,25 @@ def test_reset_starts_a_new_episode(tmp_path):
 
 def _recording(path, task="fuel-planner", actions=("ls", "cat a", SUBMIT), mode="command"):
     header = EpisodeHeader(
-        episode_id=path.stem, task=task, task_version=1, variant="original", rules_visible={},
-        rules_enforced={}, seed=0, agent="human", backend="docker", versions={}, started=0.0,
+        episode_id=path.stem,
+        task=task,
+        task_version=1,
+        variant="original",
+        rules_visible={},
+        rules_enforced={},
+        seed=0,
+        agent="human",
+        backend="docker",
+        versions={},
+        started=0.0,
         extra={"mode": mode},
     )
     writer = EpisodeWriter(path.parent.parent, header)
     for i, action in enumerate(actions):
         step_mode = "submit" if action == SUBMIT else mode
-        writer.step(StepRecord(index=i, mode=step_mode, action=action, output="",
-                               exit_code=0, duration=0.0))
+        writer.step(
+            StepRecord(index=i, mode=step_mode, action=action, output="", exit_code=0, duration=0.0)
+        )
     writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False))
     writer.close()
     return path
@@ -194,8 +202,15 @@ def test_factory_returning_a_non_agent_is_refused():
 
 
 def test_string_options_from_the_command_line_get_the_declared_types(tmp_path):
-    agent = make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", temperature="0.5",
-                       max_tokens="none", probe="true", extra_body='{"top_k": 5}')
+    agent = make_agent(
+        "llm",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        temperature="0.5",
+        max_tokens="none",
+        probe="true",
+        extra_body='{"top_k": 5}',
+    )
     assert (agent.temperature, agent.max_tokens, agent.probe_enabled) == (0.5, None, True)
     assert agent.extra_body == {"top_k": 5}
     with pytest.raises(AgentError, match="option 'max_tokens': expected int, found 'many'"):

@@ -71,15 +71,22 @@ def test_episodes_enforcing_the_original_rules_are_not_shifted():
 
 
 def test_withheld_hit_rate_is_the_pass_rate_on_withheld():
-    episodes = [_ep("t1", "withheld", True), _ep("t2", "withheld", False),
-                _ep("t3", "withheld", False), _ep("t3", "original", True)]
+    episodes = [
+        _ep("t1", "withheld", True),
+        _ep("t2", "withheld", False),
+        _ep("t3", "withheld", False),
+        _ep("t3", "original", True),
+    ]
     m = compute_metrics(episodes, resamples=100)
     assert m.withheld_hit_rate.value == pytest.approx(1 / 3)
 
 
 def test_infrastructure_errors_are_excluded_and_counted_apart():
-    episodes = [_ep("t1", "original", True), _ep("t1", "original", False, error="grader died"),
-                _ep("t2", "original", False, error="sandbox crashed")]
+    episodes = [
+        _ep("t1", "original", True),
+        _ep("t1", "original", False, error="grader died"),
+        _ep("t2", "original", False, error="sandbox crashed"),
+    ]
     m = compute_metrics(episodes, resamples=50)
     assert m.pass_rate["original"].value == 1.0
     assert (m.episodes, m.infra_errors) == (1, 2)
@@ -145,6 +152,7 @@ def test_per_task_breakdown_and_grouping_by_agent():
 
 
 def test_summary_from_dict_accepts_recording_names():
-    s = EpisodeSummary.from_dict({"task_id": "t", "variant": "contradicted", "passed": 1,
-                                  "class": "stale", "reward": None})
+    s = EpisodeSummary.from_dict(
+        {"task_id": "t", "variant": "contradicted", "passed": 1, "class": "stale", "reward": None}
+    )
     assert (s.task, s.shadow_class, s.passed, s.reward) == ("t", "stale", True, 0.0)

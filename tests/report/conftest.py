@@ -42,26 +42,56 @@ def write_episode(
         visible.pop("fuel_reserve")
     policy = "\n".join(f"{k}: {v}" for k, v in visible.items())
     header = EpisodeHeader(
-        episode_id=episode_id, task=task, task_version=1, variant=variant,
-        rules_visible=visible, rules_enforced=enforced, seed=1, agent=agent, backend="docker",
-        versions={}, started=0.0, run_id=run_dir.name,
-        extra={"instruction": "Plan the loads; respect policy/fuel.yaml.",
-               "visible_files": {"policy/fuel.yaml": policy}},
+        episode_id=episode_id,
+        task=task,
+        task_version=1,
+        variant=variant,
+        rules_visible=visible,
+        rules_enforced=enforced,
+        seed=1,
+        agent=agent,
+        backend="docker",
+        versions={},
+        started=0.0,
+        run_id=run_dir.name,
+        extra={
+            "instruction": "Plan the loads; respect policy/fuel.yaml.",
+            "visible_files": {"policy/fuel.yaml": policy},
+        },
     )
     writer = EpisodeWriter(run_dir, header)
     actions = list(actions)
     outputs = list(outputs) if outputs is not None else ["" for _ in actions]
     for i, (action, output) in enumerate(zip(actions, outputs, strict=True)):
-        writer.step(StepRecord(index=i, mode="command", action=action, output=output,
-                               exit_code=0, duration=0.01, t=float(i)))
+        writer.step(
+            StepRecord(
+                index=i,
+                mode="command",
+                action=action,
+                output=output,
+                exit_code=0,
+                duration=0.01,
+                t=float(i),
+            )
+        )
     verdicts = {variant: {"rules": enforced, "passed": passed, "score": float(passed)}}
     if variant != "original":
-        verdicts["original"] = {"rules": dict(ORIGINAL), "passed": cls in ("stale", "both"),
-                                "score": 0.0}
-    writer.end(EpisodeEnd(reward=float(passed) if not error else 0.0, terminated=True,
-                          truncated=False, verdicts=verdicts if not error else {},
-                          cls=cls if not error else None, error=error,
-                          extra={"transcript": transcript or []}))
+        verdicts["original"] = {
+            "rules": dict(ORIGINAL),
+            "passed": cls in ("stale", "both"),
+            "score": 0.0,
+        }
+    writer.end(
+        EpisodeEnd(
+            reward=float(passed) if not error else 0.0,
+            terminated=True,
+            truncated=False,
+            verdicts=verdicts if not error else {},
+            cls=cls if not error else None,
+            error=error,
+            extra={"transcript": transcript or []},
+        )
+    )
     writer.close()
     return episode_id
 
@@ -77,25 +107,49 @@ def make_run(tmp_path: Path) -> RunFactory:
     pass is "adapted" and a failure "stale" (the agent kept the original rule).
     """
 
-    def make(name: str = "run", agent: str = "oracle", n_tasks: int = 3, per_task: int = 2,
-             pass_original: float = 1.0, pass_contradicted: float = 1.0,
-             withheld: bool = True) -> Path:
+    def make(
+        name: str = "run",
+        agent: str = "oracle",
+        n_tasks: int = 3,
+        per_task: int = 2,
+        pass_original: float = 1.0,
+        pass_contradicted: float = 1.0,
+        withheld: bool = True,
+    ) -> Path:
         run_dir = tmp_path / name
         run_dir.mkdir()
         (run_dir / "run.json").write_text(json.dumps({"run_id": name, "agent": agent}))
         for t in range(n_tasks):
             for k in range(per_task):
                 task = f"task-{t}"
-                write_episode(run_dir, task=task, variant="original", agent=agent,
-                              passed=k < pass_original * per_task, cls=None)
+                write_episode(
+                    run_dir,
+                    task=task,
+                    variant="original",
+                    agent=agent,
+                    passed=k < pass_original * per_task,
+                    cls=None,
+                )
                 passed = k < pass_contradicted * per_task
                 limit = 150 if passed else 100
-                write_episode(run_dir, task=task, variant="contradicted", agent=agent,
-                              passed=passed, cls="adapted" if passed else "stale",
-                              actions=[f"python3 plan.py --max-weight {limit}"])
+                write_episode(
+                    run_dir,
+                    task=task,
+                    variant="contradicted",
+                    agent=agent,
+                    passed=passed,
+                    cls="adapted" if passed else "stale",
+                    actions=[f"python3 plan.py --max-weight {limit}"],
+                )
                 if withheld:
-                    write_episode(run_dir, task=task, variant="withheld", agent=agent,
-                                  passed=passed, cls="adapted" if passed else "stale")
+                    write_episode(
+                        run_dir,
+                        task=task,
+                        variant="withheld",
+                        agent=agent,
+                        passed=passed,
+                        cls="adapted" if passed else "stale",
+                    )
         return run_dir
 
     return make

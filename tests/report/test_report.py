@@ -29,8 +29,14 @@ def test_load_run_summarizes_recorded_episodes(make_run):
 
 def test_infrastructure_error_episode_is_counted_apart(make_run, tmp_path):
     run_dir = make_run()
-    write_episode(run_dir, task="task-0", variant="original", agent="oracle", passed=False,
-                  error="GraderError: pytest crashed")
+    write_episode(
+        run_dir,
+        task="task-0",
+        variant="original",
+        agent="oracle",
+        passed=False,
+        error="GraderError: pytest crashed",
+    )
     m = load_run(run_dir, resamples=50).metrics["oracle"]
     assert (m.infra_errors, m.pass_rate["original"].value) == (1, 1.0)
 
@@ -46,19 +52,33 @@ def test_audit_reads_the_transcript_and_probe_of_an_episode(tmp_path):
     run_dir = tmp_path / "r"
     transcript = [
         {"step": 0, "role": "system", "content": "You are in a terminal."},
-        {"step": 1, "role": "assistant", "content": "```bash\ncat policy/fuel.yaml\n```",
-         "reasoning": "The hidden tests usually want a max of 100."},
+        {
+            "step": 1,
+            "role": "assistant",
+            "content": "```bash\ncat policy/fuel.yaml\n```",
+            "reasoning": "The hidden tests usually want a max of 100.",
+        },
         {"step": 1, "role": "user", "content": "Exit code: 0\nOutput:\nmax_weight: 150"},
         {"step": 2, "role": "assistant", "content": "SUBMIT", "reasoning": None},
         {"step": 2, "role": "probe", "content": "I capped loads at 150.", "reasoning": None},
     ]
-    write_episode(run_dir, task="t", variant="contradicted", agent="llm", passed=True,
-                  cls="adapted", actions=["cat policy/fuel.yaml"],
-                  outputs=["max_weight: 150\n"], transcript=transcript)
+    write_episode(
+        run_dir,
+        task="t",
+        variant="contradicted",
+        agent="llm",
+        passed=True,
+        cls="adapted",
+        actions=["cat policy/fuel.yaml"],
+        outputs=["max_weight: 150\n"],
+        transcript=transcript,
+    )
     audit = load_run(run_dir, resamples=0).audit
     kinds = sorted((h.kind, h.source, h.detail) for h in audit.hits)
-    assert kinds == [("leak", "reasoning", "max_weight=100"),
-                     ("platform", "reasoning", "hidden-tests: hidden tests")]
+    assert kinds == [
+        ("leak", "reasoning", "max_weight=100"),
+        ("platform", "reasoning", "hidden-tests: hidden tests"),
+    ]
     assert [p.disclosed for p in audit.probes] == [False]
 
 
@@ -80,8 +100,9 @@ def test_html_report_is_self_contained_with_its_charts(make_run):
 def test_report_command_prints_tables_and_writes_html_and_prometheus(make_run, tmp_path):
     run_dir = make_run(pass_contradicted=0.5)
     prom = tmp_path / "metrics.prom"
-    result = CliRunner().invoke(main, ["report", str(run_dir), "--resamples", "100",
-                                       "--prometheus", str(prom)])
+    result = CliRunner().invoke(
+        main, ["report", str(run_dir), "--resamples", "100", "--prometheus", str(prom)]
+    )
     assert result.exit_code == 0, result.output
     assert "Pass rate per variant" in result.output
     assert "memorization index" in result.output
@@ -102,7 +123,8 @@ def test_compare_exits_1_on_a_pass_rate_drop(make_run):
     base = make_run("base", pass_contradicted=1.0)
     candidate = make_run("cand", pass_contradicted=0.5)
     result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        main, ["compare", str(base), str(candidate), "--max-drop", "0.1", "--resamples", "50"])
+        main, ["compare", str(base), str(candidate), "--max-drop", "0.1", "--resamples", "50"]
+    )
     assert result.exit_code == 1, result.output
     assert "REGRESSION: oracle pass_rate[contradicted] fell 50.0 points" in result.output
     assert "REGRESSION: oracle memorization_index rose 50.0 points" in result.output
@@ -112,12 +134,14 @@ def test_compare_exits_1_on_a_pass_rate_drop(make_run):
 def test_compare_exits_0_within_the_tolerance(make_run):
     base = make_run("base", pass_contradicted=1.0)
     candidate = make_run("cand", pass_contradicted=0.5)
-    ok = CliRunner().invoke(main, ["compare", str(base), str(candidate),
-                                   "--max-drop", "60%", "--resamples", "50"])
+    ok = CliRunner().invoke(
+        main, ["compare", str(base), str(candidate), "--max-drop", "60%", "--resamples", "50"]
+    )
     assert ok.exit_code == 0, ok.output
     assert "no regression" in ok.output
-    better = CliRunner().invoke(main, ["compare", str(candidate), str(base),
-                                       "--max-drop", "0", "--resamples", "50"])
+    better = CliRunner().invoke(
+        main, ["compare", str(candidate), str(base), "--max-drop", "0", "--resamples", "50"]
+    )
     assert better.exit_code == 0, better.output
 
 
@@ -137,8 +161,10 @@ def test_compare_rejects_a_bad_tolerance(make_run):
     assert "--max-drop" in result.output
 
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|'
-                     r'\\[\\"n])*",?)*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$')
+_SAMPLE = re.compile(
+    r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|'
+    r'\\[\\"n])*",?)*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$'
+)
 
 
 def _check_exposition(text: str) -> int:
@@ -167,13 +193,17 @@ def _check_exposition(text: str) -> int:
 
 
 def test_prometheus_text_parses(make_run):
-    runs = [load_run(make_run("base"), resamples=100),
-            load_run(make_run("cand", pass_contradicted=0.5), resamples=100)]
+    runs = [
+        load_run(make_run("base"), resamples=100),
+        load_run(make_run("cand", pass_contradicted=0.5), resamples=100),
+    ]
     text = prometheus_text(runs)
     assert _check_exposition(text) > 20
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    rates = {(s.labels["run"], s.labels["variant"]): s.value
-             for s in families["termgym_pass_rate"].samples}
+    rates = {
+        (s.labels["run"], s.labels["variant"]): s.value
+        for s in families["termgym_pass_rate"].samples
+    }
     assert rates[("base", "contradicted")] == 1.0
     assert rates[("cand", "contradicted")] == 0.5
     memo = {s.labels["run"]: s.value for s in families["termgym_memorization_index"].samples}
@@ -183,13 +213,29 @@ def test_prometheus_text_parses(make_run):
 
 def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_ones_are(tmp_path):
     run_dir = tmp_path / "r"
-    oracle_cmd = ("cd /app && TERMGYM_WITHHELD_RULES='{\"fuel_reserve\":0.1}' bash -c "
-                  "\"$(cat <<'TERMGYM_SCRIPT'\npython3 plan.py\nTERMGYM_SCRIPT\n)\"")
-    write_episode(run_dir, task="t", variant="withheld", agent="oracle", passed=True,
-                  cls="both", actions=[oracle_cmd])
+    oracle_cmd = (
+        "cd /app && TERMGYM_WITHHELD_RULES='{\"fuel_reserve\":0.1}' bash -c "
+        "\"$(cat <<'TERMGYM_SCRIPT'\npython3 plan.py\nTERMGYM_SCRIPT\n)\""
+    )
+    write_episode(
+        run_dir,
+        task="t",
+        variant="withheld",
+        agent="oracle",
+        passed=True,
+        cls="both",
+        actions=[oracle_cmd],
+    )
     memorized = oracle_cmd.replace("python3 plan.py", "python3 plan.py --reserve 0.1")
-    write_episode(run_dir, task="t", variant="withheld", agent="memorizer", passed=True,
-                  cls="both", actions=[memorized.replace('{"fuel_reserve":0.1}', "{}")])
+    write_episode(
+        run_dir,
+        task="t",
+        variant="withheld",
+        agent="memorizer",
+        passed=True,
+        cls="both",
+        actions=[memorized.replace('{"fuel_reserve":0.1}', "{}")],
+    )
     audit = load_run(run_dir, resamples=0).audit
     assert audit.for_agent("oracle").leak_rate == 0.0
     assert audit.for_agent("memorizer").leak_rate == 1.0
@@ -199,10 +245,20 @@ def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_one
 def test_episodes_whose_every_attempt_failed_are_counted_as_infra_errors(make_run):
     run_dir = make_run(n_tasks=1, per_task=1, withheld=False)
     lines = [
-        {"episode_id": "lost-1", "task": "task-0", "variant": "original",
-         "status": "infra-error", "error": "SandboxCrashed: engine gone"},
-        {"episode_id": "retried", "task": "task-0", "variant": "original",
-         "status": "infra-error", "error": "GraderError: timeout"},
+        {
+            "episode_id": "lost-1",
+            "task": "task-0",
+            "variant": "original",
+            "status": "infra-error",
+            "error": "SandboxCrashed: engine gone",
+        },
+        {
+            "episode_id": "retried",
+            "task": "task-0",
+            "variant": "original",
+            "status": "infra-error",
+            "error": "GraderError: timeout",
+        },
         {"episode_id": "retried", "task": "task-0", "variant": "original", "status": "ok"},
     ]
     (run_dir / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -215,7 +271,8 @@ def test_report_pools_several_runs_per_agent(make_run, tmp_path):
     memorizer = make_run("memorizer-run", agent="memorizer", pass_contradicted=0.0)
     html = tmp_path / "both.html"
     result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        main, ["report", str(oracle), str(memorizer), "--resamples", "50", "--html", str(html)])
+        main, ["report", str(oracle), str(memorizer), "--resamples", "50", "--html", str(html)]
+    )
     assert result.exit_code == 0, result.output
     assert "oracle-run + memorizer-run" in result.output
     page = html.read_text()
@@ -226,8 +283,13 @@ def test_report_pools_several_runs_per_agent(make_run, tmp_path):
 def test_agent_errors_count_as_graded_failures_and_are_reported(make_run):
     run_dir = make_run(n_tasks=1, per_task=1, withheld=False, pass_contradicted=0.0)
     failed = next((run_dir / "episodes").glob("*contradicted*.jsonl")).stem
-    line = {"episode_id": failed, "task": "task-0", "variant": "contradicted",
-            "status": "agent-error", "error": "AgentError: llm: HTTP 500"}
+    line = {
+        "episode_id": failed,
+        "task": "task-0",
+        "variant": "contradicted",
+        "status": "agent-error",
+        "error": "AgentError: llm: HTTP 500",
+    }
     (run_dir / "results.jsonl").write_text(json.dumps(line) + "\n")
     m = load_run(run_dir, resamples=0).metrics["oracle"]
     assert (m.episodes, m.agent_errors, m.infra_errors) == (2, 1, 0)
