@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import time
@@ -66,6 +67,7 @@ def bench_grading(quick: bool = False) -> Section:
     if quick:
         tasks = tasks[:3]
     reps = 2 if quick else 4
+    load_before = os.getloadavg()[0]
     out: dict[str, list[float]] = {
         k: [] for k in ("episode", "freeze", "one", "three", "naive", "machinery")
     }
@@ -90,7 +92,8 @@ def bench_grading(quick: bool = False) -> Section:
         f"3 rule sets / 1 rule set at p50: {p50(out['three']) / p50(out['one']):.2f}x "
         "(target: at most 2x); naive / 1: "
         f"{p50(out['naive']) / p50(out['one']):.2f}x",
-        f"machine: {platform.machine()}, Linux {platform.release()}, "
-        f"Python {platform.python_version()}",
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}, "
+        f"Python {platform.python_version()}; 1-minute load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after (other work on the machine slows every figure)",
     )
     return Section("grading", "Grading overhead", rows, notes)
