@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
 from termgym.errors import ImageError
 from termgym.sandbox import BASE_IMAGE
 from termgym.tasks._loader import Task
+
+HIDDEN = ("graders", "solution", "task.yaml")
+"""Kept out of a task's image build context."""
+
+
+def _hidden(root: Path) -> Callable[[str, list[str]], list[str]]:
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n in HIDDEN] if Path(folder) == root else []
+
+    return ignore
 
 
 def image_tag(task: Task) -> str:
@@ -30,5 +45,10 @@ def task_image(task: Task, build: bool = True) -> str:
     if build:
         from termgym.images import build_image
 
-        build_image(task.root, tag)
+        with tempfile.TemporaryDirectory(prefix="termgym-context-") as context:
+            # The build context leaves out what the agent must never see in the image.
+            shutil.copytree(
+                task.root, context, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*HIDDEN)
+            )
+            build_image(Path(context), tag)
     return tag
