@@ -267,6 +267,9 @@ class LLMAgent:
             parts.append(f"Exit code: {status}\nOutput:\n```\n{output}\n```")
         else:
             parts.append("The shell is ready. Send your first command.")
+        left = context.max_steps - self._step
+        if not first and left <= 5:
+            parts.append(f"{left} {'step' if left == 1 else 'steps'} left; SUBMIT once done.")
         return "\n\n".join(parts)
 
     def _add(self, role: str, content: str, **extra: Any) -> None:

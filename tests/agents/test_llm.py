@@ -83,6 +83,7 @@ def test_observation_output_and_exit_code_reach_the_model_truncated(chat_server)
     agent.act({"output": "x" * 5000, "exit_code": 3})
     shown = chat_server.requests[1]["messages"][-1]["content"]
     assert "Exit code: 3" in shown
+    assert "steps left" not in shown
     assert "characters omitted" in shown
     assert len(shown) < 800
 
@@ -165,3 +166,14 @@ def test_keys_mode_shows_the_screen_and_sends_keystrokes(chat_server):
     shown = chat_server.requests[0]["messages"]
     assert "keystrokes" in shown[0]["content"]
     assert '"notes.txt" 2L' in shown[1]["content"]
+
+
+def test_the_model_is_told_when_few_steps_are_left(chat_server):
+    for _ in range(3):
+        chat_server.reply("```bash\nls\n```")
+    agent = make_agent("llm", model="m", base_url=chat_server.base_url, api_key="k")
+    agent.reset(EpisodeContext("t", "Do it.", max_steps=6))
+    for _ in range(3):
+        agent.act({"output": "", "exit_code": 0})
+    assert "5 steps left; SUBMIT once done." in chat_server.requests[1]["messages"][-1]["content"]
+    assert "4 steps left" in chat_server.requests[2]["messages"][-1]["content"]
