@@ -216,6 +216,8 @@ class LLMAgent:
                 self.probe()
             return SUBMIT
         self._step += 1
+        if self.probe_enabled and self._step >= context.max_steps:
+            self.probe()  # the last allowed step: the episode ends without another turn
         return action
 
     def probe(self) -> str | None:

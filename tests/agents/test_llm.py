@@ -177,3 +177,13 @@ def test_the_model_is_told_when_few_steps_are_left(chat_server):
         agent.act({"output": "", "exit_code": 0})
     assert "5 steps left; SUBMIT once done." in chat_server.requests[1]["messages"][-1]["content"]
     assert "4 steps left" in chat_server.requests[2]["messages"][-1]["content"]
+
+
+def test_probe_is_asked_on_the_last_allowed_step_too(chat_server):
+    chat_server.reply("```bash\nls\n```")
+    chat_server.reply("I followed the policy file.")
+    agent = make_agent("llm", model="m", base_url=chat_server.base_url, api_key="k", probe=True)
+    agent.reset(EpisodeContext("t", "Do it.", max_steps=1))
+    assert agent.act({"output": "", "exit_code": -1}) == "ls"
+    assert agent.transcript()[-1]["role"] == "probe"
+    assert agent.transcript()[-1]["content"] == "I followed the policy file."
