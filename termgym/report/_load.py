@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,22 @@ def load_run(
     )
 
 
+def _qualified(run: RunData) -> RunData:
+    """The run with every episode id prefixed by its run id ("<run>/<episode>")."""
+
+    def q(episode_id: str) -> str:
+        return f"{run.run_id}/{episode_id}"
+
+    audit = AuditReport(
+        run.audit.episodes,
+        tuple(replace(h, episode_id=q(h.episode_id)) for h in run.audit.hits),
+        tuple(replace(p, episode_id=q(p.episode_id)) for p in run.audit.probes),
+        {q(e): a for e, a in run.audit.agents.items()},
+    )
+    summaries = tuple(replace(s, episode_id=q(s.episode_id)) for s in run.summaries)
+    return replace(run, summaries=summaries, audit=audit)
+
+
 def merge_runs(
     runs: list[RunData],
     *,
@@ -103,9 +119,13 @@ def merge_runs(
     confidence: float = 0.95,
 ) -> RunData:
     """One report over several runs (e.g. the oracle's and the memorizer's): episodes pooled,
-    metrics recomputed per agent."""
+    metrics recomputed per agent. Episode ids are prefixed by their run id when runs share ids.
+    """
     if len(runs) == 1:
         return runs[0]
+    ids = [s.episode_id for r in runs for s in r.summaries]
+    if len(ids) != len(set(ids)):
+        runs = [_qualified(r) for r in runs]
     summaries = tuple(s for run in runs for s in run.summaries)
     audit = AuditReport(
         sum(r.audit.episodes for r in runs),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -14,7 +13,6 @@ from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepReco
 
 ORIGINAL = {"max_weight": 100, "fuel_reserve": 0.1}
 CONTRADICTED = {"max_weight": 150, "fuel_reserve": 0.1}
-_ids = itertools.count()
 
 
 def _rules(variant: str) -> dict[str, Any]:
@@ -35,7 +33,11 @@ def write_episode(
     error: str | None = None,
 ) -> str:
     """Record one episode the way the environment does; returns its id."""
-    episode_id = f"{task}-{variant}-{next(_ids)}"
+    # numbered within the run, as the runner does: two runs share episode ids
+    index = (
+        len(list((run_dir / "episodes").glob("*.jsonl"))) if (run_dir / "episodes").is_dir() else 0
+    )
+    episode_id = f"{task}-{variant}-{index:03d}"
     enforced = _rules(variant)
     visible = dict(enforced)
     if variant == "withheld":

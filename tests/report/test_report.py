@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from termgym.cli import main
 from termgym.errors import RecordingError
-from termgym.report import compare_runs, load_run, prometheus_text, render_html
+from termgym.report import compare_runs, load_run, merge_runs, prometheus_text, render_html
 
 from .conftest import write_episode
 
@@ -278,6 +278,11 @@ def test_report_pools_several_runs_per_agent(make_run, tmp_path):
     page = html.read_text()
     assert page.count('class="bar"') == 6  # two agents, three variants
     assert page.count("cls-stale") == 6 and page.count("cls-adapted") == 6
+    # both runs name their episodes alike: the pooled audit keeps them apart
+    pooled = merge_runs([load_run(oracle, resamples=0), load_run(memorizer, resamples=0)])
+    assert pooled.audit.for_agent("oracle").episodes == 18
+    assert pooled.audit.for_agent("memorizer").leak_rate == 1 / 3
+    assert all(h.episode_id.startswith("memorizer-run/") for h in pooled.audit.hits)
 
 
 def test_agent_errors_count_as_graded_failures_and_are_reported(make_run):
