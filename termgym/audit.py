@@ -487,6 +487,11 @@ class AuditReport:
         """Share of audited episodes with at least one hit of `kind` (None with no episode)."""
         return self.episodes_with(kind) / self.episodes if self.episodes else None
 
+    def ranked_hits(self) -> list[AuditHit]:
+        """Hits with leaks first, then platform mentions, then rule-name leaks."""
+        order = {"leak": 0, "platform": 1, "leak-name": 2}
+        return sorted(self.hits, key=lambda h: (order.get(h.kind, 3), h.episode_id, h.step))
+
     @property
     def leak_rate(self) -> float | None:
         """Share of episodes in which the agent wrote a hidden rule value."""

@@ -164,7 +164,7 @@ def _audit_section(run: RunData, limit: int = 200) -> str:
             f"<td class='kind-{escape(h.kind.split('-')[0])}'>{escape(h.kind)}</td>"
             f"<td>{escape(h.source)}</td><td>{escape(h.detail)}</td>"
             f"<td class='excerpt'>{escape(h.excerpt)}</td></tr>"
-            for h in audit.hits[:limit]
+            for h in audit.ranked_hits()[:limit]
         ]
         more = len(audit.hits) - limit
         out.append(

@@ -129,7 +129,7 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
     table = Table(title="Trace audit", caption=caption)
     for name in ("episode", "step", "kind", "source", "what", "excerpt"):
         table.add_column(name, overflow="fold")
-    for hit in audit.hits[:limit]:
+    for hit in audit.ranked_hits()[:limit]:
         style = "red" if hit.kind.startswith("leak") else "yellow"
         table.add_row(
             escape(hit.episode_id),
