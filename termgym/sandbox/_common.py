@@ -14,7 +14,7 @@ from typing import Any
 
 from termgym.errors import SandboxCrashed, SandboxError
 from termgym.sandbox._base import RunResult, SandboxConfig
-from termgym.sandbox._shell import PersistentShell
+from termgym.sandbox._shell import Channel, PersistentShell
 
 DEFAULT_ENV: Mapping[str, str] = {
     "HOME": "/root",
@@ -38,9 +38,11 @@ class ShellSandbox:
         self._crashed: str | None = None
         self._closed = False
 
-    # subclasses fill these in
+    # subclasses fill in _shell_argv (a host command on a pty) or _connect (a Channel)
     def _shell_argv(self) -> list[str]:
         raise NotImplementedError
+
+    _connect: Callable[[tuple[int, int]], Channel] | None = None
 
     def _shell_env(self) -> dict[str, str]:
         return {**DEFAULT_ENV, **self.config.env}
@@ -57,7 +59,8 @@ class ShellSandbox:
     # the Protocol
     def _start_shell(self) -> None:
         self.shell = PersistentShell(
-            self._shell_argv(),
+            None if self._connect is not None else self._shell_argv(),
+            connect=self._connect,
             workdir=self._shell_workdir(),
             env=self._shell_env(),
             output_limit=self.config.output_limit,

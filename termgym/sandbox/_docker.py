@@ -1,4 +1,7 @@
-"""The docker backend: one locked-down container per episode, the agent's shell via `docker exec`.
+"""The docker backend: one locked-down container per episode, the agent's shell one exec in it.
+
+The shell is a `docker exec` with a tty whose stream is the engine's raw socket (what
+`docker exec -it` does, without the CLI process in between), attached once per episode.
 
 The container's main process is `sleep infinity` under docker's init, running as `nobody`;
 the agent's shell and every `exec` run as root without capabilities. So `kill -9 -1` run as
@@ -23,8 +26,8 @@ from typing import Any
 from termgym.errors import SandboxCrashed, SandboxError
 from termgym.sandbox._base import SANDBOX_LABEL, RunResult, SandboxConfig
 from termgym.sandbox._common import DEFAULT_ENV, ShellSandbox
-from termgym.sandbox._engine import docker_cli, docker_client
-from termgym.sandbox._shell import BASH_ARGV, _Collector
+from termgym.sandbox._engine import docker_client
+from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 
 KEEP_CAPS: tuple[str, ...] = ()
 """Capabilities added back after dropping ALL; bash, python, git and make need none."""
@@ -39,7 +42,52 @@ OWNER_PID_LABEL = "io.termgym.pid"
 """Who started a container; `termgym gc` removes those whose starter is gone."""
 
 DETACH_KEYS = "ctrl-^,ctrl-_,ctrl-^,ctrl-_"
-"""`docker exec -it` swallows Ctrl-P by default (its detach prefix); move it out of the way."""
+"""Docker swallows Ctrl-P by default in an attached exec (its detach prefix); move it away."""
+
+
+class DockerExecChannel:
+    """The agent's shell as a `docker exec` with a tty, its stream a raw socket to the engine.
+
+    Equivalent to `docker exec -it <cid> bash ...` without the CLI process in between.
+    """
+
+    def __init__(self, container: Any, argv: Sequence[str], workdir: str, size: tuple[int, int]):
+        api = container.client.api
+        self.api = api
+        self.description = f"docker exec {container.name} {' '.join(argv)}"
+        self.exec_id = api.exec_create(
+            container.id, list(argv), stdin=True, tty=True, user=AGENT_USER, workdir=workdir,
+            detach_keys=DETACH_KEYS,
+        )["Id"]  # fmt: skip
+        self.sock = api.exec_start(self.exec_id, tty=True, socket=True)
+        self.fd: int = self.sock.fileno()
+        _nonblocking(self.fd)
+        with contextlib.suppress(Exception):
+            api.exec_resize(self.exec_id, height=size[0], width=size[1])
+        self._closed = False
+
+    def alive(self) -> bool:
+        return not self._closed
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(Exception):
+                self.sock.close()
+            with contextlib.suppress(Exception):
+                self.sock._sock.close()
+
+    def exit_status(self) -> int | None:
+        self.close()
+        for _ in range(20):
+            try:
+                info = self.api.exec_inspect(self.exec_id)
+            except Exception:
+                return None
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.025)
+        return None
 
 
 class DockerSandbox(ShellSandbox):
@@ -63,7 +111,6 @@ class DockerSandbox(ShellSandbox):
         import docker.errors
 
         client = docker_client()
-        docker_cli()
         config = self.config
         try:
             self.container = client.containers.run(
@@ -103,11 +150,11 @@ class DockerSandbox(ShellSandbox):
             self.close()
             raise
 
-    def _shell_argv(self) -> list[str]:
-        return [
-            docker_cli(), "exec", "-it", "--detach-keys", DETACH_KEYS, "-u", AGENT_USER,
-            "-w", self.config.workdir, self.container_id, *BASH_ARGV,
-        ]  # fmt: skip
+    def _connect(self, size: tuple[int, int]) -> DockerExecChannel:
+        try:
+            return DockerExecChannel(self.container, BASH_ARGV, self.config.workdir, size)
+        except Exception as exc:  # docker's APIError and connection errors
+            raise SandboxError(f"Could not attach a shell to {self.name}: {exc}") from exc
 
     def _kill_hook(self, pid: int) -> None:
         script = f"t=$(ps -o tpgid= -p {pid}); kill -9 -$((t)) {pid} 2>/dev/null; kill -9 {pid}"

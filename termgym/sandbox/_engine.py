@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from typing import Any
 
@@ -52,17 +51,6 @@ def docker_answers() -> bool:
     except BackendUnavailable:
         return False
     return True
-
-
-def docker_cli() -> str:
-    """Path of the `docker` command-line client (the persistent shell attaches through it)."""
-    path = shutil.which("docker")
-    if path is None:
-        raise BackendUnavailable(
-            "The `docker` command-line client is not on PATH; the docker backend attaches the "
-            "agent's shell with `docker exec -it`. Install docker.io (or docker-ce-cli)."
-        )
-    return path
 
 
 def forget_clients() -> None:

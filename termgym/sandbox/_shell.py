@@ -26,6 +26,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import pexpect
 
@@ -122,11 +123,75 @@ class _Outcome:
     status: int | None = None
 
 
+class Channel(Protocol):
+    """A byte stream to one interactive shell on a terminal (a pty, or a docker exec socket)."""
+
+    fd: int
+    description: str
+
+    def alive(self) -> bool:
+        """False once the shell is known to be gone."""
+
+    def close(self) -> None:
+        """Drop the connection and stop the host side (idempotent)."""
+
+    def exit_status(self) -> int | None:
+        """The shell's exit status once it is gone (None if unknown)."""
+
+
+class PtyChannel:
+    """A host command spawned on a pty by pexpect (bwrap, local)."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        size: tuple[int, int],
+        env: Mapping[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
+        self.description = " ".join(argv)
+        child = pexpect.spawn(
+            argv[0], list(argv[1:]), env=env, echo=False, dimensions=size,
+            use_poll=True, preexec_fn=preexec_fn,
+        )  # fmt: skip
+        child.delaybeforesend = None
+        child.ptyproc.delayafterclose = 0
+        child.ptyproc.delayafterterminate = 0.02
+        _nonblocking(child.child_fd)
+        self.child = child
+        self.fd: int = child.child_fd
+        self.pid: int = child.pid
+
+    def alive(self) -> bool:
+        return bool(self.child.isalive())
+
+    def close(self) -> None:
+        if self.child.isalive():
+            with contextlib.suppress(Exception):
+                os.killpg(self.child.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.child.close(force=True)
+
+    def exit_status(self) -> int | None:
+        self.close()
+        if self.child.exitstatus is not None:
+            return int(self.child.exitstatus)
+        if self.child.signalstatus is not None:
+            return 128 + int(self.child.signalstatus)
+        return None
+
+
+def _nonblocking(fd: int) -> None:
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+
 class PersistentShell:
-    """One interactive bash on a pty, spawned by a backend's command, reused for every run.
+    """One interactive bash on a terminal, connected once, reused for every run.
 
     Args:
-        argv: Command whose stdin/stdout is the shell (e.g. `docker exec -it <cid> bash ...`).
+        argv: Host command whose pty is the shell (e.g. `bwrap ... bash ...`), or None when
+            `connect` is given.
+        connect: Makes the Channel to a fresh shell, given the terminal size (docker).
         workdir: Directory the shell starts in (created if missing).
         env: Variables exported into the shell (re-exported after a restart).
         output_limit: Bytes kept per command; the rest is dropped behind a marker.
@@ -142,8 +207,9 @@ class PersistentShell:
 
     def __init__(
         self,
-        argv: Sequence[str],
+        argv: Sequence[str] | None = None,
         *,
+        connect: Callable[[tuple[int, int]], Channel] | None = None,
         workdir: str = "/",
         env: Mapping[str, str] | None = None,
         output_limit: int = 1_000_000,
@@ -153,7 +219,6 @@ class PersistentShell:
         size: tuple[int, int] = (24, 80),
         preexec_fn: Callable[[], None] | None = None,
     ) -> None:
-        self.argv = list(argv)
         self.workdir = workdir
         self.env = dict(env or {})
         self.output_limit = output_limit
@@ -162,6 +227,12 @@ class PersistentShell:
         self.kill_hook = kill_hook
         self.size = size
         self.preexec_fn = preexec_fn
+        if connect is None:
+            if not argv:
+                raise ValueError("PersistentShell needs argv or connect")
+            command, host, preexec = list(argv), self.host_env, preexec_fn
+            connect = lambda size: PtyChannel(command, size, host, preexec)  # noqa: E731
+        self.connect = connect
         token = secrets.token_hex(10)
         self._left, self._right = "__TG" + token[:6], token[6:]
         self._sentinel = re.compile(
@@ -169,7 +240,7 @@ class PersistentShell:
         )
         self._seq = 0
         self._status = 0
-        self._child: pexpect.spawn | None = None
+        self._child: Channel | None = None
         self._pending = b""
         self.shell_pid: int | None = None
         self.restarts = 0
@@ -178,25 +249,11 @@ class PersistentShell:
 
     @property
     def alive(self) -> bool:
-        return self._child is not None and self._child.isalive()
+        return self._child is not None and self._child.alive()
 
     def start(self, timeout: float = 30.0) -> None:
         """Spawn the shell and set it up; raises SandboxError if it does not come up."""
-        child = pexpect.spawn(
-            self.argv[0],
-            self.argv[1:],
-            env=self.host_env,
-            echo=False,
-            dimensions=self.size,
-            use_poll=True,
-            preexec_fn=self.preexec_fn,
-        )
-        child.delaybeforesend = None
-        child.ptyproc.delayafterclose = 0
-        child.ptyproc.delayafterterminate = 0.02
-        flags = fcntl.fcntl(child.child_fd, fcntl.F_GETFL)
-        fcntl.fcntl(child.child_fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
-        self._child = child
+        child = self._child = self.connect(self.size)
         self._status = 0
         self._seq += 1
         init = self._init_script(self._seq)
@@ -208,7 +265,7 @@ class PersistentShell:
             text = collector.finish()[0].decode("utf-8", "replace")[-2000:]
             self._kill()
             raise SandboxError(
-                f"Expected the shell ({' '.join(self.argv)}) to answer within {timeout:.0f} s; "
+                f"Expected the shell ({child.description}) to answer within {timeout:.0f} s; "
                 f"it {'exited' if outcome.kind == 'died' else 'did not answer'}. "
                 f"It printed: {text!r}"
             )
@@ -244,11 +301,7 @@ class PersistentShell:
         if self.kill_hook is not None and self.shell_pid is not None:
             with contextlib.suppress(Exception):
                 self.kill_hook(self.shell_pid)
-        if child.isalive():
-            with contextlib.suppress(Exception):
-                os.killpg(child.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            child.close(force=True)
+        child.close()
         self.shell_pid = None
 
     def restart(self) -> None:
@@ -356,7 +409,7 @@ class PersistentShell:
         if self._child is None:
             self.start()
             return False
-        if not self._child.isalive():
+        if not self._child.alive():
             self._handle_death()
             self.restart()
             return True
@@ -388,7 +441,7 @@ class PersistentShell:
     def _write(self, data: bytes, deadline: float) -> bool:
         """Write everything; False if the shell is gone. Gives up silently at the deadline."""
         assert self._child is not None
-        fd = self._child.child_fd
+        fd = self._child.fd
         view = memoryview(data)
         while view:
             try:
@@ -407,7 +460,7 @@ class PersistentShell:
     def _read_some(self, wait: float) -> bytes | None:
         """Bytes available within `wait` seconds (b"" if none); None once the shell is gone."""
         assert self._child is not None
-        fd = self._child.child_fd
+        fd = self._child.fd
         try:
             ready, _, _ = select.select([fd], [], [], max(wait, 0))
         except InterruptedError:
@@ -419,7 +472,7 @@ class PersistentShell:
         except BlockingIOError:
             return b""
         except OSError as exc:
-            if exc.errno in (errno.EIO, errno.EBADF):
+            if exc.errno in (errno.EIO, errno.EBADF, errno.ECONNRESET):
                 return None
             raise
         return data or None
@@ -472,16 +525,7 @@ class PersistentShell:
             start = begin
 
     def _death_status(self) -> int | None:
-        child = self._child
-        if child is None:
-            return None
-        with contextlib.suppress(Exception):
-            child.close(force=True)
-        if child.exitstatus is not None:
-            return int(child.exitstatus)
-        if child.signalstatus is not None:
-            return 128 + int(child.signalstatus)
-        return None
+        return self._child.exit_status() if self._child is not None else None
 
     def _handle_death(self) -> None:
         if self.on_death is not None:
