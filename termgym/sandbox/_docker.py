@@ -45,6 +45,19 @@ DETACH_KEYS = "ctrl-^,ctrl-_,ctrl-^,ctrl-_"
 """Docker swallows Ctrl-P by default in an attached exec (its detach prefix); move it away."""
 
 
+_FREEZE_SCRIPT = """
+kill -9 -1 2>/dev/null
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    left=$(ps -e -o user=,sid= | awk -v s=$$ '$1 != "nobody" && $2 != s' | wc -l)
+    [ "$left" -eq 0 ] && exit 0
+    kill -9 -1 2>/dev/null
+    sleep 0.02
+done
+exit 1
+"""
+"""Run as root in its own session (every exec gets one): kill all but init and `nobody`."""
+
+
 class DockerExecChannel:
     """The agent's shell as a `docker exec` with a tty, its stream a raw socket to the engine.
 
@@ -228,29 +241,24 @@ class DockerSandbox(ShellSandbox):
                 shutil.move(str(Path(tmp) / entries[0]), dest)
 
     def freeze(self) -> None:
-        """Kill every agent process (`kill -9 -1` as root); files stay as the agent left them."""
+        """Kill every agent process (`kill -9 -1` as root); files stay as the agent left them.
+
+        One exec both kills and checks that nothing but init, the main process (nobody) and
+        the exec's own session is left; it is retried while a fork bomb holds every pid.
+        """
         self._check_running()
         for _ in range(50):
             with contextlib.suppress(Exception):
-                self.container.exec_run(["kill", "-9", "-1"], user=AGENT_USER)
-            if self._agent_processes() == 0:
-                break
+                done = self.container.exec_run(["sh", "-c", _FREEZE_SCRIPT], user=AGENT_USER)
+                if done.exit_code == 0:
+                    break
             time.sleep(0.05)
         else:
             raise SandboxError(f"Could not stop the agent's processes in {self.name}.")
         if self.shell is not None:
+            hook, self.shell.kill_hook = self.shell.kill_hook, None
             self.shell.close()
-
-    def _agent_processes(self) -> int:
-        """How many processes other than init, the main process and the check itself remain."""
-        try:
-            done = self.container.exec_run(["ps", "-e", "-o", "user=,pid="], user=MAIN_USER)
-        except Exception:
-            return -1
-        if done.exit_code != 0:
-            return -1
-        users = [line.split()[0] for line in done.output.decode().splitlines() if line.strip()]
-        return sum(1 for user in users if user != "nobody")
+            self.shell.kill_hook = hook
 
     def exec(
         self,
