@@ -171,7 +171,8 @@ def test_copy_a_folder_in_and_out_round_trips(box: Sandbox, tmp_path) -> None:  
 
 
 def test_freeze_kills_every_agent_process_and_keeps_files(box: Sandbox) -> None:
-    box.run("echo kept > /app/out.txt; sleep 1000 & nohup sleep 1001 >/dev/null 2>&1 & setsid sleep 1002 &")
+    box.run("echo kept > /app/out.txt; sleep 1000 & nohup sleep 1001 >/dev/null 2>&1 &")
+    box.run("setsid sleep 1002 &")
     box.freeze()
     ps = box.exec(["ps", "-e", "-o", "args="])
     assert "sleep 100" not in ps.output and "bash --noprofile" not in ps.output
