@@ -24,7 +24,7 @@ from pathlib import Path
 
 from termgym.errors import BackendUnavailable, SandboxError
 from termgym.sandbox._base import RunResult, SandboxConfig
-from termgym.sandbox._cgroup import Cgroup
+from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import ShellSandbox, run_host
 from termgym.sandbox._shell import BASH_ARGV
 
@@ -234,6 +234,8 @@ def collect_bwrap_garbage() -> list[str]:
                 continue
         remove_episode(home)
         removed.append(home.name)
+    live = {home.name.rsplit("-", 1)[0] for home in episodes_dir().iterdir()}
+    remove_stale_cgroups(live)
     return removed
 
 

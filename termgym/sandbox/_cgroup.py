@@ -110,3 +110,15 @@ class Cgroup:
                 except OSError:
                     time.sleep(0.02)
         self.dirs = []
+
+
+def remove_stale_cgroups(live: set[str]) -> None:
+    """Delete empty termgym cgroups whose sandbox name is not in `live`."""
+    parents = [CGROUP_ROOT / "termgym"] + [CGROUP_ROOT / c / "termgym" for c in _V1]
+    for parent in parents:
+        if not parent.is_dir():
+            continue
+        for folder in parent.iterdir():
+            if folder.is_dir() and folder.name not in live:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
