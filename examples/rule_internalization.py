@@ -61,6 +61,8 @@ class Config:
     dim: int = 64
     backend: str | None = None
     resamples: int = 2000
+    conditions: tuple[str, ...] = tuple(CONDITIONS)
+    eval_variants: tuple[str, ...] = EVAL_VARIANTS
 
 
 @dataclass
@@ -216,7 +218,7 @@ def evaluate(
     """Run the trained policy (sampling its actions) on original and contradicted episodes."""
     summaries: list[EpisodeSummary] = []
     behaviour: dict[str, Any] = {}
-    for variant in EVAL_VARIANTS:
+    for variant in config.eval_variants:
         vec = make_vector(variant, config, shadow=True, agent=condition)
         first_actions: list[int] = []
         on_episode = _collector(summaries, first_actions, f"{condition}-{seed}-{variant}")
@@ -264,6 +266,7 @@ def metrics_dict(metrics: RunMetrics) -> dict[str, Any]:
     chosen = {
         "pass_rate[original]": metrics.pass_rate.get("original"),
         "pass_rate[contradicted]": metrics.pass_rate.get("contradicted"),
+        "pass_rate[sampled]": metrics.pass_rate.get("sampled"),
         "stale_rate": metrics.stale_rate,
         "adaptation_rate": metrics.adaptation_rate,
         "memorization_index": metrics.memorization_index,
@@ -290,10 +293,10 @@ def run(config: Config) -> dict[str, Any]:
         "gamma": GAMMA,
         "max_steps": MAX_STEPS,
         "conditions": CONDITIONS,
-        "eval_variants": list(EVAL_VARIANTS),
+        "eval_variants": list(config.eval_variants),
     }
     results["conditions"] = {}
-    for condition in CONDITIONS:
+    for condition in config.conditions:
         VariantSchedule.coerce(CONDITIONS[condition])  # fail early on a bad schedule
         everything: list[EpisodeSummary] = []
         per_seed = {}
@@ -303,12 +306,12 @@ def run(config: Config) -> dict[str, Any]:
             everything += summaries
             metrics = compute_metrics(summaries, resamples=config.resamples, seed=seed)
             per_seed[seed] = {"train": log, "eval": metrics_dict(metrics), "behaviour": behaviour}
+            passes = ", ".join(f"{v} {e.format()}" for v, e in metrics.pass_rate.items())
             print(
                 f"{condition:6s} seed {seed}: trained {log['episodes']} episodes in "
                 f"{log['seconds']:.0f} s ({log['steps_per_second']:.1f} env steps/s); "
-                f"pass orig {metrics.pass_rate['original'].format()}, "
-                f"contradicted {metrics.pass_rate['contradicted'].format()}, "
-                f"stale {metrics.stale_rate.format()}, adapted {metrics.adaptation_rate.format()}",
+                f"pass {passes}; stale {metrics.stale_rate.format()}, "
+                f"adapted {metrics.adaptation_rate.format()}",
                 flush=True,
             )
         pooled = compute_metrics(everything, resamples=config.resamples, seed=0)
@@ -328,6 +331,15 @@ def main(argv: list[str] | None = None) -> int:
         "--backend", default=None, help="sandbox backend (default: bwrap if it works, else docker)"
     )
     parser.add_argument("--out", type=Path, default=Path("rule_internalization.json"))
+    parser.add_argument(
+        "--conditions", nargs="+", choices=list(CONDITIONS), default=list(CONDITIONS)
+    )
+    parser.add_argument(
+        "--eval-variants",
+        nargs="+",
+        choices=["original", "contradicted", "sampled"],
+        default=list(EVAL_VARIANTS),
+    )
     args = parser.parse_args(argv)
     if args.backend is None:  # an episode costs ~0.3 s in bwrap, ~2 s in docker here
         args.backend = "bwrap" if bwrap_works() else None
@@ -339,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
             envs=args.envs,
             backend=args.backend,
             resamples=200,
+            conditions=tuple(args.conditions),
+            eval_variants=tuple(args.eval_variants),
         )
     else:
         config = Config(
@@ -347,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             eval_episodes=args.eval_episodes,
             envs=args.envs,
             backend=args.backend,
+            conditions=tuple(args.conditions),
+            eval_variants=tuple(args.eval_variants),
         )
     results = run(config)
     args.out.parent.mkdir(parents=True, exist_ok=True)
