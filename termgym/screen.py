@@ -162,10 +162,14 @@ _TOKEN = re.compile(
     r"|\x1b[^\[\]]?"  # other escapes, or a bare ESC
     r"|[\x0e\x0f\x90\x98\x9e\x9f]"  # shift in/out, other C1 controls
 )
-_UNSAFE_PRIVATE_MODES = frozenset({"3", "6", "7", "47", "1047", "1048", "1049"})
+_UNSAFE_PRIVATE_MODES = frozenset({"3", "5", "6", "7", "47", "1047", "1048", "1049"})
 _PRIVATE_MODE = re.compile(r"\x1b\[\?([0-9;]*)([hl])")
+_MODE = re.compile(r"\x1b\[([?]?)([0-9;]*)([hl])")
 _LEADS = "\x1b\x0e\x0f\x90\x98\x9b\x9d\x9e\x9f"
 _ASCII_RUN = re.compile(r"[ -~]+")
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+_NOT_SGR = re.compile(r"\x1b(?!\[[0-9;:]*m)")
+_SGR_RESETS = ("\x1b[0m", "\x1b[m")
 
 
 def _one_line(token: str) -> bool:
@@ -203,9 +207,10 @@ def _classify(match: re.Match[str]) -> int:
 
 
 def _tokens(text: str) -> list[re.Match[str]]:
-    """Every escape sequence or shift / C1 control of `text`, in order (fast: str.find)."""
-    starts: list[int] = []
-    for lead in _LEADS if not text.isascii() else "\x1b\x0e\x0f":
+    """Every escape sequence but SGR (colours), and every shift / C1 control, in order."""
+    starts = [m.start() for m in _NOT_SGR.finditer(text)]
+    leads = "\x0e\x0f" if text.isascii() else _LEADS[1:]
+    for lead in leads:
         find = text.find
         i = find(lead)
         while i >= 0:
@@ -223,6 +228,26 @@ def _tokens(text: str) -> list[re.Match[str]]:
             matches.append(m)
             end = m.end()
     return matches
+
+
+def _kept(text: str, start: int, stop: int, tokens: list[tuple[int, int, int, str]]) -> str:
+    """The sequences of text[start:stop] whose effect outlives it: last mode settings, last
+    titles, and the colour changes since the last colour reset (`tokens`: its non-SGR ones)."""
+    modes: dict[tuple[str, str], str] = {}
+    others: dict[str, str] = {}
+    for _, _, kind, token in tokens:
+        if kind != _KEEP:
+            continue
+        mode = _MODE.fullmatch(token)
+        if mode:
+            for param in mode.group(2).split(";"):
+                modes[(mode.group(1), param)] = mode.group(3)
+        else:
+            others[token.split(";", 1)[0] if token.startswith("\x1b]") else token[:2]] = token
+    reset = max(text.rfind(r, start, stop) for r in _SGR_RESETS)
+    colours = [m.group(0) for m in _SGR.finditer(text, max(reset, start), stop)]
+    moded = [f"\x1b[{prefix}{param}{final}" for (prefix, param), final in modes.items()]
+    return "".join(moded) + "".join(others.values()) + "".join(colours)
 
 
 def _wraps(segment: str, cols: int) -> int:
@@ -259,6 +284,21 @@ def _scrolled_off_regions(
     tokens = [(m.start(), m.end(), _classify(m), m.group(0)) for m in _tokens(text)]
     starts = [t[0] for t in tokens]
     barriers = [i for i, t in enumerate(tokens) if t[2] >= _ROWMOVE]
+    # For each barrier: the last UNSAFE barrier at or before it, and DECAWM right after it.
+    last_unsafe: list[int] = []
+    wrap_after: list[bool] = []
+    unsafe, wrap = -1, autowrap
+    for b, i in enumerate(barriers):
+        token, kind = tokens[i][3], tokens[i][2]
+        if kind == _UNSAFE:
+            unsafe = b
+            mode = _PRIVATE_MODE.fullmatch(token)
+            if mode and "7" in mode.group(1).split(";"):
+                wrap = mode.group(2) == "h"
+            elif token == "\x1bc":
+                wrap = True
+        last_unsafe.append(unsafe)
+        wrap_after.append(wrap)
     regions: list[tuple[int, int, str]] = []
     hi = len(text)
     k = len(barriers)
@@ -268,30 +308,17 @@ def _scrolled_off_regions(
         k -= 1
         if g1 - g0 < min_size:
             continue
-        j = k  # the last UNSAFE barrier before the window bounds the stretch
-        while j >= 0 and tokens[barriers[j]][2] != _UNSAFE:
-            j -= 1
-        wrap = autowrap
-        for i in range(j, -1, -1):  # DECAWM as the last ?7 (or reset) before the stretch left it
-            token = tokens[barriers[i]][3]
-            mode = _PRIVATE_MODE.fullmatch(token)
-            if mode and "7" in mode.group(1).split(";"):
-                wrap = mode.group(2) == "h"
-                break
-            if token == "\x1bc":
-                wrap = True
-                break
+        j = last_unsafe[k] if k >= 0 else -1
+        wrap = wrap_after[k] if k >= 0 else autowrap
         window = _window_start(text, g0, g1, need, cols, wrap and cols > 0)
         if window < 0:
             continue
         start = tokens[barriers[j]][1] if j >= 0 else 0
         if window - start >= min_size:
             lo, up = bisect.bisect_left(starts, start), bisect.bisect_left(starts, window)
-            kept = "".join(t[3] for t in tokens[lo:up] if t[2] == _KEEP and t[1] <= window)
-            regions.append((start, window, kept))
+            regions.append((start, window, _kept(text, start, window, tokens[lo:up])))
             hi = start
-            while k >= 0 and tokens[barriers[k]][0] >= hi:
-                k -= 1
+            k = j
     regions.reverse()
     return regions
 

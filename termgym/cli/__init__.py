@@ -8,6 +8,7 @@ import click
 
 # Each entry is "module:attribute" naming a click command or group; imported when the CLI starts.
 COMMANDS: list[str] = [
+    "termgym.cli.tui_cmd:tui",
     "termgym.cli.report_cmds:report",
     "termgym.cli.report_cmds:compare",
     "termgym.cli.sandbox_cmds:image",

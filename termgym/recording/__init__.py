@@ -22,6 +22,7 @@ from termgym.recording._records import (
     EpisodeHeader,
     StepRecord,
 )
+from termgym.recording._synthetic import synthetic_steps, write_synthetic_episode
 from termgym.recording._writer import (
     EpisodeWriter,
     NullRecorder,
@@ -55,5 +56,7 @@ __all__ = [
     "read_episode",
     "read_run",
     "read_run_header",
+    "synthetic_steps",
     "write_run_header",
+    "write_synthetic_episode",
 ]

@@ -34,7 +34,6 @@ class CastIndex:
 
 def index_cast(data: bytes) -> CastIndex:
     """Index a cast file's bytes: header, event lines, and the "step N" markers."""
-    skipped: list[str] = []
     first = data.find(b"\n")
     try:
         header = json.loads(data[: first if first >= 0 else len(data)])
@@ -42,14 +41,21 @@ def index_cast(data: bytes) -> CastIndex:
             raise ValueError("not an asciicast v2 header")
     except ValueError as exc:
         raise RecordingError(f"expected an asciicast v2 header line; found {exc}") from exc
-    lines: list[tuple[int, int]] = []
-    markers: dict[int, int] = {}
-    start = first + 1 if first >= 0 else len(data)
+    index = CastIndex(header, [], {}, [])
+    _index_events(index, data, first + 1 if first >= 0 else len(data), note_partial=True)
+    return index
+
+
+def _index_events(index: CastIndex, data: bytes, start: int, note_partial: bool) -> int:
+    """Add the complete event lines of data[start:] to `index`; return where indexing stopped."""
+    lines, markers = index.lines, index.markers
     size = len(data)
+    find = data.find
     while start < size:
-        nl = data.find(b"\n", start)
+        nl = find(b"\n", start)
         if nl < 0:
-            skipped.append(f"cast: incomplete last event ({size - start} bytes) left out")
+            if note_partial:
+                index.skipped.append(f"cast: incomplete last event ({size - start} bytes) left out")
             break
         if nl > start:
             line = data[start:nl]
@@ -58,10 +64,10 @@ def index_cast(data: bytes) -> CastIndex:
                     label = json.loads(line)[2]
                     markers[int(label.split()[1])] = len(lines)
                 except (ValueError, IndexError, TypeError):
-                    skipped.append(f"cast: unreadable marker at byte {start}")
+                    index.skipped.append(f"cast: unreadable marker at byte {start}")
             lines.append((start, nl))
         start = nl + 1
-    return CastIndex(header, lines, markers, skipped)
+    return start
 
 
 class CastReplay:
@@ -97,6 +103,26 @@ class CastReplay:
     def steps(self) -> int:
         """How many step markers the cast holds."""
         return len(self.index.markers)
+
+    def refresh(self) -> int:
+        """Take in events appended to the file since it was read (a live episode).
+
+        Returns how many step markers arrived.
+        """
+        with self._lock:
+            end = self._data.rfind(b"\n") + 1
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(end)
+                    more = f.read()
+            except OSError:
+                return 0
+            if not more:
+                return 0
+            self._data = self._data[:end] + more
+            before = len(self.index.markers)
+            _index_events(self.index, self._data, end, note_partial=False)
+            return len(self.index.markers) - before
 
     def _texts(self, lo: int, hi: int) -> tuple[list[str], list[int]]:
         """Output texts of events lo..hi-1 and the position after each."""

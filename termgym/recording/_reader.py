@@ -111,6 +111,7 @@ class EpisodeLog:
         steps: Every readable step, in file order (parsed on demand for big files).
         end: The end line, or None while the episode runs or after a crash.
         skipped: Human-readable notes on each truncated or corrupt line that was left out.
+        read_upto: Byte offset just after the last complete line read (where to follow on).
     """
 
     path: Path
@@ -118,6 +119,7 @@ class EpisodeLog:
     steps: StepList
     end: EpisodeEnd | None
     skipped: list[str] = field(default_factory=list)
+    read_upto: int = 0
 
     @property
     def episode_id(self) -> str:
@@ -203,7 +205,7 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
     if header is None:
         skipped.insert(0, "header line missing or unreadable")
     steps = StepList(data, step_spans, skipped, parsed)
-    return EpisodeLog(Path(path), header, steps, end, skipped)
+    return EpisodeLog(Path(path), header, steps, end, skipped, data.rfind(b"\n") + 1)
 
 
 def read_episode(path: Path | str, lazy: bool | None = None) -> EpisodeLog:
@@ -307,16 +309,17 @@ class EpisodeFollower:
     """Follows an episode file while it is written: each `poll()` returns the new steps.
 
     A partially written last line is kept back until its newline arrives. The file may not
-    exist yet. `header`, `end` and `skipped` are updated as lines arrive.
+    exist yet. `header`, `end` and `skipped` are updated as lines arrive. Start at `offset`
+    (e.g. `EpisodeLog.read_upto`) to follow on from an earlier `read_episode`.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, offset: int = 0) -> None:
         self.path = Path(path)
         self.header: EpisodeHeader | None = None
         self.end: EpisodeEnd | None = None
         self.skipped: list[str] = []
         self.steps_seen = 0
-        self._offset = 0
+        self._offset = offset
         self._pending = b""
         self._lineno = 0
 

@@ -82,7 +82,7 @@ class StepRecord:
     """
 
     index: int
-    mode: StepMode
+    mode: str
     action: str
     output: str
     exit_code: int | None
@@ -116,7 +116,7 @@ class EpisodeEnd:
     terminated: bool
     truncated: bool
     verdicts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    cls: EpisodeClass | None = None
+    cls: str | None = None
     error: str | None = None
     audit: Sequence[Mapping[str, Any]] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)

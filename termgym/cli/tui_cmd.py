@@ -1,0 +1,34 @@
+"""`termgym tui`: open the Textual app on a run folder or an episode recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from termgym.errors import RecordingError
+
+
+@click.command("tui")
+@click.argument("target", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--runs",
+    "runs_root",
+    default="runs",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Where runs live (for the default target).",
+)
+def tui(target: Path | None, runs_root: Path) -> None:
+    """Replay episodes step by step and watch runs live.
+
+    TARGET is a run folder (runs/<run-id>) or an episode file (episodes/<id>.jsonl or .cast);
+    by default the latest run under ./runs. Press ? in the app for every key.
+    """
+    from tui.app import TermgymApp, resolve_target
+
+    try:
+        path = resolve_target(target, runs_root)
+    except RecordingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    TermgymApp(path).run()

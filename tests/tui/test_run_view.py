@@ -1,0 +1,153 @@
+"""The run view: every episode with its class, sorting, filtering, opening, live updates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from termgym.recording import EpisodeHeader, EpisodeWriter, synthetic_steps
+from tui.app import TermgymApp
+from tui.episode_screen import EpisodeScreen
+from tui.run_screen import RunScreen
+
+from .conftest import settle, shown_text
+
+pytestmark = pytest.mark.asyncio
+
+
+def _column(app: TermgymApp, name: str) -> list[str]:
+    table = app.screen.query_one(DataTable)
+    return [
+        str(table.get_cell_at((r, list(table.columns).index(name)))) for r in range(table.row_count)
+    ]
+
+
+async def test_every_episode_is_listed_with_its_task_variant_agent_reward_and_class(
+    run_dir: Path,
+) -> None:
+    app = TermgymApp(run_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, RunScreen)
+        text = shown_text(app)
+        for expected in (
+            "fuel-0",
+            "fuel-1",
+            "fuel-2",
+            "fuel-3",
+            "fuel-planner",
+            "contradicted",
+            "withheld",
+            "swapped",
+            "synthetic",
+            "1.00",
+        ):
+            assert expected in text
+        classes = dict(zip(_column(app, "episode"), _column(app, "class"), strict=True))
+        assert classes == {
+            "fuel-0": "adapted",
+            "fuel-1": "stale",
+            "fuel-2": "error",
+            "fuel-3": "running",
+        }
+        assert "4 episodes" in text and "error 1" in text
+
+
+async def test_s_cycles_the_sort_column_and_r_reverses_it(run_dir: Path) -> None:
+    app = TermgymApp(run_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        assert _column(app, "class") == ["adapted", "error", "running", "stale"]
+        await pilot.press("s")  # -> episode
+        assert _column(app, "episode") == ["fuel-0", "fuel-1", "fuel-2", "fuel-3"]
+        await pilot.press("r")
+        assert _column(app, "episode") == ["fuel-3", "fuel-2", "fuel-1", "fuel-0"]
+        for _ in range(4):  # -> steps
+            await pilot.press("s")
+        await pilot.press("r")
+        assert _column(app, "steps") == ["5", "12", "20", "30"]
+        assert "sorted by steps" in shown_text(app)
+
+
+async def test_a_filter_keeps_matching_episodes_and_c_clears_it(run_dir: Path) -> None:
+    app = TermgymApp(run_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await pilot.press(*"withheld", "enter")
+        await settle(pilot)
+        assert _column(app, "episode") == ["fuel-2"]
+        assert "filter 'withheld'" in shown_text(app)
+        await pilot.press("c")
+        assert len(_column(app, "episode")) == 4
+
+
+async def test_enter_opens_the_episode_and_escape_comes_back(run_dir: Path) -> None:
+    app = TermgymApp(run_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("s", "enter")  # sorted by episode: fuel-0 first
+        await settle(pilot)
+        assert isinstance(app.screen, EpisodeScreen)
+        assert app.screen.model.header is not None
+        assert app.screen.model.header.episode_id == "fuel-0"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, RunScreen)
+
+
+async def test_a_run_being_written_shows_new_episodes_and_steps_as_they_arrive(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "live-run"
+    steps = list(synthetic_steps(6))
+    header = EpisodeHeader(
+        "live-0",
+        "fuel-planner",
+        1,
+        "original",
+        {"max_weight": 100},
+        {"max_weight": 100},
+        0,
+        "agent-x",
+        "docker",
+        {},
+        1_790_000_000.0,
+    )
+    writer = EpisodeWriter(run_dir, header)
+    writer.step(steps[0])
+    app = TermgymApp(run_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        assert _column(app, "steps") == ["1"]
+        for step in steps[1:4]:
+            writer.step(step)
+        second = EpisodeWriter(
+            run_dir, EpisodeHeader(**{**header.__dict__, "episode_id": "live-1"})
+        )
+        await pilot.pause(1.3)
+        await settle(pilot)
+        assert dict(zip(_column(app, "episode"), _column(app, "steps"), strict=True)) == {
+            "live-0": "4",
+            "live-1": "0",
+        }
+        await pilot.press("s", "enter")  # open live-0 and watch it
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EpisodeScreen) and len(screen.model) == 4
+        assert "● live" in shown_text(app)
+        writer.step(steps[4])
+        await pilot.pause(0.8)
+        await settle(pilot)
+        assert len(screen.model) == 5
+        assert screen.query_one("#steps").cursor == 4  # followed the newest step
+        from termgym.recording import EpisodeEnd
+
+        writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False, cls="both"))
+        await pilot.pause(0.8)
+        await settle(pilot)
+        assert "both" in shown_text(app) and "● live" not in shown_text(app)
+    writer.close()
+    second.close()

@@ -1,0 +1,49 @@
+"""SVG snapshots of the main screens, compared with the committed ones.
+
+Regenerate after an intended change with TERMGYM_UPDATE_SNAPSHOTS=1 and review the SVGs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tui.app import TermgymApp
+
+from .conftest import settle
+
+pytestmark = pytest.mark.asyncio
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+CASES = {
+    "run_view": ("run", []),
+    "episode_view": ("fuel-0", ["g", "j", "j", "j", "j"]),
+    "episode_vim_screen": ("fuel-0", ["g", "j", "j", "j", "j", "j"]),
+    "rules_pane": ("fuel-0", ["3"]),
+    "help": ("fuel-0", ["question_mark"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_screen_matches_its_committed_snapshot(name: str, run_dir: Path) -> None:
+    target, keys = CASES[name]
+    path = run_dir if target == "run" else run_dir / "episodes" / f"{target}.jsonl"
+    app = TermgymApp(path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        svg = app.export_screenshot(title=f"termgym tui: {name}")
+    snapshot = SNAPSHOTS / f"{name}.svg"
+    if os.environ.get("TERMGYM_UPDATE_SNAPSHOTS") == "1" or not snapshot.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        snapshot.write_text(svg, encoding="utf-8")
+        if os.environ.get("TERMGYM_UPDATE_SNAPSHOTS") != "1":
+            pytest.fail(f"no snapshot yet: wrote {snapshot.name}; review it and commit it")
+    assert svg == snapshot.read_text(encoding="utf-8"), (
+        f"{name} differs from tests/tui/snapshots/{snapshot.name}; if intended, rerun with "
+        "TERMGYM_UPDATE_SNAPSHOTS=1 and review the new SVG"
+    )

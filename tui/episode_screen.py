@@ -1,0 +1,277 @@
+"""The episode view: the steps, the screen after the selected one, its output, the rules."""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Input, Static
+
+from tui.audit_panel import AuditPanel
+from tui.help_screen import HelpScreen, describe
+from tui.messages import ScreenReady, StepHighlighted
+from tui.model import EpisodeModel
+from tui.output_view import OutputView
+from tui.rules_panel import CLASS_STYLE, RulesPanel
+from tui.search_bar import SearchBar
+from tui.step_detail import StepDetail
+from tui.step_list import StepList
+from tui.terminal_view import TerminalView
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+"""Playback speeds, in steps per second."""
+
+
+class EpisodeScreen(Screen[None]):
+    """Replays one episode step by step; follows it live while it is being written."""
+
+    DEFAULT_CSS = """
+    EpisodeScreen #title { height: 1; background: $boost; padding: 0 1; }
+    EpisodeScreen #skipped { height: auto; max-height: 5; color: $warning; padding: 0 1;
+                             display: none; }
+    EpisodeScreen #skipped.-shown { display: block; }
+    EpisodeScreen #left { width: 1fr; min-width: 30; }
+    EpisodeScreen #right { width: auto; }
+    EpisodeScreen ContentSwitcher { width: auto; height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("j", "step(1)", "Next"),
+        Binding("k", "step(-1)", "Prev"),
+        Binding("g", "jump(0)", "First", show=False),
+        Binding("G", "jump(-1)", "Last", show=False),
+        Binding("space", "play", "Play/pause"),
+        Binding("plus,equals_sign", "speed(1)", "Faster", show=False),
+        Binding("minus", "speed(-1)", "Slower", show=False),
+        Binding("slash", "search", "Search"),
+        Binding("n", "match(1)", "Next match", show=False),
+        Binding("N", "match(-1)", "Previous match", show=False),
+        Binding("1", "pane('screen')", "Screen"),
+        Binding("2", "pane('output')", "Output"),
+        Binding("3", "pane('rules')", "Rules"),
+        Binding("escape,b,backspace", "back", "Back"),
+        Binding("question_mark", "help", "Keys"),
+    ]
+    HELP_EXTRA = [
+        ("down", "Next step (in the list)"),
+        ("up", "Previous step (in the list)"),
+        ("home", "First step (in the list)"),
+        ("end", "Last step (in the list)"),
+        ("pagedown", "Page down (in the list)"),
+        ("pageup", "Page up (in the list)"),
+    ]
+
+    def __init__(self, model: EpisodeModel, can_go_back: bool = True) -> None:
+        super().__init__()
+        self.model = model
+        self.can_go_back = can_go_back
+        self.speed_index = 1
+        self.playing = False
+        self.search_term = ""
+        self.search_hits: list[int] = []
+        self._was_at_end = True
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield Static(id="skipped")
+        with Horizontal():
+            with Vertical(id="left"):
+                yield StepList(self.model, id="steps")
+                yield StepDetail(id="detail")
+            with Vertical(id="right"), ContentSwitcher(initial="screen"):
+                yield TerminalView(id="screen")
+                yield OutputView(id="output")
+                with VerticalScroll(id="rules"):
+                    yield RulesPanel(id="rules-panel")
+                    yield AuditPanel(id="audit-panel")
+        yield SearchBar(id="search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        cols = self.model.header.cols if self.model.header else 120
+        for pane in ("#screen", "#output", "#rules"):
+            self.query_one(pane).styles.width = cols + 2
+        self.query_one(StepList).focus()
+        self.refresh_header()
+        self.player = self.set_interval(1 / SPEEDS[self.speed_index], self.advance, pause=True)
+        self.set_interval(0.5, self.poll_live)
+        if len(self.model):
+            self.query_one(StepList).move_cursor(len(self.model) - 1)
+        else:
+            self.query_one(TerminalView).show_plain("", "no steps yet")
+
+    def refresh_header(self) -> None:
+        """Redraw the title line, the skipped notes and the rules pane."""
+        header, end = self.model.header, self.model.end
+        title = Text()
+        name = header.episode_id if header else self.model.path.stem
+        title.append(name, style="bold")
+        if header:
+            title.append(f"  {header.task} · {header.variant} · {header.agent}")
+        cls = "running" if end is None else ("error" if end.error else (end.cls or "-"))
+        title.append("  ")
+        title.append(cls, style=CLASS_STYLE.get(cls, ""))
+        if end is not None:
+            title.append(f"  reward {end.reward:.2f}")
+        title.append(f"  {len(self.model)} steps")
+        if self.playing:
+            title.append(f"  ▶ {SPEEDS[self.speed_index]:g} steps/s", style="bold green")
+        elif self.model.live:
+            title.append("  ● live", style="bold red")
+        self.query_one("#title", Static).update(title)
+        skipped = self.model.skipped
+        notice = self.query_one("#skipped", Static)
+        notice.set_class(bool(skipped), "-shown")
+        if skipped:
+            notice.update("skipped while reading: " + "; ".join(skipped))
+        self.query_one(RulesPanel).show(header, end)
+        self.query_one(AuditPanel).show(self.model.audit_by_step())
+
+    # -- showing a step ----------------------------------------------------------------------
+
+    @on(StepHighlighted)
+    def show_step(self, message: StepHighlighted) -> None:
+        position = message.position
+        if not len(self.model):
+            return
+        step = self.model.step(position)
+        hits = self.model.audit_by_step().get(step.index, [])
+        self.query_one(StepDetail).show(step, position, len(self.model), hits)
+        self.query_one(OutputView).show(step.output, self.search_term)
+        self.query_one(TerminalView).show_plain(step.screen, "replaying…")
+        self._was_at_end = position == len(self.model) - 1
+        # Replay once this step is painted, so opening a huge episode shows it at once.
+        self.call_after_refresh(self.replay_screen, position)
+
+    @work(thread=True, exclusive=True, group="screen")
+    def replay_screen(self, position: int) -> None:
+        screen = self.model.screen_after(position)
+        if screen is not None:
+            self.post_message(ScreenReady(position, screen.styled_lines()))
+        elif self.model.replay_error:
+            self.app.call_from_thread(
+                self.query_one(TerminalView).show_plain,
+                self.model.step(position).screen,
+                "no cast: recorded text only",
+            )
+
+    @on(ScreenReady)
+    def screen_ready(self, message: ScreenReady) -> None:
+        if message.position == self.query_one(StepList).cursor:
+            self.query_one(TerminalView).show_styled(message.lines)
+
+    # -- live --------------------------------------------------------------------------------
+
+    def poll_live(self) -> None:
+        if not self.model.live:
+            return
+        new = self.model.poll()
+        steps = self.query_one(StepList)
+        if new:
+            steps.reload_lines()
+            if self._was_at_end and not self.playing:
+                steps.move_cursor(len(self.model) - 1)
+        if new or not self.model.live:
+            self.refresh_header()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_step(self, delta: int) -> None:
+        steps = self.query_one(StepList)
+        steps.move_cursor(steps.cursor + delta)
+
+    def action_jump(self, where: int) -> None:
+        self.query_one(StepList).move_cursor(where if where >= 0 else len(self.model) - 1)
+
+    def action_play(self) -> None:
+        self.playing = not self.playing
+        steps = self.query_one(StepList)
+        if self.playing and steps.cursor >= len(self.model) - 1:
+            steps.move_cursor(0)
+        self._restart_player()
+        self.refresh_header()
+
+    def _restart_player(self) -> None:
+        # A fresh timer each time: a resumed one would fire the ticks it missed while paused.
+        self.player.stop()
+        self.player = self.set_interval(
+            1 / SPEEDS[self.speed_index], self.advance, pause=not self.playing
+        )
+
+    def advance(self) -> None:
+        steps = self.query_one(StepList)
+        if steps.cursor >= len(self.model) - 1:
+            if not self.model.live:
+                self.playing = False
+                self._restart_player()
+                self.refresh_header()
+            return
+        steps.move_cursor(steps.cursor + 1)
+
+    def action_speed(self, delta: int) -> None:
+        self.speed_index = max(0, min(len(SPEEDS) - 1, self.speed_index + delta))
+        self._restart_player()
+        self.refresh_header()
+        self.notify(f"speed {SPEEDS[self.speed_index]:g} steps/s", timeout=1.5)
+
+    def action_search(self) -> None:
+        self.query_one(SearchBar).open("search actions and output (enter: find, esc: close)")
+
+    @on(Input.Submitted, "#search")
+    def run_search(self, event: Input.Submitted) -> None:
+        term = event.value.strip()
+        self.query_one(SearchBar).action_close()
+        self.search_term = term
+        started = time.perf_counter()
+        self.search_hits = [
+            i for i in range(len(self.model)) if term and self.model.matches(i, term)
+        ]
+        steps = self.query_one(StepList)
+        steps.matches = set(self.search_hits)
+        steps.reload_lines()
+        took = time.perf_counter() - started
+        if not self.search_hits:
+            self.notify(f"no step matches {term!r}", severity="warning")
+            return
+        self.notify(f"{len(self.search_hits)} steps match {term!r} ({took * 1000:.0f} ms)")
+        self.action_match(1, include_current=True)
+
+    def action_match(self, direction: int, include_current: bool = False) -> None:
+        if not self.search_hits:
+            return
+        steps = self.query_one(StepList)
+        here = steps.cursor
+        if direction > 0:
+            i = bisect.bisect_left(self.search_hits, here if include_current else here + 1)
+            target = self.search_hits[i % len(self.search_hits)]
+        else:
+            i = bisect.bisect_left(self.search_hits, here) - 1
+            target = self.search_hits[i]
+        steps.move_cursor(target)
+
+    def action_pane(self, name: str) -> None:
+        self.query_one(ContentSwitcher).current = name
+
+    def action_back(self) -> None:
+        if self.query_one(SearchBar).has_class("-shown"):
+            self.query_one(SearchBar).action_close()
+            return
+        self.playing = False
+        self.player.stop()
+        if len(self.app.screen_stack) > 2:  # the run view is below
+            self.dismiss(None)
+        elif self.can_go_back and hasattr(self.app, "pop_to_run"):
+            self.app.pop_to_run()
+        else:
+            self.app.exit()
+
+    def action_help(self) -> None:
+        rows = describe([*self.BINDINGS, *self.HELP_EXTRA, *self.app.BINDINGS])
+        self.app.push_screen(HelpScreen("keys: episode view", rows))

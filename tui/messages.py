@@ -1,0 +1,30 @@
+"""Messages the TUI's widgets post, as small dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.message import Message
+
+
+@dataclass
+class EpisodeChosen(Message):
+    """The user opened an episode from the run view."""
+
+    path: Path
+
+
+@dataclass
+class StepHighlighted(Message):
+    """The step cursor moved to a step (a position in the episode's step list)."""
+
+    position: int
+
+
+@dataclass
+class ScreenReady(Message):
+    """The coloured screen after a step was replayed (in a worker) and can be shown."""
+
+    position: int
+    lines: list

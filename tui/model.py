@@ -1,0 +1,198 @@
+"""What the TUI shows, read from recordings: an episode (possibly live) and a run's rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from termgym.errors import RecordingError
+from termgym.recording import (
+    CastReplay,
+    EpisodeEnd,
+    EpisodeFollower,
+    EpisodeHeader,
+    EpisodeLog,
+    StepRecord,
+    episode_files,
+    read_episode,
+    read_run_header,
+)
+from termgym.screen import TerminalScreen
+
+
+class EpisodeModel:
+    """One episode: its steps (lazily parsed), new steps as they are written, and its screens."""
+
+    def __init__(self, path: Path) -> None:
+        self.log: EpisodeLog = read_episode(path)
+        self.path = self.log.path
+        self.header: EpisodeHeader | None = self.log.header
+        self.end: EpisodeEnd | None = self.log.end
+        self._more: list[StepRecord] = []
+        self._follower = EpisodeFollower(self.path, offset=self.log.read_upto)
+        self._replay: CastReplay | None = None
+        self.replay_error: str | None = None
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.log.steps) + len(self._more)
+
+    def step(self, i: int) -> StepRecord:
+        """Step number i in file order."""
+        n = len(self.log.steps)
+        return self.log.steps[i] if i < n else self._more[i - n]
+
+    @property
+    def skipped(self) -> list[str]:
+        """Notes on what could not be read (the log's, then the live follower's)."""
+        return self.log.skipped + self._follower.skipped
+
+    @property
+    def live(self) -> bool:
+        """True while the episode has no end line."""
+        return self.end is None
+
+    def poll(self) -> int:
+        """Take in what was appended to a live episode; returns the number of new steps."""
+        if self.end is not None:
+            return 0
+        new = self._follower.poll()
+        self._more.extend(new)
+        if self._follower.header is not None and self.header is None:
+            self.header = self._follower.header
+        if self._follower.end is not None:
+            self.end = self._follower.end
+        if new and self._replay is not None:
+            self._replay.refresh()
+        return len(new)
+
+    def matches(self, i: int, needle: str) -> bool:
+        """Whether step i's action or output holds `needle` (case-insensitive)."""
+        n = len(self.log.steps)
+        if i < n and needle.isascii():
+            encoded = json.dumps(needle.lower())[1:-1].encode()
+            if encoded not in self.log.steps.raw_line(i).lower():
+                return False
+        step = self.step(i)
+        low = needle.lower()
+        return low in step.action.lower() or low in step.output.lower()
+
+    def audit_by_step(self) -> dict[int | None, list[dict[str, Any]]]:
+        """Audit hits grouped by the step they happened at (None: not tied to a step)."""
+        hits: dict[int | None, list[dict[str, Any]]] = {}
+        for hit in self.end.audit if self.end else ():
+            step = hit.get("step") if isinstance(hit, dict) else None
+            hits.setdefault(step if isinstance(step, int) else None, []).append(dict(hit))
+        return hits
+
+    # -- screens -----------------------------------------------------------------------------
+
+    def replay(self) -> CastReplay | None:
+        """The cast replay (opened on first use; None when there is no readable cast)."""
+        if self._replay is None and self.replay_error is None:
+            try:
+                self._replay = CastReplay(self.log.cast_path)
+            except RecordingError as exc:
+                self.replay_error = str(exc)
+        return self._replay
+
+    def screen_after(self, i: int) -> TerminalScreen | None:
+        """The emulated screen after step i (colours kept), or None without a cast."""
+        replay = self.replay()
+        if replay is None:
+            return None
+        return replay.screen_after(self.step(i).index)
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One line of the run view."""
+
+    path: Path
+    episode_id: str
+    task: str
+    variant: str
+    agent: str
+    steps: int
+    reward: float | None
+    cls: str
+    started: float
+
+    def cells(self) -> tuple[str, ...]:
+        """The row's cells as shown (and filtered on)."""
+        reward = "" if self.reward is None else f"{self.reward:.2f}"
+        return (
+            self.episode_id,
+            self.task,
+            self.variant,
+            self.agent,
+            str(self.steps),
+            reward,
+            self.cls,
+        )
+
+
+def row_class(end: EpisodeEnd | None) -> str:
+    """What the class column shows: the class, "error", "running", or "-"."""
+    if end is None:
+        return "running"
+    if end.error:
+        return "error"
+    return end.cls or "-"
+
+
+class RunModel:
+    """A run folder: its header and one row per episode, updated as the run is written."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir)
+        if not self.path.is_dir():
+            raise RecordingError(f"expected a run folder at {self.path}; found no such folder")
+        self.skipped: list[str] = []
+        self.header = read_run_header(self.path, self.skipped)
+        self._followers: dict[Path, EpisodeFollower] = {}
+        self._counts: dict[Path, int] = {}
+        self.rows: dict[Path, EpisodeRow] = {}
+        self.poll()
+
+    @property
+    def run_id(self) -> str:
+        """The run id (run.json's, else the folder name)."""
+        if self.header and isinstance(self.header.get("run_id"), str):
+            return str(self.header["run_id"])
+        return self.path.name
+
+    def poll(self) -> list[Path]:
+        """Read new episodes and new lines of unfinished ones; returns the changed rows' paths."""
+        changed: list[Path] = []
+        for path in episode_files(self.path):
+            follower = self._followers.get(path)
+            if follower is None:
+                follower = self._followers[path] = EpisodeFollower(path)
+                self._counts[path] = 0
+            elif follower.finished:
+                continue
+            new = follower.poll()
+            self._counts[path] += len(new)
+            row = self._row(path, follower)
+            if self.rows.get(path) != row:
+                self.rows[path] = row
+                changed.append(path)
+        return changed
+
+    def _row(self, path: Path, follower: EpisodeFollower) -> EpisodeRow:
+        header, end = follower.header, follower.end
+        return EpisodeRow(
+            path=path,
+            episode_id=header.episode_id if header and header.episode_id else path.stem,
+            task=header.task if header else "?",
+            variant=header.variant if header else "?",
+            agent=header.agent if header else "?",
+            steps=self._counts[path],
+            reward=end.reward if end else None,
+            cls=row_class(end),
+            started=header.started if header else 0.0,
+        )

@@ -1,0 +1,124 @@
+"""Rules the agent saw against the hidden ones, the contradiction marked, and the verdicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from termgym.recording import EpisodeEnd, EpisodeHeader
+
+CLASS_STYLE = {
+    "adapted": "bold green",
+    "stale": "bold red",
+    "both": "bold cyan",
+    "neither": "bold yellow",
+    "error": "bold white on red",
+    "running": "italic",
+}
+
+
+def _fmt(value: Any) -> str:
+    return "—" if value is None else str(value)
+
+
+def rules_table(header: EpisodeHeader, end: EpisodeEnd | None) -> Table:
+    """Rule | agent saw | enforced | each shadow rule set; changed values highlighted."""
+    shadows = {
+        name: v.get("rules", {})
+        for name, v in (end.verdicts if end else {}).items()
+        if isinstance(v, dict) and isinstance(v.get("rules"), dict)
+    }
+    others = {n: r for n, r in shadows.items() if n != header.variant}
+    table = Table(title="rules", title_justify="left", expand=False)
+    table.add_column("rule", style="bold")
+    table.add_column("agent saw")
+    table.add_column("enforced")
+    for name in others:
+        table.add_column(f"{name} (shadow)")
+    table.add_column("")
+    names = list(dict.fromkeys([*header.rules_enforced, *header.rules_visible]))
+    for name in names:
+        enforced = header.rules_enforced.get(name)
+        visible = header.rules_visible.get(name, ...)
+        notes: list[str] = []
+        saw = Text("withheld", style="bold red") if visible is ... else Text(_fmt(visible))
+        if visible is not ... and visible != enforced:
+            saw.stylize("bold red")
+            notes.append("agent saw a different value")
+        enf = Text(_fmt(enforced))
+        cells = []
+        for rules in others.values():
+            old = rules.get(name)
+            cell = Text(_fmt(old))
+            if name in rules and old != enforced:
+                cell.stylize("bold yellow")
+                enf.stylize("bold yellow reverse")
+                notes.append("contradicts the original")
+            cells.append(cell)
+        if visible is ...:
+            notes.append("withheld from the agent")
+        table.add_row(name, saw, enf, *cells, Text("; ".join(dict.fromkeys(notes)), style="italic"))
+    return table
+
+
+def verdict_table(end: EpisodeEnd | None) -> Table:
+    """Shadow grading: each rule set's pass, score, error and graders."""
+    table = Table(title="verdicts (shadow grading)", title_justify="left")
+    for column in ("rule set", "passed", "score", "graders", "error"):
+        table.add_column(column)
+    for name, verdict in (end.verdicts if end else {}).items():
+        if not isinstance(verdict, dict):
+            continue
+        passed = verdict.get("passed")
+        mark = (
+            Text("pass", style="bold green")
+            if passed
+            else (Text("fail", style="bold red") if passed is False else Text("?", style="dim"))
+        )
+        score = verdict.get("score")
+        graders = ", ".join(
+            f"{r.get('grader', '?')}:{'✓' if r.get('passed') else '✗'}"
+            for r in verdict.get("results", [])
+            if isinstance(r, dict)
+        )
+        table.add_row(
+            name,
+            mark,
+            _fmt(score if score is None else f"{score:.2f}"),
+            graders,
+            Text(_fmt(verdict.get("error")), style="red"),
+        )
+    return table
+
+
+class RulesPanel(Static):
+    """The episode's rules and verdict matrix."""
+
+    DEFAULT_CSS = """
+    RulesPanel { height: auto; padding: 0 1; }
+    """
+
+    def show(self, header: EpisodeHeader | None, end: EpisodeEnd | None) -> None:
+        """Draw the panel for an episode (header None: nothing known)."""
+        if header is None:
+            self.update(Text("no header: rules unknown", style="italic"))
+            return
+        summary = Text()
+        summary.append(f"{header.task} v{header.task_version}", style="bold")
+        summary.append(f"  variant {header.variant}  seed {header.seed}  agent {header.agent}")
+        summary.append(f"  backend {header.backend}\n")
+        if end is None:
+            summary.append("running: no verdict yet", style=CLASS_STYLE["running"])
+        else:
+            cls = "error" if end.error else (end.cls or "-")
+            summary.append("class ")
+            summary.append(cls, style=CLASS_STYLE.get(cls, ""))
+            summary.append(f"  reward {end.reward:.2f}")
+            summary.append("  submitted" if end.terminated else "  truncated (limit)")
+            if end.error:
+                summary.append(f"\nerror: {end.error}", style="bold red")
+        self.update(Group(summary, rules_table(header, end), verdict_table(end)))

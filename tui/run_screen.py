@@ -1,0 +1,173 @@
+"""The run view: one row per episode, sortable and filterable, updated while the run goes on."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from tui.help_screen import HelpScreen, describe
+from tui.messages import EpisodeChosen
+from tui.model import EpisodeRow, RunModel
+from tui.rules_panel import CLASS_STYLE
+from tui.search_bar import SearchBar
+
+COLUMNS = ("episode", "task", "variant", "agent", "steps", "reward", "class")
+
+
+class RunScreen(Screen[None]):
+    """Every episode of a run; enter opens one."""
+
+    DEFAULT_CSS = """
+    RunScreen #title { height: 1; background: $boost; padding: 0 1; }
+    RunScreen #skipped { height: auto; color: $warning; padding: 0 1; display: none; }
+    RunScreen #skipped.-shown { display: block; }
+    RunScreen DataTable { height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("enter", "open", "Open", show=False),
+        Binding("s", "sort", "Sort"),
+        Binding("r", "reverse", "Reverse", show=False),
+        Binding("slash,f", "filter", "Filter"),
+        Binding("c", "clear_filter", "Clear filter", show=False),
+        Binding("question_mark", "help", "Keys"),
+    ]
+
+    def __init__(self, model: RunModel) -> None:
+        super().__init__()
+        self.model = model
+        self.sort_column = 6
+        self.sort_reverse = False
+        self.filter_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield Static(id="skipped")
+        table: DataTable[Text | str] = DataTable(cursor_type="row", zebra_stripes=True)
+        yield table
+        yield SearchBar(id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        self.fill()
+        table.focus()
+        self.set_interval(1.0, self.poll_live)
+
+    # -- content -----------------------------------------------------------------------------
+
+    def visible_rows(self) -> list[EpisodeRow]:
+        """The rows passing the filter, sorted as asked."""
+        needle = self.filter_text.lower()
+        rows = [
+            r
+            for r in self.model.rows.values()
+            if not needle or any(needle in cell.lower() for cell in r.cells())
+        ]
+
+        def key(row: EpisodeRow) -> tuple:
+            value = (
+                row.episode_id,
+                row.task,
+                row.variant,
+                row.agent,
+                row.steps,
+                -1.0 if row.reward is None else row.reward,
+                row.cls,
+            )[self.sort_column]
+            return (value, row.started, row.episode_id)
+
+        return sorted(rows, key=key, reverse=self.sort_reverse)
+
+    def fill(self) -> None:
+        """Rebuild the table, keeping the cursor on the same episode."""
+        table = self.query_one(DataTable)
+        current = self.current_path()
+        table.clear()
+        for row in self.visible_rows():
+            cells = list(row.cells())
+            cls = Text(cells[-1], style=CLASS_STYLE.get(cells[-1], ""))
+            table.add_row(*cells[:-1], cls, key=str(row.path))
+        if current is not None and str(current) in table.rows:
+            table.move_cursor(row=table.get_row_index(str(current)))
+        self.refresh_title()
+
+    def refresh_title(self) -> None:
+        rows = list(self.model.rows.values())
+        title = Text()
+        title.append(f"run {self.model.run_id}", style="bold")
+        if self.model.header and isinstance(self.model.header.get("started"), int | float):
+            when = datetime.fromtimestamp(self.model.header["started"]).strftime("%Y-%m-%d %H:%M")
+            title.append(f"  started {when}")
+        title.append(f"  {len(rows)} episodes")
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.cls] = counts.get(row.cls, 0) + 1
+        for cls, n in sorted(counts.items()):
+            title.append("  ")
+            title.append(f"{cls} {n}", style=CLASS_STYLE.get(cls, ""))
+        title.append(f"  sorted by {COLUMNS[self.sort_column]}{' ↓' if self.sort_reverse else ''}")
+        if self.filter_text:
+            title.append(f"  filter {self.filter_text!r}", style="bold yellow")
+        self.query_one("#title", Static).update(title)
+        notice = self.query_one("#skipped", Static)
+        notice.set_class(bool(self.model.skipped), "-shown")
+        notice.update("skipped: " + "; ".join(self.model.skipped))
+
+    def current_path(self) -> Path | None:
+        """The episode under the cursor."""
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return Path(str(key.value))
+
+    def poll_live(self) -> None:
+        if self.model.poll():
+            self.fill()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    @on(DataTable.RowSelected)
+    def row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        path = self.current_path()
+        if path is not None:
+            self.post_message(EpisodeChosen(path))
+
+    def action_sort(self) -> None:
+        self.sort_column = (self.sort_column + 1) % len(COLUMNS)
+        self.fill()
+
+    def action_reverse(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self.fill()
+
+    def action_filter(self) -> None:
+        self.query_one(SearchBar).open("filter episodes: text in any column (enter: apply)")
+
+    @on(Input.Submitted, "#filter")
+    def apply_filter(self, event: Input.Submitted) -> None:
+        self.filter_text = event.value.strip()
+        self.query_one(SearchBar).action_close()
+        self.query_one(DataTable).focus()
+        self.fill()
+
+    def action_clear_filter(self) -> None:
+        self.filter_text = ""
+        self.fill()
+
+    def action_help(self) -> None:
+        extra = [("q", "Quit"), ("up/down", "Move between episodes")]
+        rows = describe([*self.BINDINGS, *self.app.BINDINGS]) + extra
+        self.app.push_screen(HelpScreen("keys: run view", rows))

@@ -1,0 +1,55 @@
+"""What one step was: its action, mode, exit code, timing, and the audit hits at it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual.widgets import Static
+
+from termgym.recording import StepRecord
+
+
+class StepDetail(Static):
+    """The selected step's facts, above its output."""
+
+    DEFAULT_CSS = """
+    StepDetail { height: auto; max-height: 14; border: round $primary 50%; padding: 0 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.border_title = "step"
+        self.plain = ""
+
+    def show(self, step: StepRecord, position: int, total: int, hits: list[dict[str, Any]]) -> None:
+        """Show `step` (number `position` of `total` in the list) and its audit hits."""
+        facts = Text()
+        facts.append(f"step {step.index}", style="bold")
+        facts.append(f" ({position + 1} of {total})", style="dim")
+        facts.append(f"  {step.mode}  ")
+        if step.exit_code is None:
+            facts.append("exit -", style="dim")
+        else:
+            facts.append(
+                f"exit {step.exit_code}", style="bold green" if step.exit_code == 0 else "bold red"
+            )
+        facts.append(f"  {step.duration:.3f}s  at t={step.t:.2f}s")
+        for flag, label in (
+            (step.timed_out, "TIMED OUT"),
+            (step.truncated, "TRUNCATED"),
+            (step.restarted, "SHELL RESTARTED"),
+        ):
+            if flag:
+                facts.append(f"  {label}", style="bold yellow")
+        action = Text("$ " if step.mode == "command" else "> ", style="bold cyan")
+        action.append(step.action.rstrip("\n") or "(empty)")
+        parts: list[Text] = [facts, action]
+        for hit in hits:
+            line = Text("⚑ audit ", style="bold magenta")
+            line.append(f"{hit.get('kind', '?')}: ", style="bold")
+            line.append(str(hit.get("message", "")))
+            parts.append(line)
+        self.plain = "\n".join(part.plain for part in parts)
+        self.update(Group(*parts))
