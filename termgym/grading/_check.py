@@ -177,7 +177,7 @@ def _static_rows(task: Task) -> list[CheckRow]:
                 task.id,
                 "withheld",
                 "-",
-                "rule not visible",
+                "hidden",
                 None,
                 None,
                 None,
@@ -224,13 +224,7 @@ def check_tasks(
         try:
             images[task.id] = task_image(task)
         except TermgymError as exc:
-            add(
-                [
-                    CheckRow(
-                        task.id, "-", "-", "image builds", None, None, None, False, str(exc)[:800]
-                    )
-                ]
-            )
+            add([CheckRow(task.id, "-", "-", "builds", None, None, None, False, str(exc)[:800])])
             continue
         work.extend((task, variant) for variant in task.spec.variants)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -244,7 +238,7 @@ def check_tasks(
                         task.id,
                         variant,
                         "-",
-                        "sandbox starts",
+                        "starts",
                         None,
                         None,
                         None,

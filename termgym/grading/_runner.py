@@ -145,7 +145,8 @@ def grade_rulesets(
             job = kinds[name].job(spec, task.root)
             write_tree(folder, dict(job.files))
             targets = sorted(set(canonical[name].values()), key=list(values).index)
-            timeout = spec.timeout or default_timeout
+            # A batch runs every rule set in one go: its timeout covers them all.
+            timeout = (spec.timeout or default_timeout) * (len(targets) if job.batch else 1)
             budget += timeout * (1 if job.batch and not job.call else len(targets))
             jobs.append(
                 {
