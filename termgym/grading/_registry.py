@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from termgym.errors import UnknownGraderKind
+from termgym.errors import GraderError, UnknownGraderKind
 from termgym.grading._base import Grader
 
 ENTRY_POINT_GROUP = "termgym.graders"
@@ -31,7 +31,13 @@ class GraderKindSpec:
             if isinstance(target, str):
                 module_name, _, attr = target.partition(":")
                 target = getattr(importlib.import_module(module_name), attr)
-            self._loaded = target() if isinstance(target, type) else target
+            loaded = target() if isinstance(target, type) else target
+            if not isinstance(loaded, Grader):
+                raise GraderError(
+                    f"grader kind {self.kind!r} ({self.source}): expected an "
+                    f"object with job() and read(), found {loaded!r}"
+                )
+            self._loaded = loaded
         return self._loaded
 
 

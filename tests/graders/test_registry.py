@@ -1,0 +1,41 @@
+"""The grader-kind registry: entry points, registration, and what a miss says."""
+
+from __future__ import annotations
+
+import pytest
+
+from termgym.errors import GraderError, UnknownGraderKind
+from termgym.grading import grader_kind, grader_kinds, register_grader, unregister_grader
+from termgym.grading._registry import ENTRY_POINT_GROUP
+
+
+def test_bundled_kinds_come_from_the_entry_point_group():
+    from importlib.metadata import entry_points
+
+    names = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert {"pytest", "script", "file", "json", "regex", "python"} <= names
+    assert names <= set(grader_kinds())
+
+
+def test_an_unknown_kind_suggests_the_closest():
+    with pytest.raises(
+        UnknownGraderKind, match=r"unknown grader kind 'scirpt'.*Did you mean 'script'"
+    ):
+        grader_kind("scirpt")
+
+
+def test_registering_a_taken_name_needs_override():
+    with pytest.raises(ValueError, match=r"grader kind 'pytest' is already registered"):
+        register_grader("pytest", "graders.pytest_kind:PytestGrader")
+
+
+def test_a_registered_kind_that_is_no_grader_is_refused_by_name():
+    register_grader("not-a-grader", "collections:OrderedDict")
+    try:
+        with pytest.raises(
+            GraderError,
+            match=r"grader kind 'not-a-grader'.*expected an object with job\(\) and read\(\)",
+        ):
+            grader_kind("not-a-grader")
+    finally:
+        unregister_grader("not-a-grader")
