@@ -57,10 +57,10 @@ def base_rootfs(bwrap_available: None) -> Iterator[str]:
     yield str(rootfs_for(BASE_IMAGE))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `docker` / `bwrap` get the matching availability fixture."""
-    for item in items:
-        if item.get_closest_marker("docker") and "docker_available" not in item.fixturenames:
-            item.fixturenames.insert(0, "docker_available")  # type: ignore[attr-defined]
-        if item.get_closest_marker("bwrap") and "bwrap_available" not in item.fixturenames:
-            item.fixturenames.insert(0, "bwrap_available")  # type: ignore[attr-defined]
+@pytest.fixture(autouse=True)
+def _marked_requirements(request: pytest.FixtureRequest) -> None:
+    """Tests marked `docker` / `bwrap` get the matching availability check."""
+    if request.node.get_closest_marker("docker"):
+        request.getfixturevalue("docker_available")
+    if request.node.get_closest_marker("bwrap"):
+        request.getfixturevalue("bwrap_available")
