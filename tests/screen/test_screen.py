@@ -205,21 +205,72 @@ def test_sequences_pyte_does_not_know_are_dropped_not_raised() -> None:
 
 
 _PIECES = [
-    "plain output line\r\n", "\x1b[31mred\x1b[0m text\r\n", "x" * 37 + "\r\n", "\r\n", "\n",
-    "ab\rcd", "\x1b[2J", "\x1b[H", "\x1b[3;4H", "\x1b[K", "\x1b[2A", "\x1b[1M", "\x1b[2L",
-    "\x1bM", "\x1b[?1049h", "\x1b[?1049l", "\x1b[2;4r", "\x1b[r", "\x1b7", "\x1b8", "\x1b[?25l",
-    "\x1b[?25h", "\x1b]0;title\x07", "\x1b]0;t\r\nx\x07", "日本語", "\t", "\b", "\x1b[4h",
-    "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x1b[?7;25l", "\x1b[?25;7h", "\x1b(0", "\x1b(B", "\x0e",
-    "\x0f", "\x1b[1;32;44m", "\x1b[38:5:2m", "\x1b[?2004h", "\x1bc", "\x1b[5S", "\x1b[3X",
-    "\x1b[2P", "\x1b[1@", "\x1b[J", "\x1b[1J", "\x1bD", "\x1bE", "\x9b2J", "\x1b[1\r;2H",
-]  # fmt: skip
+    "plain output line\r\n",
+    "\x1b[31mred\x1b[0m text\r\n",
+    "x" * 37 + "\r\n",
+    "\r\n",
+    "\n",
+    "ab\rcd",
+    "\x1b[2J",
+    "\x1b[H",
+    "\x1b[3;4H",
+    "\x1b[K",
+    "\x1b[2A",
+    "\x1b[1M",
+    "\x1b[2L",
+    "\x1bM",
+    "\x1b[?1049h",
+    "\x1b[?1049l",
+    "\x1b[2;4r",
+    "\x1b[r",
+    "\x1b7",
+    "\x1b8",
+    "\x1b[?25l",
+    "\x1b[?25h",
+    "\x1b]0;title\x07",
+    "\x1b]0;t\r\nx\x07",
+    "日本語",
+    "\t",
+    "\b",
+    "\x1b[4h",
+    "\x1b[4l",
+    "\x1b[?7l",
+    "\x1b[?7h",
+    "\x1b[?7;25l",
+    "\x1b[?25;7h",
+    "\x1b(0",
+    "\x1b(B",
+    "\x0e",
+    "\x0f",
+    "\x1b[1;32;44m",
+    "\x1b[38:5:2m",
+    "\x1b[?2004h",
+    "\x1bc",
+    "\x1b[5S",
+    "\x1b[3X",
+    "\x1b[2P",
+    "\x1b[1@",
+    "\x1b[J",
+    "\x1b[1J",
+    "\x1bD",
+    "\x1bE",
+    "\x9b2J",
+    "\x1b[1\r;2H",
+]
 _WEIGHTS = [40, 20, 20, 20, 10, 3] + [1] * (len(_PIECES) - 6)
 
 
 def _state(screen: TerminalScreen) -> tuple:
     inner = screen._screen
-    return (screen.lines(), screen.styled_lines(), screen.cursor, screen.in_alternate_screen,
-            inner.mode, inner.cursor.attrs, inner.cursor.hidden)  # fmt: skip
+    return (
+        screen.lines(),
+        screen.styled_lines(),
+        screen.cursor,
+        screen.in_alternate_screen,
+        inner.mode,
+        inner.cursor.attrs,
+        inner.cursor.hidden,
+    )
 
 
 def test_skipping_output_that_scrolls_off_gives_exactly_the_full_replay() -> None:
@@ -253,3 +304,69 @@ def test_feed_text_with_skipping_matches_a_full_feed_on_long_output() -> None:
     fast.feed_text(text, skip_scrolled=True)
     assert _state(fast) == _state(full)
     assert fast.title == "title"
+
+
+def test_fast_drawing_and_scrolling_match_pyte_cell_for_cell() -> None:
+    import random
+
+    import pyte
+
+    import termgym.screen as screen_module
+
+    class PyteOnly(screen_module._AltScreen):
+        def draw(self, data: str) -> None:
+            pyte.Screen.draw(self, data)
+
+        def index(self) -> None:
+            pyte.Screen.index(self)
+
+    pieces = [
+        "hello world ",
+        "x" * 50,
+        "\r\n",
+        "\n",
+        "日本",
+        "e\u0301",
+        "\x1b[4h",
+        "\x1b[4l",
+        "\x1b[?7l",
+        "\x1b[?7h",
+        "\x1b(0",
+        "\x1b(B",
+        "\x0e",
+        "\x0f",
+        "\x1b[31m",
+        "\x1b[0m",
+        "\x1b[5;70H",
+        "\x1b[2J",
+        "abc",
+        "\t",
+        "\b",
+        "\x1b[?1049h",
+        "\x1b[?1049l",
+        "~~~",
+        "\x1b[1;80H",
+        "\x1b[3;8r",
+        "\x1b[r",
+        "\x1bM",
+        "\x1b[2S",
+        "\n\n\n\n\n",
+    ]
+    rng = random.Random(5)
+
+    def cells(screen: screen_module._AltScreen) -> dict:
+        return {(y, x): c for y, row in screen.buffer.items() for x, c in row.items()}
+
+    for _ in range(300):
+        fast, slow = screen_module._AltScreen(80, 10), PyteOnly(80, 10)
+        fast_stream, slow_stream = screen_module._SafeStream(fast), screen_module._SafeStream(slow)
+        for _ in range(60):
+            piece = rng.choice(pieces)
+            fast_stream.feed(piece)
+            slow_stream.feed(piece)
+        assert cells(fast) == cells(slow)
+        assert (fast.cursor.x, fast.cursor.y, fast.mode) == (
+            slow.cursor.x,
+            slow.cursor.y,
+            slow.mode,
+        )
