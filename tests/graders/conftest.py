@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 
 
 @pytest.fixture(scope="session")
