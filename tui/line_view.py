@@ -57,12 +57,18 @@ class LineView(ScrollView, can_focus=True):
         """Re-read the line count (and, with `clear`, every line's content)."""
         if clear:
             self._cache.clear()
-        self.virtual_size = Size(max(self.line_width(), self.size.width), self.line_count())
+        width = max(self.line_width(), self.scrollable_content_region.width)
+        self.virtual_size = Size(width, self.line_count())
         self.refresh()
 
     def on_resize(self) -> None:
         self._cache.clear()
         self.reload_lines(clear=False)
+        if self.cursor_enabled:
+            self.call_after_refresh(self._show_cursor)
+
+    def _show_cursor(self) -> None:
+        self.scroll_to_region(Region(0, self.cursor, 1, 1), animate=False, force=True)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -93,7 +99,8 @@ class LineView(ScrollView, can_focus=True):
         if not self.cursor_enabled:
             return
         self.refresh()
-        self.scroll_to_region(Region(0, new, 1, 1), animate=False, force=True)
+        self._show_cursor()
+        self.call_after_refresh(self._show_cursor)  # again once laid out (first show)
         self.cursor_moved(new)
 
     def validate_cursor(self, value: int) -> int:

@@ -16,7 +16,7 @@ class StepList(LineView):
     """One line per step: number, mode, exit code, duration, action; ⚑ marks audit hits."""
 
     DEFAULT_CSS = """
-    StepList { width: 1fr; height: 1fr; border: round $primary 50%; }
+    StepList { width: 1fr; height: 1fr; border: round $primary 50%; overflow-x: hidden; }
     StepList:focus { border: round $accent; }
     """
 

@@ -237,7 +237,9 @@ async def test_a_10000_step_episode_opens_on_its_last_step(big_episode: Path) ->
         await pilot.pause()
         shown = time.perf_counter() - started
         assert _cursor(app) == 9999
-        assert "step 9999 (10000 of 10000)" in shown_text(app)
+        text = shown_text(app)
+        assert "step 9999 (10000 of 10000)" in text
+        assert "│ 9999 ✔" in text  # the last step is in view in the list
         await settle(pilot)
         coloured = time.perf_counter() - started
         assert "agent@sandbox:/app$" in app.screen.query_one(TerminalView).plain
