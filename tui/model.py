@@ -171,11 +171,15 @@ class RunModel:
         for path in episode_files(self.path):
             follower = self._followers.get(path)
             if follower is None:
-                follower = self._followers[path] = EpisodeFollower(path)
-                self._counts[path] = 0
+                # Read what is there (lazily for big files), then follow on from its end.
+                log = read_episode(path)
+                follower = self._followers[path] = EpisodeFollower(path, offset=log.read_upto)
+                follower.header, follower.end = log.header, log.end
+                self.skipped.extend(f"{path.name}: {note}" for note in log.skipped)
+                self._counts[path] = len(log.steps)
             elif follower.finished:
                 continue
-            new = follower.poll()
+            new = follower.poll() if not follower.finished else []
             self._counts[path] += len(new)
             row = self._row(path, follower)
             if self.rows.get(path) != row:

@@ -151,3 +151,16 @@ async def test_a_run_being_written_shows_new_episodes_and_steps_as_they_arrive(
         assert "both" in shown_text(app) and "● live" not in shown_text(app)
     writer.close()
     second.close()
+
+
+async def test_a_corrupt_episode_in_a_run_is_listed_and_what_was_skipped_is_said(
+    run_dir: Path,
+) -> None:
+    path = run_dir / "episodes" / "fuel-1.jsonl"
+    path.write_bytes(path.read_bytes()[:-25])  # the end line cut short
+    app = TermgymApp(run_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        classes = dict(zip(_column(app, "episode"), _column(app, "class"), strict=True))
+        assert classes["fuel-1"] == "running"  # no readable end line
+        assert "skipped: fuel-1.jsonl: line 22: incomplete last line" in shown_text(app)
