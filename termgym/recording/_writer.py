@@ -180,10 +180,6 @@ class EpisodeWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # The Recorder protocol spelled as callbacks, for callers that prefer those names.
-    on_step = step
-    on_end = end
-
 
 def new_run_id(now: float | None = None) -> str:
     """A sortable, unique run id: `YYYYmmdd-HHMMSS-xxxx`."""
