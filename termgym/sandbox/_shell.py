@@ -11,6 +11,10 @@ behaves as at a real prompt.
 The command's stdin is the terminal: a command that waits for input waits until its
 timeout (then it is interrupted with Ctrl-C like any overrun), unless keystrokes are typed
 into it with `send_keys`.
+
+A timed-out command gets Ctrl-C and a short grace; if the shell does not answer a fresh
+sentinel by then, or the shell died (`exit`, `exec`, killed), a new shell is started in the
+workdir: the result says `restarted=True` and its output ends with a `[termgym: ...]` note.
 """
 
 from __future__ import annotations
@@ -43,22 +47,20 @@ BASH_ARGV = ("bash", "--noprofile", "--norc", "--noediting", "-i")
 """How every backend starts the agent's shell: interactive, no rc files, no readline."""
 
 
+def _quote_table() -> list[str]:
+    table = [chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in range(256)]
+    table[0x5C], table[0x27], table[0x0A] = "\\\\", "\\'", "\\n"
+    table[0] = ""  # NUL cannot travel through a C string; it is dropped
+    return table
+
+
+_QUOTE = _quote_table()
+
+
 def ansi_c_quote(text: str | bytes) -> list[str]:
     """Encode `text` as pieces of a bash `$'...'` string body, printable ASCII only."""
     data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-    pieces: list[str] = []
-    for byte in data:
-        if byte == 0x5C:
-            pieces.append("\\\\")
-        elif byte == 0x27:
-            pieces.append("\\'")
-        elif byte == 0x0A:
-            pieces.append("\\n")
-        elif 0x20 <= byte < 0x7F:
-            pieces.append(chr(byte))
-        elif byte:  # NUL cannot travel through a C string; it is dropped
-            pieces.append(f"\\x{byte:02x}")
-    return pieces
+    return [_QUOTE[byte] for byte in data]
 
 
 def _chunks(pieces: Sequence[str], budget: int = _LINE_BUDGET) -> list[str]:

@@ -128,10 +128,21 @@ def test_command_waiting_on_stdin_times_out_cleanly(box: Sandbox) -> None:
         assert box.run("echo alive").output == "alive\n"
 
 
+def _type_until(box: Sandbox, keys: str, expected: str, patience: float = 15.0) -> str:
+    """Type `keys`, then keep reading until `expected` shows (a slow machine starts late)."""
+    seen = box.send_keys(keys, settle=0.3).output
+    deadline = time.monotonic() + patience
+    while expected not in seen and time.monotonic() < deadline:
+        seen += box.send_keys(b"", settle=0.3).output
+    return seen
+
+
 def test_send_keys_drives_an_interactive_program(box: Sandbox) -> None:
-    box.send_keys('python3 -c \'name = input("name? "); print("hello", name)\'\n', settle=0.5)
-    answer = box.send_keys("ada\n", settle=1.0)
-    assert "hello ada" in answer.output
+    prompt = _type_until(
+        box, 'python3 -c \'name = input("name? "); print("hello", name)\'\n', "name? "
+    )
+    assert prompt.endswith("name? ")
+    assert "hello ada" in _type_until(box, "ada\n", "hello ada")
     assert box.run("echo $((6 * 7))").output == "42\n"
 
 
