@@ -10,6 +10,7 @@ import subprocess
 import pexpect
 import pytest
 
+from termgym._scrolloff import scrolled_off_regions
 from termgym.screen import TerminalScreen
 
 
@@ -276,7 +277,6 @@ def _state(screen: TerminalScreen) -> tuple:
 def test_skipping_output_that_scrolls_off_gives_exactly_the_full_replay() -> None:
     import random
 
-    import termgym.screen as screen_module
 
     rng = random.Random(11)
     skipped = 0
@@ -285,7 +285,7 @@ def test_skipping_output_that_scrolls_off_gives_exactly_the_full_replay() -> Non
         full, fast = TerminalScreen(15, 6), TerminalScreen(15, 6)
         full.feed_text(text)
         pos = 0
-        for start, stop, kept in screen_module._scrolled_off_regions(text, 6, 15, True, 10):
+        for start, stop, kept in scrolled_off_regions(text, 6, 15, True, 10):
             fast._stream.feed(text[pos:start])
             fast._stream.feed(kept if fast._screen.margins is None else text[start:stop])
             pos, skipped = stop, skipped + stop - start
