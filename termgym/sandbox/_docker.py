@@ -126,11 +126,11 @@ class DockerSandbox(ShellSandbox):
         client = docker_client()
         config = self.config
         try:
-            self.container = client.containers.run(
+            # create + start, not run: run would try to pull a missing image from a registry
+            self.container = client.containers.create(
                 config.image,
                 command=["sleep", "infinity"],
                 name=self.name,
-                detach=True,
                 init=True,
                 user=MAIN_USER,
                 working_dir=config.workdir,
@@ -150,12 +150,14 @@ class DockerSandbox(ShellSandbox):
                 },
                 hostname="sandbox",
             )
+            self.container.start()
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(
                 f"Expected image {config.image} in the Docker engine; found none. "
                 "Build the base image with `termgym image build-base`."
             ) from exc
         except docker.errors.APIError as exc:
+            self.close()
             raise SandboxError(f"Docker could not start {config.image}: {exc}") from exc
         try:
             self._start_shell()

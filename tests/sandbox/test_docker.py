@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from termgym.errors import BackendUnavailable, SandboxCrashed
+from termgym.errors import BackendUnavailable, SandboxCrashed, SandboxError
 from termgym.sandbox import SANDBOX_LABEL, SandboxConfig, collect_garbage, make_sandbox
 from termgym.sandbox._docker import DockerSandbox
 from termgym.sandbox._engine import docker_client, forget_clients
@@ -99,3 +99,10 @@ def test_no_docker_engine_gives_a_message_saying_how_to_start_one(
     finally:
         monkeypatch.undo()
         forget_clients()
+
+
+def test_missing_image_is_reported_without_trying_a_registry(base_image: str) -> None:
+    began = time.monotonic()
+    with pytest.raises(SandboxError, match="Expected image termgym/missing:never.*build-base"):
+        make_sandbox("docker", SandboxConfig(image="termgym/missing:never")).start()
+    assert time.monotonic() - began < 10
