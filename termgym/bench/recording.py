@@ -130,13 +130,17 @@ def bench_recording(quick: bool = False) -> Section:
         if termgym.exists():
             small_s = _first_frame(f"{termgym} tui {small}", "(30 of 30)")
             big_s = _first_frame(f"{termgym} tui {big}", "(10000 of 10000)")
+            began = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import tui.app"], check=True)
+            imports_s = time.perf_counter() - began
             if small_s is not None and big_s is not None:
                 rows.append(timings_row("termgym tui: first frame, 30-step episode", [small_s]))
                 rows.append(timings_row("termgym tui: first frame, 10,000-step episode", [big_s]))
                 notes.append(
                     f"TUI first frame (process start to the last step shown, real terminal): "
                     f"10,000 steps {big_s:.2f} s vs 30 steps {small_s:.2f} s, ratio "
-                    f"{big_s / small_s:.2f}; the difference is what the episode's size costs"
+                    f"{big_s / small_s:.2f}; the difference is what the episode's size costs; "
+                    f"starting Python and importing the app alone takes {imports_s:.2f} s"
                 )
         else:
             notes.append("termgym script not installed: TUI first frame not measured")
