@@ -143,8 +143,8 @@ class EpisodeWriter:
             self._event(record.t, "o", text)
         self._event(record.t + record.duration, "m", f"step {record.index}")
         self._steps += 1
+        self._cast.flush()  # the cast first: a step readable in the JSONL has its screen
         self._jsonl.flush()
-        self._cast.flush()
 
     def end(self, record: EpisodeEnd) -> None:
         """Append the end line, then flush and fsync both files."""
