@@ -130,7 +130,7 @@ class EpisodeWriter:
                 f"expected an open episode for step {record.index}; "
                 f"found it {'closed' if self._closed else 'ended'}"
             )
-        self._jsonl.write(dumps_line(step_line(record)))
+        line = dumps_line(step_line(record))
         if record.raw:
             text = self._decoder.decode(record.raw)
         elif record.output:
@@ -142,9 +142,10 @@ class EpisodeWriter:
         if text:
             self._event(record.t, "o", text)
         self._event(record.t + record.duration, "m", f"step {record.index}")
-        self._steps += 1
         self._cast.flush()  # the cast first: a step readable in the JSONL has its screen
+        self._jsonl.write(line)
         self._jsonl.flush()
+        self._steps += 1
 
     def end(self, record: EpisodeEnd) -> None:
         """Append the end line, then flush and fsync both files."""
