@@ -152,20 +152,25 @@ class EpisodeScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="screen")
     def replay_screen(self, position: int) -> None:
-        screen = self.model.screen_after(position)
+        try:
+            screen = self.model.screen_after(position)
+        except Exception as exc:  # a damaged cast must not take the app down
+            self.post_message(ScreenReady(position, None, f"replay failed: {exc}"))
+            return
         if screen is not None:
             self.post_message(ScreenReady(position, screen.styled_lines()))
-        elif self.model.replay_error:
-            self.app.call_from_thread(
-                self.query_one(TerminalView).show_plain,
-                self.model.step(position).screen,
-                "no cast: recorded text only",
-            )
+        else:
+            self.post_message(ScreenReady(position, None, "no cast: recorded text only"))
 
     @on(ScreenReady)
     def screen_ready(self, message: ScreenReady) -> None:
-        if message.position == self.query_one(StepList).cursor:
-            self.query_one(TerminalView).show_styled(message.lines)
+        if message.position != self.query_one(StepList).cursor:
+            return
+        view = self.query_one(TerminalView)
+        if message.lines is None:
+            view.show_plain(self.model.step(message.position).screen, message.note)
+        else:
+            view.show_styled(message.lines)
 
     # -- live --------------------------------------------------------------------------------
 

@@ -24,7 +24,9 @@ class StepHighlighted(Message):
 
 @dataclass
 class ScreenReady(Message):
-    """The coloured screen after a step was replayed (in a worker) and can be shown."""
+    """The screen after a step was replayed (in a worker): its coloured rows, or None and a
+    note saying why only the recorded text can be shown."""
 
     position: int
-    lines: list
+    lines: list | None
+    note: str = ""

@@ -251,3 +251,20 @@ async def test_a_10000_step_episode_opens_on_its_last_step(big_episode: Path) ->
         f"\n10k-step episode ({size / 1e6:.1f} MB): shown in {shown:.2f} s, "
         f"coloured screen after {coloured:.2f} s"
     )
+
+
+async def test_garbage_inside_the_cast_is_passed_over_and_the_screen_still_shows(
+    run_dir: Path,
+) -> None:
+    cast = _episode(run_dir).with_suffix(".cast")
+    lines = cast.read_bytes().split(b"\n")
+    lines[3:3] = [b'[1.0, "o"]', b"{not json", b'[2.0, "o", 42]']
+    cast.write_bytes(b"\n".join(lines))
+    app = TermgymApp(_episode(run_dir))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "j", "j", "j", "j")
+        await settle(pilot)
+        view = app.screen.query_one(TerminalView)
+        assert "agent@sandbox:/app$ python3 plan.py --leg 4" in view.plain
+        assert view.border_subtitle == ""
