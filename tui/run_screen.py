@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.text import Text
@@ -31,7 +31,7 @@ class RunScreen(Screen[None]):
     RunScreen DataTable { height: 1fr; }
     """
     BINDINGS = [
-        Binding("enter", "open", "Open", show=False),
+        Binding("enter", "open", "Open"),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse", show=False),
         Binding("slash,f", "filter", "Filter"),
@@ -105,7 +105,8 @@ class RunScreen(Screen[None]):
         title = Text()
         title.append(f"run {self.model.run_id}", style="bold")
         if self.model.header and isinstance(self.model.header.get("started"), int | float):
-            when = datetime.fromtimestamp(self.model.header["started"]).strftime("%Y-%m-%d %H:%M")
+            started = datetime.fromtimestamp(self.model.header["started"], tz=UTC)
+            when = started.strftime("%Y-%m-%d %H:%M UTC")
             title.append(f"  started {when}")
         title.append(f"  {len(rows)} episodes")
         counts: dict[str, int] = {}
