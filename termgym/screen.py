@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -115,13 +117,10 @@ class _AltScreen(pyte.Screen):
             line = self.buffer[cursor.y]
             x = cursor.x
             chunk = data[i : i + cols - x]
-            for ch in chunk:
-                glyph = glyphs.get(ch)
-                if glyph is None:
-                    glyph = glyphs[ch] = attrs._replace(data=ch)
-                line[x] = glyph
-                x += 1
-            cursor.x = x
+            for ch in set(chunk).difference(glyphs):
+                glyphs[ch] = attrs._replace(data=ch)
+            line.update(zip(range(x, x + len(chunk)), map(glyphs.__getitem__, chunk), strict=True))
+            cursor.x = x + len(chunk)
             i += len(chunk)
         self.dirty.add(cursor.y)
 
@@ -199,7 +198,8 @@ class _AltScreen(pyte.Screen):
 
 
 class _SafeStream(pyte.Stream):
-    """pyte.Stream that drops a sequence its screen cannot handle instead of raising.
+    """pyte.Stream that drops a sequence its screen cannot handle instead of raising, and
+    takes colour changes and line ends without pyte's one-character-at-a-time parser.
 
     Real programs send sequences pyte does not know (vim's private SGR `CSI > 4;2 m`).
     """
@@ -210,6 +210,48 @@ class _SafeStream(pyte.Stream):
         except Exception:
             self._initialize_parser()
             return self._taking_plain_text
+
+    def feed(self, data: str) -> None:
+        listener = self.listener
+        assert listener is not None
+        draw = listener.draw
+        match_text = self._text_pattern.match
+        match_sgr = _FAST_SGR.match
+        send = self._send_to_parser
+        taking = self._taking_plain_text
+        i, n = 0, len(data)
+        while i < n:
+            if taking:
+                m = match_text(data, i)
+                if m:
+                    draw(m.group())
+                    i = m.end()
+                    continue
+                ch = data[i]
+                if ch == "\n":
+                    listener.linefeed()
+                    i += 1
+                    continue
+                if ch == "\r":
+                    listener.carriage_return()
+                    i += 1
+                    continue
+                if ch == "\x1b":
+                    m = match_sgr(data, i)
+                    if m:
+                        params = [min(int(p or 0), 9999) for p in m.group(1).split(";")]
+                        with contextlib.suppress(Exception):  # pyte raises on bad colours
+                            listener.select_graphic_rendition(*params)
+                        i = m.end()
+                        continue
+                taking = False
+            else:
+                taking = send(data[i])
+                i += 1
+        self._taking_plain_text = taking
+
+
+_FAST_SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
 def _copy_buffer(buffer: dict) -> dict:

@@ -277,7 +277,6 @@ def _state(screen: TerminalScreen) -> tuple:
 def test_skipping_output_that_scrolls_off_gives_exactly_the_full_replay() -> None:
     import random
 
-
     rng = random.Random(11)
     skipped = 0
     for _ in range(120):
@@ -370,3 +369,77 @@ def test_fast_drawing_and_scrolling_match_pyte_cell_for_cell() -> None:
             slow.cursor.y,
             slow.mode,
         )
+
+
+def test_fast_colour_and_line_end_parsing_matches_pyte_whatever_the_chunking() -> None:
+    import random
+
+    import pyte
+
+    import termgym.screen as screen_module
+
+    class PyteStream(screen_module._SafeStream):
+        def feed(self, data: str) -> None:
+            pyte.Stream.feed(self, data)
+
+    pieces = [
+        "hello ",
+        "\r\n",
+        "\n",
+        "\r",
+        "\x1b[31m",
+        "\x1b[0m",
+        "\x1b[m",
+        "\x1b[1;32;44m",
+        "\x1b[38;5;208m",
+        "\x1b[38;5m",
+        "\x1b[38;2;1;2m",
+        "\x1b[;1m",
+        "\x1b[99999m",
+        "\x1b[",
+        "m",
+        "31",
+        ";",
+        "\x1b",
+        "[?25l",
+        "\x1b[?1049h",
+        "日本",
+        "\t",
+        "\b",
+        "\x1b]0;t\x07",
+        "\x1b[2J",
+        "\x1b[5;3H",
+        "\x0b",
+        "\x00",
+        "\x9b31m",
+        "\x1b[>4;2m",
+        "x" * 30,
+        "\x1b(0",
+        "q",
+        "\x1b(B",
+    ]
+    rng = random.Random(3)
+    for _ in range(500):
+        fast, slow = screen_module._AltScreen(40, 8), screen_module._AltScreen(40, 8)
+        fast_stream, slow_stream = screen_module._SafeStream(fast), PyteStream(slow)
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 80)))
+        pos = 0
+        while pos < len(text):  # split anywhere, even inside a sequence
+            step = rng.randint(1, 20)
+            fast_stream.feed(text[pos : pos + step])
+            pos += step
+        slow_stream.feed(text)
+        for screen in (fast, slow):
+            screen.dirty.update(range(8))
+        state = [
+            (
+                {(y, x): c for y, r in s.buffer.items() for x, c in r.items()},
+                s.cursor.x,
+                s.cursor.y,
+                s.cursor.attrs,
+                s.mode,
+                s.title,
+            )
+            for s in (fast, slow)
+        ]
+        assert state[0] == state[1], repr(text)
