@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         default=list(EVAL_VARIANTS),
     )
     args = parser.parse_args(argv)
-    if args.backend is None:  # an episode costs ~0.3 s in bwrap, ~2 s in docker here
+    if args.backend is None:  # an episode costs 0.1-0.4 s in bwrap, 0.5-2 s in docker
         args.backend = "bwrap" if bwrap_works() else None
     if args.quick:
         config = Config(
