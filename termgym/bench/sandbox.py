@@ -61,20 +61,24 @@ def _docker_exec_and_tmux(n: int) -> tuple[Row, Row]:
     )
 
 
-def _start_stop(backend: str, n: int) -> tuple[Row, Row]:
-    starts, stops = [], []
+def _start_stop(backend: str, n: int) -> tuple[Row, Row, Row]:
+    starts, freezes, stops = [], [], []
     for _ in range(n):
         box = make_sandbox(backend, SandboxConfig())
         began = time.perf_counter()
         box.start()
         starts.append(time.perf_counter() - began)
-        _ok(box.run("true").exit_code)
+        _ok(box.run("sleep 1000 & sleep 1001 &").exit_code)
+        began = time.perf_counter()
+        box.freeze()
+        freezes.append(time.perf_counter() - began)
         began = time.perf_counter()
         box.close()
         stops.append(time.perf_counter() - began)
     what = "container + shell" if backend == "docker" else "bwrap + shell"
     return (
         timings_row(f"{backend} sandbox start ({what})", starts),
+        timings_row(f"{backend} freeze (kill every agent process)", freezes),
         timings_row(f"{backend} sandbox stop (close)", stops),
     )
 
@@ -96,8 +100,8 @@ def bench_sandbox(*, quick: bool = False) -> Section:
             "(target: at least 100x)"
         )
         notes.append(f"(a) p50 {a.p50_ms:.3f} ms (target: at most 1 ms)")
-        start, stop = _start_stop("docker", n_life)
-        rows += [start, stop]
+        start, freeze, stop = _start_stop("docker", n_life)
+        rows += [start, freeze, stop]
         notes.append(f"container stop p50 {stop.p50_ms / 1000:.2f} s (target: at most 0.3 s)")
     else:
         notes.append("docker: skipped, no engine answers")
