@@ -33,6 +33,7 @@ class EpisodeModel:
         self._more: list[StepRecord] = []
         self._follower = EpisodeFollower(self.path, offset=self.log.read_upto)
         self._replay: CastReplay | None = None
+        self._cast_stale = False
         self.replay_error: str | None = None
 
     # -- steps -------------------------------------------------------------------------------
@@ -65,8 +66,8 @@ class EpisodeModel:
             self.header = self._follower.header
         if self._follower.end is not None:
             self.end = self._follower.end
-        if new and self._replay is not None:
-            self._replay.refresh()
+        if new:
+            self._cast_stale = True  # re-read by the replay worker, not here (it may be busy)
         return len(new)
 
     def matches(self, i: int, needle: str) -> bool:
@@ -104,6 +105,9 @@ class EpisodeModel:
         replay = self.replay()
         if replay is None:
             return None
+        if self._cast_stale:
+            self._cast_stale = False
+            replay.refresh()
         return replay.screen_after(self.step(i).index)
 
 

@@ -11,6 +11,7 @@ from termgym.recording import EpisodeHeader, EpisodeWriter, synthetic_steps
 from tui.app import TermgymApp
 from tui.episode_screen import EpisodeScreen
 from tui.run_screen import RunScreen
+from tui.terminal_view import TerminalView
 
 from .conftest import settle, shown_text
 
@@ -143,6 +144,9 @@ async def test_a_run_being_written_shows_new_episodes_and_steps_as_they_arrive(
         await settle(pilot)
         assert len(screen.model) == 5
         assert screen.query_one("#steps").cursor == 4  # followed the newest step
+        view = screen.query_one(TerminalView)
+        assert "python3 plan.py --leg 4" in view.plain  # replayed from the grown cast
+        assert view.border_subtitle == ""
         from termgym.recording import EpisodeEnd
 
         writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False, cls="both"))
