@@ -176,7 +176,7 @@ class RunModel:
             follower = self._followers.get(path)
             if follower is None:
                 # Read what is there (lazily for big files), then follow on from its end.
-                log = read_episode(path)
+                log = read_episode(path, lazy=True)  # header and end only: steps unparsed
                 follower = self._followers[path] = EpisodeFollower(path, offset=log.read_upto)
                 follower.header, follower.end = log.header, log.end
                 self.skipped.extend(f"{path.name}: {note}" for note in log.skipped)
