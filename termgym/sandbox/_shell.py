@@ -46,6 +46,13 @@ INTERRUPT_GRACE = 1.0
 BASH_ARGV = ("bash", "--noprofile", "--norc", "--noediting", "-i")
 """How every backend starts the agent's shell: interactive, no rc files, no readline."""
 
+_HYGIENE = (
+    "stty -echo 2>/dev/null; set +H +o history +o emacs +o vi; unset HISTFILE PROMPT_COMMAND; "
+    "PS1=''; PS2=''; PS0=''; PS4='+ '; __tg_rc() { return $1; }\n"
+)
+"""Terminal settings the protocol needs; re-sent after an interrupt (the agent may have
+started another shell with `exec bash`, which came up with a prompt and line editing)."""
+
 
 def _quote_table() -> list[str]:
     table = [chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in range(256)]
@@ -280,9 +287,7 @@ class PersistentShell:
         )
         workdir = "".join(ansi_c_quote(self.workdir))
         return (
-            "stty -echo 2>/dev/null; set +H +o history; unset HISTFILE PROMPT_COMMAND; "
-            "PS1=''; PS2=''; PS0=''; PS4='+ '\n"
-            "__tg_rc() { return $1; }\n"
+            _HYGIENE
             + exports
             + f"mkdir -p $'{workdir}' 2>/dev/null; cd $'{workdir}'\n"
             + self._done_line(seq, "$$")
@@ -438,6 +443,14 @@ class PersistentShell:
         if not self._write(self._done_line(self._seq).encode(), deadline):
             return _Outcome("died")
         outcome = self._read_until(collector, self._seq, deadline)
+        if outcome.kind == "done":
+            self._seq += 1
+            line = (_HYGIENE.rstrip("\n") + "; " + self._done_line(self._seq)).encode()
+            if not self._write(line, deadline):
+                return _Outcome("died")
+            quiet = _Collector(4096)
+            if self._read_until(quiet, self._seq, deadline + INTERRUPT_GRACE).kind != "done":
+                return _Outcome("timeout")
         return outcome
 
     def _write(self, data: bytes, deadline: float) -> bool:

@@ -121,6 +121,14 @@ def test_exec_typed_by_the_agent_restarts_the_shell(box: Sandbox) -> None:
     assert box.run("echo back").output == "back\n"
 
 
+def test_exec_of_another_shell_leaves_a_clean_protocol(box: Sandbox) -> None:
+    box.run("export KEEP=1; cd /tmp")
+    swapped = box.run("exec bash", timeout=1)
+    assert swapped.timed_out and not swapped.restarted
+    assert box.run("echo $KEEP $PWD").raw == b"1 /tmp\r\n"
+    assert box.run("false").exit_code == 1 and box.run("echo $?").output == "1\n"
+
+
 def test_command_waiting_on_stdin_times_out_cleanly(box: Sandbox) -> None:
     for command in ("cat", "read -r line; echo got $line", "python3 -c 'input()'"):
         result = box.run(command, timeout=1)
