@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import os
 import shutil
@@ -50,8 +51,9 @@ def spec(name: str) -> BackendSpec:
         ) from None
 
 
+@functools.lru_cache(maxsize=1)
 def bwrap_works() -> bool:
-    """True when bubblewrap is installed and can make its namespaces here."""
+    """True when bubblewrap is installed and can make its namespaces here (probed once)."""
     path = shutil.which("bwrap")
     if path is None:
         return False
