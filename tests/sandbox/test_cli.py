@@ -1,4 +1,4 @@
-"""The sandbox commands: `termgym sandbox run`, `termgym demo`, `termgym gc`, `termgym image`."""
+"""The sandbox commands: `termgym sandbox run`, `termgym gc`, `termgym image`."""
 
 from __future__ import annotations
 
@@ -13,20 +13,6 @@ def test_sandbox_run_keeps_state_between_commands(base_rootfs: str) -> None:
     result = CliRunner().invoke(main, ["sandbox", "run", "-b", "bwrap", "cd /tmp", "pwd", "exit 3"])
     assert result.exit_code == 0, result.output
     assert "/tmp\n" in result.output and "exit 3" in result.output and "restarted" in result.output
-
-
-@pytest.mark.bwrap
-def test_demo_says_which_backend_it_used_and_why(base_rootfs: str) -> None:
-    result = CliRunner().invoke(main, ["demo", "-b", "bwrap"])
-    assert result.exit_code == 0, result.output
-    assert "Backend: bwrap (asked for with --backend)" in result.output
-    assert "max_weight: 150" in result.output and "previous exit status: 1" in result.output
-
-
-def test_demo_with_an_unknown_backend_fails_listing_the_known_ones() -> None:
-    result = CliRunner().invoke(main, ["demo", "-b", "dokcer"])
-    assert result.exit_code != 0
-    assert "among bwrap, docker, local" in result.output and "'docker'" in result.output
 
 
 @pytest.mark.docker
