@@ -1,12 +1,13 @@
 """termgym: Gymnasium environments over terminal tasks with mutable hidden graders.
 
-    import termgym
-    env = termgym.make("fuel-planner", variant="contradicted")
-    # or: gymnasium.make("termgym/fuel-planner-v0", variant="contradicted")
+import termgym
+env = termgym.make("fuel-planner", variant="contradicted")
+# or: gymnasium.make("termgym/fuel-planner-v0", variant="contradicted")
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from termgym.agents._base import SUBMIT
@@ -15,7 +16,6 @@ from termgym.errors import TermgymError
 __version__ = "0.1.0"
 
 __all__ = ["SUBMIT", "TermgymError", "__version__", "make", "register_tasks"]
-
 
 
 def make(task: str, **kwargs: Any) -> Any:
@@ -27,16 +27,28 @@ def make(task: str, **kwargs: Any) -> Any:
 
 def register_tasks(*folders: str) -> list[str]:
     """Register bundled tasks, those on TERMGYM_TASKS_PATH and under `folders` with Gymnasium."""
-    from termgym.env import register_tasks as _register
+    from termgym._registration import register_tasks as _register
 
     return _register(*folders)
 
 
 def _register_on_import() -> None:
-    try:
+    with contextlib.suppress(TermgymError):  # a broken extra task folder must not break import
         register_tasks()
-    except TermgymError:  # a broken extra task folder must not break `import termgym`
-        pass
 
 
 _register_on_import()
+
+
+def __getattr__(name: str) -> Any:
+    """Submodules load on first use (`termgym.env`, `termgym.sandbox`, ...)."""
+    import importlib
+
+    if name.startswith("_"):
+        raise AttributeError(name)
+    try:
+        return importlib.import_module(f"termgym.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"termgym.{name}":
+            raise
+        raise AttributeError(f"module 'termgym' has no attribute {name!r}") from None

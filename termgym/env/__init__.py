@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from termgym.env._env import TerminalEnv
+from termgym._registration import env_id, register_tasks, registered_ids
+from termgym.env._env import TerminalEnv, make
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._pool import PoolStats, SandboxPool
-from termgym.env._registration import env_id, make, register_tasks, registered_ids
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
 from termgym.env._wrappers import DiscreteCommands, HashedText

@@ -226,3 +226,12 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
         if self._episode is not None:
             self._episode.abandon()
             self._episode = None
+
+
+def make(task: str | Path, **kwargs: Any) -> TerminalEnv:
+    """Make the environment of a task id or task folder (no Gymnasium wrappers).
+
+    Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
+    record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id.
+    """
+    return TerminalEnv(task, **kwargs)

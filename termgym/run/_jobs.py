@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def episode_seed(run_seed: int, task: str, variant: str, index: int) -> int:
 
 
 def plan_jobs(
-    tasks: list[str], variants: dict[str, list[str]], episodes: int, run_seed: int
+    tasks: Sequence[str], variants: Mapping[str, Sequence[str]], episodes: int, run_seed: int
 ) -> list[Job]:
     """Every (task, variant, index) episode of a run; `variants` maps task -> its variants."""
     return [

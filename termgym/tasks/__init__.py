@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
+from termgym._task_paths import BUNDLED, SPEC_FILE, TASKS_PATH_ENV, task_dirs, task_roots
 from termgym.tasks._image import image_tag, task_image
-from termgym.tasks._loader import SPEC_FILE, Task, load_task, withheld_leaks
-from termgym.tasks._registry import (
-    BUNDLED,
-    TASKS_PATH_ENV,
-    get_task,
-    list_tasks,
-    task_dirs,
-    task_roots,
-)
+from termgym.tasks._loader import Task, load_task, withheld_leaks
+from termgym.tasks._registry import get_task, list_tasks
 from termgym.tasks._spec import VARIANTS, GraderSpec, Limits, RuleSpec, TaskSpec
 from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._variants import EpisodePlan, RuleSet, instantiate, sampled_values

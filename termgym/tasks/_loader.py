@@ -12,11 +12,10 @@ from types import MappingProxyType
 import pydantic
 import yaml
 
+from termgym._task_paths import SPEC_FILE
 from termgym.errors import TaskSpecError, TermgymError
 from termgym.tasks._spec import GraderSpec, RuleSpec, RuleValue, TaskSpec
 from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
-
-SPEC_FILE = "task.yaml"
 
 
 @dataclass(frozen=True)

@@ -7,43 +7,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from termgym._task_paths import SPEC_FILE, task_dirs, task_roots
 from termgym.errors import TaskNotFound
-from termgym.tasks._loader import SPEC_FILE, Task, load_task
-
-TASKS_PATH_ENV = "TERMGYM_TASKS_PATH"
-"""Extra task folders, os.pathsep-separated; each holds task folders (or is one)."""
-
-BUNDLED = Path(__file__).resolve().parents[2] / "environments"
-"""The tasks shipped with termgym."""
+from termgym.tasks._loader import Task, load_task
 
 _cache: dict[Path, tuple[float, Task]] = {}
-
-
-def task_roots(paths: Sequence[str | Path] | None = None) -> list[Path]:
-    """Folders searched for tasks: `paths`, then $TERMGYM_TASKS_PATH, then the bundled ones."""
-    roots = [Path(p) for p in paths or ()]
-    roots += [Path(p) for p in os.environ.get(TASKS_PATH_ENV, "").split(os.pathsep) if p]
-    roots.append(BUNDLED)
-    unique: list[Path] = []
-    for root in roots:
-        if root.resolve() not in [u.resolve() for u in unique]:
-            unique.append(root)
-    return unique
-
-
-def task_dirs(paths: Sequence[str | Path] | None = None) -> dict[str, Path]:
-    """Task id -> task folder; the first root holding an id wins."""
-    found: dict[str, Path] = {}
-    for root in task_roots(paths):
-        if (root / SPEC_FILE).is_file():
-            found.setdefault(root.name, root)
-            continue
-        if not root.is_dir():
-            continue
-        for child in sorted(root.iterdir()):
-            if (child / SPEC_FILE).is_file():
-                found.setdefault(child.name, child)
-    return found
 
 
 def load_cached(folder: Path) -> Task:

@@ -1,14 +1,15 @@
-"""Every task as a Gymnasium id: `gymnasium.make("termgym/<task-id>-v0")` and `termgym.make`."""
+"""Every task as a Gymnasium id: `gymnasium.make("termgym/<task-id>-v0")`.
+
+Light on imports (Gymnasium and the task folder scan only): `import termgym` runs it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 
-from termgym.env._env import TerminalEnv
-from termgym.tasks import task_dirs
+from termgym._task_paths import task_dirs
 
 NAMESPACE = "termgym"
 ENTRY_POINT = "termgym.env._env:TerminalEnv"
@@ -23,7 +24,8 @@ def register_tasks(*folders: str | Path) -> list[str]:
     """Register the bundled tasks, those on TERMGYM_TASKS_PATH, and those under `folders`.
 
     Each folder is a folder of task folders (each holding a task.yaml). Tasks are loaded
-    and validated when an environment is made, not here, so registering is cheap. Returns the Gymnasium ids registered. Registering the same task again replaces it.
+    and validated when an environment is made, not here, so registering is cheap. Returns
+    the Gymnasium ids registered. Registering the same task again replaces it.
     """
     ids = []
     for task_id, folder in task_dirs([Path(f) for f in folders] or None).items():
@@ -32,15 +34,6 @@ def register_tasks(*folders: str | Path) -> list[str]:
         gym.register(id=gid, entry_point=ENTRY_POINT, kwargs={"task": str(folder.resolve())})
         ids.append(gid)
     return ids
-
-
-def make(task: str | Path, **kwargs: Any) -> TerminalEnv:
-    """Make the environment of a task id or task folder (no Gymnasium wrappers).
-
-    Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
-    record_dir, agent, shadow, render_mode, pool_size, allow_local.
-    """
-    return TerminalEnv(task, **kwargs)
 
 
 def registered_ids() -> list[str]:
