@@ -75,6 +75,15 @@ class RunSummary:
 ProgressHook = Callable[[str, Any], None]
 
 
+def _unused(path: Path) -> Path:
+    """`path`, or the first of path.1, path.2 ... that does not exist yet."""
+    candidate, number = path, 0
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.{number}")
+    return candidate
+
+
 class Runner:
     """Runs a RunConfig's episodes with bounded concurrency, retries and resumption."""
 
@@ -125,6 +134,7 @@ class Runner:
         return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
 
     def _attempts(self, job: Job) -> EpisodeResult:
+        self._set_aside(job, "interrupted")  # a recording a crashed run left unfinished
         last_error = ""
         for attempt in range(1, self.config.retries + 2):
             if self._stop.is_set():
@@ -166,14 +176,16 @@ class Runner:
         finally:
             env.close()
 
-    def _set_aside(self, job: Job, attempt: int) -> None:
-        """Move a failed attempt's recording out of the way so resumption redoes it."""
+    def _set_aside(self, job: Job, attempt: int | str) -> None:
+        """Move a failed or unfinished attempt's recording out of the way, kept for a look."""
         path = episode_path(self.config.out, job)
         failed = self.config.out / "episodes" / "failed"
+        tag = f"attempt{attempt}" if isinstance(attempt, int) else attempt
         for source in (path, path.with_suffix(".cast")):
             if source.exists():
                 failed.mkdir(exist_ok=True)
-                shutil.move(str(source), failed / f"{source.stem}.attempt{attempt}{source.suffix}")
+                target = failed / f"{source.stem}.{tag}{source.suffix}"
+                shutil.move(str(source), _unused(target))
 
     def _write_header(self, out: Path, total: int) -> None:
         header = {

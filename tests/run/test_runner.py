@@ -1,0 +1,138 @@
+"""`termgym run`: parallel episodes, results per phase, retries, resumption, Ctrl-C safety."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from termgym.recording import read_episode
+from termgym.run import RunConfig, Runner
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "run-tasks"
+TERMGYM = str(Path(sys.executable).parent / "termgym")
+
+
+def _results(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.bwrap
+def test_a_run_grades_every_episode_and_reports_its_phases(tmp_path, base_rootfs) -> None:
+    config = RunConfig(
+        agent="memorizer",
+        tasks=("text-*",),
+        variants=("original", "contradicted"),
+        episodes=2,
+        concurrency=2,
+        out=tmp_path / "run",
+        backend="bwrap",
+    )
+    summary = Runner(config).run()
+    assert len(summary.results) == 4 and not summary.skipped
+    by_variant = {(r.job.variant, r.job.index): r for r in summary.results}
+    assert by_variant[("original", 0)].reward == 1.0
+    assert by_variant[("contradicted", 1)].cls == "stale"
+    for line in _results(tmp_path / "run"):
+        assert line["status"] == "ok" and line["attempts"] == 1
+        assert set(line["phases"]) == {"setup", "agent", "grading"}
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["total_episodes"] == 4
+
+
+@pytest.mark.bwrap
+def test_a_rerun_resumes_without_redoing_finished_episodes(tmp_path, base_rootfs) -> None:
+    out = tmp_path / "run"
+    config = RunConfig(
+        agent="oracle",
+        tasks=("text-report",),
+        variants=("original", "sampled"),
+        episodes=2,
+        out=out,
+        backend="bwrap",
+    )
+    Runner(config).run()
+    # a crash mid-episode leaves a recording without its end line
+    victim = out / "episodes" / "text-report--sampled--001.jsonl"
+    lines = victim.read_bytes().splitlines(keepends=True)
+    victim.write_bytes(b"".join(lines[:-1]))
+    assert read_episode(victim).end is None
+    summary = Runner(config).run()
+    assert [r.job.episode_id for r in summary.results] == ["text-report--sampled--001"]
+    assert len(summary.skipped) == 3
+    assert read_episode(victim).end is not None
+
+
+@pytest.mark.bwrap
+def test_infrastructure_failures_are_retried_then_reported_apart(
+    tmp_path, base_rootfs, monkeypatch
+) -> None:
+    monkeypatch.setenv("TERMGYM_TASKS_PATH", str(FIXTURES))
+    out = tmp_path / "run"
+    config = RunConfig(
+        agent="oracle",
+        tasks=("crashing-grader",),
+        variants=("original",),
+        out=out,
+        backend="bwrap",
+        retries=1,
+    )
+    summary = Runner(config).run()
+    [result] = summary.results
+    assert result.status == "infra-error" and result.attempts == 2
+    assert "wrote no score" in result.error
+    assert summary.infra_errors == 1
+    failed = sorted(p.name for p in (out / "episodes" / "failed").iterdir())
+    assert failed[0].startswith("crashing-grader--original--000.attempt1")
+    assert not list((out / "episodes").glob("*.jsonl"))  # nothing counts as finished
+
+
+def test_unknown_tasks_are_named_with_what_exists(tmp_path) -> None:
+    from termgym.errors import TaskNotFound
+
+    config = RunConfig(agent="oracle", tasks=("fuel-planer",), out=tmp_path)
+    with pytest.raises(
+        TaskNotFound, match="no task matches 'fuel-planer'; available: .*fuel-planner"
+    ):
+        Runner(config).jobs()
+
+
+@pytest.mark.docker
+def test_ctrl_c_stops_the_run_and_leaves_no_container(tmp_path, base_image) -> None:
+    from termgym.sandbox._engine import docker_client
+
+    out = tmp_path / "ctrlc-run"
+    proc = subprocess.Popen(
+        [
+            TERMGYM,
+            "run",
+            "--agent",
+            "oracle",
+            "--tasks",
+            "*",
+            "--variants",
+            "original,contradicted",
+            "--concurrency",
+            "2",
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client = docker_client()
+    label = {"label": f"io.termgym.run={out.name}"}
+    deadline = time.monotonic() + 120
+    while not client.containers.list(filters=label) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert client.containers.list(filters=label), "the run never started a container"
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    assert proc.returncode != 0
+    assert client.containers.list(all=True, filters=label) == []
