@@ -35,6 +35,7 @@ class EpisodeModel:
         self._replay: CastReplay | None = None
         self._cast_stale = False
         self.replay_error: str | None = None
+        self._audit: list[dict[str, Any]] | None = None
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -81,10 +82,24 @@ class EpisodeModel:
         low = needle.lower()
         return low in step.action.lower() or low in step.output.lower()
 
+    def audit_hits(self) -> list[dict[str, Any]]:
+        """The episode's audit hits: those its end line holds, else audited now from the log
+        (recordings written by the environment leave the audit to readers; the same function
+        computes the run report's)."""
+        if self.end is None:
+            return []
+        if self.end.audit:
+            return [dict(hit) for hit in self.end.audit]
+        if self._audit is None:
+            from termgym.audit import audit_trace, trace_from_log
+
+            self._audit = [hit.to_dict() for hit in audit_trace(trace_from_log(self.log))]
+        return self._audit
+
     def audit_by_step(self) -> dict[int | None, list[dict[str, Any]]]:
         """Audit hits grouped by the step they happened at (None: not tied to a step)."""
         hits: dict[int | None, list[dict[str, Any]]] = {}
-        for hit in self.end.audit if self.end else ():
+        for hit in self.audit_hits():
             step = hit.get("step") if isinstance(hit, dict) else None
             hits.setdefault(step if isinstance(step, int) else None, []).append(dict(hit))
         return hits

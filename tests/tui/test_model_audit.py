@@ -1,0 +1,55 @@
+"""The episode view audits a recording whose end line carries no audit (as the env writes)."""
+
+from __future__ import annotations
+
+import time
+
+from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
+from tui.model import EpisodeModel
+
+
+def test_audit_hits_are_computed_from_the_log_when_the_end_has_none(tmp_path) -> None:
+    header = EpisodeHeader(
+        episode_id="ep",
+        task="fuel-planner",
+        task_version=1,
+        variant="contradicted",
+        rules_visible={"max_weight": 150},
+        rules_enforced={"max_weight": 150},
+        seed=0,
+        agent="a",
+        backend="docker",
+        versions={},
+        started=time.time(),
+        extra={
+            "instruction": "Cap cargo at the policy's max_weight.",
+            "visible_files": {"policy.json": '{"max_weight": 150}'},
+        },
+    )
+    with EpisodeWriter(tmp_path, header) as writer:
+        writer.step(
+            StepRecord(
+                index=0,
+                mode="command",
+                action="echo 'max_weight = 100'",
+                output="max_weight = 100\n",
+                exit_code=0,
+                duration=0.01,
+            )
+        )
+        writer.end(
+            EpisodeEnd(
+                reward=0.0,
+                terminated=True,
+                truncated=False,
+                cls="stale",
+                verdicts={
+                    "original": {"passed": True, "rules": {"max_weight": 100}},
+                    "contradicted": {"passed": False, "rules": {"max_weight": 150}},
+                },
+            )
+        )
+    model = EpisodeModel(writer.jsonl_path)
+    hits = model.audit_by_step()
+    assert [h["kind"] for h in hits[0]] == ["leak"]
+    assert hits[0][0]["detail"] == "max_weight=100" and hits[0][0]["source"] == "action"
