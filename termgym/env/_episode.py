@@ -12,28 +12,17 @@ from typing import Any
 import numpy as np
 
 import termgym
-from termgym.env._pool import SandboxPool
+from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import GraderError, SandboxError
 from termgym.grading import grade, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
-from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend, make_sandbox
+from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend
 from termgym.screen import TerminalScreen
 from termgym.tasks import EpisodePlan, Task, get_task, instantiate, task_image
 
 SCREEN_COLS, SCREEN_ROWS = 120, 40
-_POOLS: dict[tuple[str, int, bool], SandboxPool] = {}
-
-
-def shared_pool(backend: str, size: int, allow_local: bool) -> SandboxPool:
-    """The process-wide pool for a backend (envs in one process share warm sandboxes)."""
-    key = (backend, size, allow_local)
-    if key not in _POOLS:
-        _POOLS[key] = SandboxPool(
-            lambda config: make_sandbox(backend, config, allow_local=allow_local), size=size
-        )
-    return _POOLS[key]
 
 
 def resolve_task(task: Task | str | Path) -> Task:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import multiprocessing.util
+import os
 import queue
 import signal
 import threading
@@ -21,6 +23,8 @@ from termgym.sandbox import Sandbox, SandboxConfig
 log = logging.getLogger(__name__)
 
 _LIVE_POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
+_SHARED: dict[tuple[str, int, bool], SandboxPool] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,12 @@ class SandboxPool:
         self._worker = threading.Thread(target=self._run_worker, name="termgym-pool", daemon=True)
         self._worker.start()
         _LIVE_POOLS.add(self)
-        _exit_on_sigterm()
+        _hook_process_exit()
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` ran: the pool hands out cold sandboxes only after that."""
+        return self._closed
 
     @property
     def stats(self) -> PoolStats:
@@ -76,8 +85,12 @@ class SandboxPool:
         return sandbox
 
     def release(self, sandbox: Sandbox) -> None:
-        """Close a used sandbox in the background."""
-        self._work.put(lambda: self._close_one(sandbox))
+        """Close a used sandbox in the background (at once if the pool is closed)."""
+        with self._lock:
+            if not self._closed:
+                self._work.put(lambda: self._close_one(sandbox))
+                return
+        self._close_one(sandbox)
 
     def prefill(self, config: SandboxConfig) -> None:
         """Start warming sandboxes for `config` before the first acquire."""
@@ -154,8 +167,24 @@ def _key(config: SandboxConfig) -> Hashable:
     return tuple(parts)
 
 
-def _exit_on_sigterm() -> None:
-    """Turn SIGTERM into SystemExit so atexit closes the pools (main thread, default handler)."""
+_hooked_pid: int | None = None
+
+
+def _hook_process_exit() -> None:
+    """Close every pool when this process ends, once per process.
+
+    atexit covers a normal exit, an exception and Ctrl-C. A multiprocessing child (an
+    AsyncVectorEnv worker) leaves through os._exit, which skips atexit but runs
+    multiprocessing's exit finalizers, so the pools are registered there too; registrations
+    made before a fork do not carry into the child, hence the per-process check. SIGTERM is
+    turned into SystemExit in the main thread when nobody else handles it.
+    """
+    global _hooked_pid
+    if _hooked_pid == os.getpid():
+        return
+    _hooked_pid = os.getpid()
+    atexit.register(close_all_pools)
+    multiprocessing.util.Finalize(None, close_all_pools, exitpriority=100)
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -167,10 +196,36 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _handler)
 
 
+def shared_pool(backend: str, size: int, allow_local: bool = False) -> SandboxPool:
+    """The process-wide pool for a backend: envs in one process share warm sandboxes.
+
+    A pool that was closed (e.g. by `close_all_pools`) is replaced by a fresh one.
+    """
+    from termgym.sandbox import make_sandbox
+
+    key = (backend, size, allow_local)
+    with _SHARED_LOCK:
+        pool = _SHARED.get(key)
+        if pool is None or pool.closed:
+            pool = _SHARED[key] = SandboxPool(
+                lambda config: make_sandbox(backend, config, allow_local=allow_local), size=size
+            )
+        return pool
+
+
+def _forget_parent_pools() -> None:
+    """In a forked child: the parent's pools are the parent's (their threads did not fork)."""
+    global _hooked_pid
+    _SHARED.clear()
+    for pool in list(_LIVE_POOLS):
+        _LIVE_POOLS.discard(pool)
+    _hooked_pid = None
+
+
+os.register_at_fork(after_in_child=_forget_parent_pools)
+
+
 def close_all_pools() -> None:
     """Close every live pool (run at interpreter exit)."""
     for pool in list(_LIVE_POOLS):
         pool.close()
-
-
-atexit.register(close_all_pools)

@@ -251,7 +251,9 @@ class DockerSandbox(ShellSandbox):
         self._check_running()
         for _ in range(50):
             with contextlib.suppress(Exception):
-                done = self.container.exec_run(["sh", "-c", _FREEZE_SCRIPT], user=AGENT_USER)
+                done = self.container.exec_run(
+                    ["sh", "-c", _FREEZE_SCRIPT], user=AGENT_USER, workdir="/"
+                )
                 if done.exit_code == 0:
                     break
             time.sleep(0.05)

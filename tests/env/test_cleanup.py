@@ -108,3 +108,16 @@ def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> 
         collect_garbage()
         time.sleep(0.5)
     assert containers_of(run_id) == []
+
+
+def test_envs_keep_cleaning_up_after_the_pools_were_closed(base_image: str, run_id: str) -> None:
+    from termgym.env._pool import close_all_pools
+
+    env = termgym.make("text-report", run_id=run_id, pool_size=1)
+    env.reset(seed=0)
+    close_all_pools()  # e.g. a run interrupted earlier in the same process
+    env.reset(seed=1)  # a fresh pool serves it
+    env.step("true")
+    env.close()
+    close_all_pools()
+    assert containers_of(run_id) == []

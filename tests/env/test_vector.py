@@ -40,6 +40,9 @@ def _drive(vec, actions_per_env: list[list[str]], steps: int):
 
 @pytest.mark.parametrize("vector_cls", [SyncVectorEnv, AsyncVectorEnv])
 def test_vector_env_of_real_tasks_runs_through_autoresets(vector_cls, base_image, run_id) -> None:
+    from termgym.env._pool import shared_pool
+
+    shared_pool("docker", 1)  # a pool in the parent before the fork: workers must not reuse it
     fns = [_factory(task, run_id) for task in TASKS]
     kwargs = {"shared_memory": False} if vector_cls is AsyncVectorEnv else {}
     vec = vector_cls(fns, autoreset_mode=AutoresetMode.NEXT_STEP, **kwargs)
@@ -54,6 +57,10 @@ def test_vector_env_of_real_tasks_runs_through_autoresets(vector_cls, base_image
         assert rewards.sum() == 4.0
     finally:
         vec.close()
+    if vector_cls is AsyncVectorEnv:  # worker processes took their pools' containers along
+        from tests.env.test_cleanup import containers_of
+
+        assert containers_of(run_id) == []
 
 
 def test_record_episode_statistics_sees_the_final_reward(base_image, run_id) -> None:

@@ -220,9 +220,8 @@ def test_a_registered_third_party_kind_grades_with_the_rules(sandbox, task, exit
 
 def test_a_deleted_workdir_fails_every_grader_rather_than_the_grading(sandbox, task):
     plan = _fresh(sandbox, task)
-    sandbox.freeze()  # the docker backend's freeze execs in the workdir, so freeze first
-    sandbox.exec(["rm", "-rf", "/app"], workdir="/")
-    report = grade(sandbox, plan, freeze=False)
+    sandbox.run("cd / && rm -rf /app")  # the agent deletes its own workdir, then grading
+    report = grade(sandbox, plan)
     assert report.matrix["contradicted"] == {g.name: False for g in task.spec.graders}
     call = next(r for r in report.verdict.results if r.kind == "python")
     assert "out.txt is missing" in call.message
