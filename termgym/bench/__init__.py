@@ -45,10 +45,10 @@ class Section:
                 f"| {row.label} | {row.n} | {_fmt(row.p50_ms)} | {_fmt(row.p99_ms)} "
                 f"| {_fmt(row.mean_ms)} |"
             )
-        body = "\n".join(lines)
+        parts = ["\n".join(lines)] if self.rows else []
         if self.notes:
-            body += "\n\n" + "\n".join(f"- {note}" for note in self.notes)
-        return body
+            parts.append("\n".join(f"- {note}" for note in self.notes))
+        return "\n\n".join(parts)
 
 
 def _fmt(ms: float) -> str:
@@ -91,5 +91,6 @@ def run_section(name: str, *, quick: bool = False) -> Section:
 register("sandbox", "termgym.bench.sandbox:bench_sandbox")
 register("grading", "termgym.bench.grading:bench_grading")
 register("env", "termgym.bench.env:bench_env")
+register("run", "termgym.bench.run:bench_run")
 register("training", "termgym.bench.training:bench_training")
 register("recording", "termgym.bench.recording:bench_recording")

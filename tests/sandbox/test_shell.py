@@ -189,6 +189,21 @@ def test_copy_a_folder_in_and_out_round_trips(box: Sandbox, tmp_path) -> None:  
     assert box.run("cat /tmp/single.txt").output == "alpha\n"
 
 
+def test_large_copies_and_copies_after_freeze_arrive_whole(box: Sandbox, tmp_path) -> None:  # noqa: ANN001
+    big = tmp_path / "big.bin"
+    big.write_bytes(bytes(range(256)) * 4096)  # 1 MiB: past the shell-copy limit on docker
+    small = tmp_path / "small.txt"
+    small.write_text("héllo\n" * 10)
+    box.copy_in(big, "/app/big.bin")
+    box.copy_in(small, "/app/small.txt")
+    assert box.run("wc -c < /app/big.bin; md5sum < /app/small.txt | cut -c1-8").exit_code == 0
+    box.freeze()  # no shell any more: copies go through the engine (or the host, for bwrap)
+    box.copy_in(small, "/app/after.txt")
+    assert box.exec(["cat", "/app/after.txt"]).output == "héllo\n" * 10
+    box.copy_out("/app/big.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back.bin").read_bytes() == big.read_bytes()
+
+
 def test_freeze_kills_every_agent_process_and_keeps_files(box: Sandbox) -> None:
     box.run("echo kept > /app/out.txt; sleep 1000 & nohup sleep 1001 >/dev/null 2>&1 &")
     box.run("setsid sleep 1002 &")
