@@ -255,18 +255,12 @@ def _judge(
     )
     try:
         outcome: Outcome = kind.read(spec, output)[target]
-    except GraderError as exc:
-        return GraderResult(
-            spec.name,
-            spec.kind,
-            ruleset,
-            None,
-            None,
-            spec.weight,
-            duration=output.duration,
-            error=str(exc),
-        )
     except Exception as exc:  # noqa: BLE001 - a broken plugin is an infrastructure error too
+        error = (
+            str(exc)
+            if isinstance(exc, GraderError)
+            else f"grader kind {spec.kind!r} could not read its run: {exc!r}"
+        )
         return GraderResult(
             spec.name,
             spec.kind,
@@ -275,7 +269,7 @@ def _judge(
             None,
             spec.weight,
             duration=output.duration,
-            error=f"grader kind {spec.kind!r} could not read its run: {exc!r}",
+            error=error,
         )
     return GraderResult(
         spec.name,
