@@ -68,8 +68,11 @@ def run_demo(
     episodes = sum(len(s.results) + len(s.skipped) for s in summaries)
     console.print(
         f"\n{episodes} episodes in {wall:.0f} s ({60 * episodes / max(wall, 1e-9):.1f} "
-        f"episodes per minute). HTML report: {html}\n"
-        f"Replay the episodes step by step:  termgym tui {out / 'memorizer'}\n"
-        f"                                   termgym tui {out / 'oracle'}"
+        f"episodes per minute).\nHTML report: {html}\n"
+        "Replay the episodes step by step:\n"
+        f"    termgym tui {out / 'memorizer'}\n"
+        f"    termgym tui {out / 'oracle'}",
+        soft_wrap=True,
+        highlight=False,
     )
     return summaries
