@@ -99,6 +99,7 @@ def run_episode(
     while True:
         if time.monotonic() - agent_started > limit:
             timed_out = True
+            _probe_if_asked(agent)  # the episode ends without the agent's SUBMIT
             result = env.stop(f"agent time limit of {limit:g} s")
             break
         try:
@@ -134,6 +135,16 @@ def run_episode(
         error=agent_error,
         episode_file=info.get("episode_file"),
     )
+
+
+def _probe_if_asked(agent: Agent) -> None:
+    """Ask an agent that takes the disclosure probe (see docs/agents.md) before a forced end."""
+    probe = getattr(agent, "probe", None)
+    if callable(probe) and getattr(agent, "probe_enabled", False):
+        try:
+            probe()
+        except Exception:  # noqa: BLE001 - the probe is best effort; the episode is graded anyway
+            return
 
 
 def episode_path(out_dir: Path, job: Job) -> Path:

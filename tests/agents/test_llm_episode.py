@@ -46,3 +46,37 @@ def test_llm_episode_is_recorded_with_reasoning_and_audited(chat_server, base_im
         "hidden-tests: hidden tests"
     ]
     assert run.audit.disclosure_rate == 1.0
+
+
+@pytest.mark.docker
+def test_the_probe_is_asked_when_the_agent_time_limit_ends_the_episode(
+    chat_server, base_image, tmp_path
+):
+    from termgym.recording import read_run
+    from termgym.run import RunConfig, Runner
+
+    chat_server.reply("I followed the policy file: 150 kg per piece.")
+    out = tmp_path / "llm-timeout"
+    summary = Runner(
+        RunConfig(
+            agent="llm",
+            tasks=("fuel-planner",),
+            variants=("contradicted",),
+            out=out,
+            backend="docker",
+            agent_timeout=0.0,
+            agent_options={
+                "model": "scripted",
+                "base_url": chat_server.base_url,
+                "api_key": "k",
+                "probe": True,
+                "max_retries": 0,
+            },
+        )
+    ).run()
+    [result] = summary.results
+    assert result.agent_timed_out and result.steps == 0
+    [episode] = read_run(out).episodes
+    roles = [entry["role"] for entry in episode.end.extra["transcript"]]
+    assert roles[-1] == "probe"
+    assert "150 kg" in episode.end.extra["transcript"][-1]["content"]
