@@ -15,8 +15,10 @@ SPEC_FILE = "task.yaml"
 TASKS_PATH_ENV = "TERMGYM_TASKS_PATH"
 """Extra task folders, os.pathsep-separated; each holds task folders (or is one)."""
 
-BUNDLED = Path(__file__).resolve().parents[1] / "environments"
-"""The tasks shipped with termgym."""
+_SOURCE_TREE = Path(__file__).resolve().parents[1] / "environments"
+_IN_WHEEL = Path(__file__).resolve().parent / "_environments"
+BUNDLED = _SOURCE_TREE if _SOURCE_TREE.is_dir() else _IN_WHEEL
+"""The tasks shipped with termgym: environments/ in a checkout, a copy inside a wheel."""
 
 
 def task_roots(paths: Sequence[str | Path] | None = None) -> list[Path]:
