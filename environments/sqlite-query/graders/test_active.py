@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
 from datetime import date, timedelta
-from pathlib import Path
 
-APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
+from shoplib import APP, copy_db
 
 
 def expected(db: sqlite3.Connection, rules: dict) -> set[tuple[int, str]]:
@@ -26,25 +23,6 @@ def expected(db: sqlite3.Connection, rules: dict) -> set[tuple[int, str]]:
 
 def view_rows(db: sqlite3.Connection) -> list[tuple[int, str]]:
     return [tuple(r) for r in db.execute("SELECT customer_id, name FROM active_customers")]
-
-
-SEED = Path(__file__).with_name("seed.sql")
-TABLES = ("meta", "customers", "orders")
-
-
-def copy_db(tmp_path: Path) -> sqlite3.Connection:
-    """A copy of the agent's database (its views kept) holding the shipped data again."""
-    shutil.copy(APP / "shop.db", tmp_path / "shop.db")
-    db = sqlite3.connect(tmp_path / "shop.db")
-    seed = sqlite3.connect(":memory:")
-    seed.executescript(SEED.read_text())
-    for table in TABLES:
-        db.execute(f"DELETE FROM {table}")
-        rows = seed.execute(f"SELECT * FROM {table}").fetchall()
-        marks = ", ".join("?" * len(rows[0]))
-        db.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-    db.commit()
-    return db
 
 
 def test_the_view_lists_the_active_customers_of_the_shipped_data(tmp_path, rules):
