@@ -1,22 +1,35 @@
-"""File, JSON and regex checks, run inside the sandbox by the grading runner (stdlib only).
+"""File, JSON and regex checks, run inside the verifier by the grading runner (stdlib only).
 
-Injected as the module `termgym_checks`; each function returns (passed, message).
+Injected as the module `termgym_checks`; each function returns (passed, message). The
+agent's files are looked at as the agent's own user (`termgym_agentexec.as_agent`): a
+symlink the agent left cannot make a check read what the agent itself could not.
 """
 
 import json
 import os
 import re
 
+import termgym_agentexec
+
 _MISSING = object()
+READ_LIMIT = 64 << 20
 
 
 def _resolve(path, workdir):
     return path if os.path.isabs(path) else os.path.join(workdir, path)
 
 
+def _read_text(full):
+    with open(full, encoding="utf-8", errors="replace") as handle:
+        return handle.read(READ_LIMIT)
+
+
 def _read(path, workdir):
-    with open(_resolve(path, workdir), encoding="utf-8", errors="replace") as handle:
-        return handle.read()
+    return termgym_agentexec.as_agent(_read_text, _resolve(path, workdir))
+
+
+def _exists(full):
+    return os.path.exists(full)
 
 
 def _as_list(value):
@@ -28,7 +41,7 @@ def _as_list(value):
 def file_check(path, workdir, exists=True, contains=None, not_contains=None, equals=None):
     """The file exists (or not) and holds / lacks the given text."""
     full = _resolve(path, workdir)
-    if not os.path.exists(full):
+    if not termgym_agentexec.as_agent(_exists, full):
         return (not exists, f"{path} does not exist")
     if not exists:
         return (False, f"{path} exists but should not")

@@ -55,6 +55,8 @@ class PytestGrader(BaseGrader):
             "{graders}",
             "--junitxml",
             "{results}/junit.xml",
+            "--basetemp",
+            "{scratch}/tmp",
             *args,
             *(f"{{graders}}/{t}" for t in targets),
         )
@@ -71,11 +73,12 @@ class PytestGrader(BaseGrader):
         self.fail_on_error(spec, output)
         tail = output.output.strip()[-1500:]
         if output.exit_code not in _VERDICT_CODES:
-            what = (
-                "collected no tests"
-                if output.exit_code == 5
-                else f"exited {output.exit_code} (collection or usage error)"
-            )
+            if output.exit_code == 5:
+                what = "collected no tests"
+            elif output.exit_code is not None and output.exit_code < 0:
+                what = f"was killed by signal {-output.exit_code} (out of memory, or stopped)"
+            else:
+                what = f"exited {output.exit_code} (collection or usage error)"
             raise GraderError(f"grader {spec.name!r} (pytest) {what}:\n{tail}")
         report = output.files.get("junit.xml")
         if report is None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System pieces termgym needs: a Docker engine (installed and started where the machine
-# allows it), bubblewrap, debootstrap and tmux. Where something cannot be had, say what is
-# missing and carry on: the bubblewrap backend works without Docker.
+# allows it, with gVisor's runsc registered as a runtime), bubblewrap, debootstrap and tmux.
+# Where something cannot be had, say what is missing and carry on: the bubblewrap backend
+# works without Docker, and runsc is optional.
 set -uo pipefail
 
 log() { printf 'ensure-system: %s\n' "$*"; }
@@ -47,8 +48,10 @@ ensure_docker() {
         return 1
     fi
     if ! pgrep -x dockerd >/dev/null 2>&1; then
-        log "docker: starting dockerd in the background (log: /var/log/termgym-dockerd.log)"
-        nohup dockerd >/var/log/termgym-dockerd.log 2>&1 &
+        config=$(dockerd_config)
+        log "docker: starting dockerd in the background (config: $config," \
+            "log: /var/log/termgym-dockerd.log)"
+        nohup dockerd --config-file "$config" >/var/log/termgym-dockerd.log 2>&1 &
     fi
     for _ in $(seq 1 60); do
         if docker_answers; then
@@ -62,6 +65,27 @@ ensure_docker() {
     return 1
 }
 
+# The engine's configuration when termgym starts it: the machine's own daemon.json, plus
+# gVisor's runsc as the runtime "runsc" when it is installed (sandboxes have no network
+# under it: termgym's sandboxes have none unless a task asks, and runsc cannot give one here).
+dockerd_config() {
+    local config=/var/lib/termgym/dockerd.json
+    mkdir -p /var/lib/termgym
+    python3 - "$config" <<'PY'
+import json, os, shutil, sys
+base = {}
+if os.path.exists("/etc/docker/daemon.json"):
+    with open("/etc/docker/daemon.json") as handle:
+        base = json.load(handle)
+runsc = shutil.which("runsc")
+if runsc:
+    base.setdefault("runtimes", {})["runsc"] = {"path": runsc, "runtimeArgs": ["--network=none"]}
+with open(sys.argv[1], "w") as handle:
+    json.dump(base, handle, indent=2)
+PY
+    echo "$config"
+}
+
 ensure_tool() {  # ensure_tool COMMAND PACKAGE
     if command -v "$1" >/dev/null 2>&1; then
         log "$1: present"
@@ -70,7 +94,12 @@ ensure_tool() {  # ensure_tool COMMAND PACKAGE
     fi
 }
 
+ensure_tool runsc runsc  # before the engine starts, so that it is registered
 ensure_docker || true
+if docker_answers && ! timeout 10 docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q runsc; then
+    log "docker: the running engine has no runsc runtime; runtime='runsc' will be refused" \
+        "(docs/security.md says how to register it)"
+fi
 ensure_tool bwrap bubblewrap
 ensure_tool debootstrap debootstrap
 ensure_tool tmux tmux

@@ -3,20 +3,34 @@
 The tree:
 
     TermgymError
+    ├── InfrastructureError          the machinery failed: retried, left out of every rate
+    │   ├── ImageError               an image could not be built or found
+    │   ├── BackendUnavailable *     the backend's engine or tool is missing
+    │   ├── SandboxStartError *      a sandbox could not be started
+    │   └── EngineError *            the engine failed or missed a deadline on its own calls
     ├── SandboxError                 a sandbox could not start, run or stop
-    │   ├── BackendUnavailable       the backend's engine or tool is missing
+    │   ├── BackendUnavailable *
+    │   ├── SandboxStartError *
+    │   ├── EngineError *
     │   ├── UnknownBackend           no backend of that name
-    │   └── SandboxCrashed           the sandbox died under a running command
-    ├── ImageError                   an image could not be built or found
+    │   ├── SandboxCrashed           the sandbox died under a running command
+    │   │   └── DiskLimitExceeded    the agent wrote past the episode's disk limit
+    │   └── ArchiveTooLarge          the agent's work to copy passed the size limit
     ├── TaskError                    a task could not be found or loaded
     │   ├── TaskNotFound
     │   └── TaskSpecError            a task.yaml is malformed (file, field, expected)
-    ├── GraderError                  a grader crashed or timed out: infrastructure, never a score
+    ├── GraderError                  the final state could not be graded (a grader crashed,
+    │   │                            hung or left no valid report): the agent's failure,
+    │   │                            scored 0 with class "grader-error" and counted
     │   └── UnknownGraderKind
     ├── RecordingError               a recording could not be written or read
     ├── ActionError                  an action is not valid for the environment
     └── AgentError                   an agent could not produce an action
         └── UnknownAgent             no agent registered under that name
+
+(* under both parents.) Grading sorts every failure into one of two kinds: an
+InfrastructureError when termgym's own machinery failed (engine down, image missing, a clean
+sandbox that would not start), or a GraderError when grading the agent's final state failed.
 """
 
 from __future__ import annotations
@@ -26,12 +40,24 @@ class TermgymError(Exception):
     """Root of every error termgym raises."""
 
 
+class InfrastructureError(TermgymError):
+    """termgym's machinery failed (not the agent): retried by runs, left out of every rate."""
+
+
 class SandboxError(TermgymError):
     """A sandbox could not start, run a command, or stop."""
 
 
-class BackendUnavailable(SandboxError):
+class BackendUnavailable(SandboxError, InfrastructureError):
     """The backend's engine or tool is not installed or does not answer."""
+
+
+class SandboxStartError(SandboxError, InfrastructureError):
+    """A sandbox could not be started (from a clean image: nothing of an agent's is involved)."""
+
+
+class EngineError(SandboxError, InfrastructureError):
+    """The engine failed a call, or missed the host-side deadline of one."""
 
 
 class UnknownBackend(SandboxError):
@@ -42,7 +68,15 @@ class SandboxCrashed(SandboxError):
     """The sandbox died (killed from outside, engine gone) while a command ran."""
 
 
-class ImageError(TermgymError):
+class DiskLimitExceeded(SandboxCrashed):
+    """The agent wrote past the episode's disk limit; its sandbox was stopped."""
+
+
+class ArchiveTooLarge(SandboxError):
+    """The files to copy out of a sandbox passed the size limit (the agent's work)."""
+
+
+class ImageError(InfrastructureError):
     """An image could not be built, imported or found."""
 
 
@@ -59,7 +93,14 @@ class TaskSpecError(TaskError):
 
 
 class GraderError(TermgymError):
-    """A grader crashed or timed out: an infrastructure error, never a score of 0."""
+    """The final state could not be graded: the agent's failure, scored 0 ("grader-error").
+
+    Grading runs in a clean sandbox with clean tools, so what breaks it is the agent's work
+    (a program that hangs, floods or crashes the graders) or a broken task, which
+    `termgym check` finds. `report` holds the partial GradeReport when one was made.
+    """
+
+    report: object | None = None
 
 
 class UnknownGraderKind(GraderError):

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -48,9 +49,18 @@ def _quiet(_: str) -> None:
 
 
 def cache_dir() -> Path:
-    """Folder for exported root filesystems and debootstrap output (env TERMGYM_CACHE)."""
-    root = os.environ.get("TERMGYM_CACHE") or Path.home() / ".cache" / "termgym"
-    return Path(root)
+    """Folder for exported root filesystems, debootstrap output and bwrap episodes.
+
+    TERMGYM_CACHE when set; as root, /var/cache/termgym (a bwrap sandbox's root is an
+    unprivileged host uid, which must be able to reach its root filesystem: root's home is
+    closed to it); otherwise ~/.cache/termgym.
+    """
+    root = os.environ.get("TERMGYM_CACHE")
+    if root:
+        return Path(root)
+    if os.geteuid() == 0:
+        return Path("/var/cache/termgym")
+    return Path.home() / ".cache" / "termgym"
 
 
 def recipe_hash() -> str:
@@ -231,12 +241,75 @@ def rootfs_for(image: str, *, log: Log = _quiet) -> Path:
     found = _image_or_none(client, image)
     if found is None:
         if image == BASE_IMAGE:
-            return ensure_base_rootfs(log=log)
+            return shifted_rootfs(ensure_base_rootfs(log=log), log=log)
         raise ImageError(f"Expected image {image} to exist in the Docker engine; found none.")
-    target = cache_dir() / "rootfs" / str(found.id).removeprefix("sha256:")[:16]
+    name = str(found.id).removeprefix("sha256:")[:16] + _shift_suffix()
+    target = cache_dir() / "rootfs" / name
     if (target / ".complete").exists():
         return target / "root"
     return _export(client, found, target, log)
+
+
+def _shift_suffix() -> str:
+    from termgym.sandbox._userns import UID_BASE, mapped
+
+    return f"-u{UID_BASE}" if mapped() else ""
+
+
+def shifted_rootfs(rootfs: Path, *, log: Log = _quiet) -> Path:
+    """`rootfs` as bwrap needs it: a copy owned by the shifted ids when termgym runs as root."""
+    suffix = _shift_suffix()
+    if not suffix:
+        return rootfs
+    target = rootfs.parent.parent / (rootfs.parent.name + suffix)
+    if (target / ".complete").exists():
+        return target / "root"
+    log(f"Copying {rootfs} with shifted owners to {target} ...")
+    staging = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    done = subprocess.run(
+        ["cp", "-a", str(rootfs), str(staging / "root")], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        raise ImageError(f"Could not copy {rootfs}: {done.stderr.decode(errors='replace')}")
+    _shift_owners(staging / "root")
+    (staging / ".complete").write_text(str(rootfs))
+    return _settle(staging, target)
+
+
+def _shift_owners(root: Path) -> None:
+    """Add UID_BASE to every owner below `root` (setuid bits survive: they are set again)."""
+    from termgym.sandbox._userns import ID_COUNT, UID_BASE
+
+    def shift(path: str, info: os.stat_result) -> None:
+        if info.st_uid >= ID_COUNT and info.st_gid >= ID_COUNT:
+            return  # already shifted (a second hard link)
+        uid = info.st_uid + UID_BASE if info.st_uid < ID_COUNT else info.st_uid
+        gid = info.st_gid + UID_BASE if info.st_gid < ID_COUNT else info.st_gid
+        os.lchown(path, uid, gid)
+        if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o6000:
+            os.chmod(path, stat.S_IMODE(info.st_mode))
+
+    shift(str(root), os.lstat(root))
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            shift(path, os.lstat(path))
+    os.chmod(root, 0o755)
+
+
+def _settle(staging: Path, target: Path) -> Path:
+    """Move a finished staging folder into place (unless another process won the race)."""
+    if (target / ".complete").exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        return target / "root"
+    shutil.rmtree(target, ignore_errors=True)
+    try:
+        staging.rename(target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target / "root"
 
 
 def _export(client: Any, image: Any, target: Path, log: Log) -> Path:
@@ -247,7 +320,16 @@ def _export(client: Any, image: Any, target: Path, log: Log) -> Path:
     container = client.containers.create(image.id, command=["true"], network_mode="none")
     try:
         tar = subprocess.Popen(
-            ["tar", "-x", "-C", str(staging / "root"), "--exclude=dev/*", "-f", "-"],
+            [
+                "tar",
+                "-x",
+                "--numeric-owner",
+                "-C",
+                str(staging / "root"),
+                "--exclude=dev/*",
+                "-f",
+                "-",
+            ],
             stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -260,13 +342,7 @@ def _export(client: Any, image: Any, target: Path, log: Log) -> Path:
             raise ImageError(f"Unpacking {image.short_id} failed: {problem}")
     finally:
         container.remove(force=True)
+    if _shift_suffix():
+        _shift_owners(staging / "root")
     (staging / ".complete").write_text(str(image.id))
-    if (target / ".complete").exists():  # another process exported it meanwhile
-        shutil.rmtree(staging, ignore_errors=True)
-        return target / "root"
-    shutil.rmtree(target, ignore_errors=True)
-    try:
-        staging.rename(target)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target / "root"
+    return _settle(staging, target)

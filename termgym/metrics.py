@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-CLASSES: tuple[str, ...] = ("adapted", "stale", "both", "neither")
-VARIANT_ORDER: tuple[str, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
+from termgym._vocabulary import CLASSES, GRADER_ERROR, INFRA_ERROR, VARIANTS
+
+VARIANT_ORDER: tuple[str, ...] = VARIANTS
 UNSHIFTED_VARIANTS: tuple[str, ...] = ("original", "withheld")
 """Variants whose graders enforce the original values (withheld only hides them)."""
 TOP_SHARE = 0.2
@@ -39,6 +40,8 @@ class EpisodeSummary:
         error: Infrastructure error (sandbox or grader): such episodes are left out of every
             rate and counted apart. None when the episode was graded.
         agent_error: The agent failed (raised); the episode still counts, as graded.
+        grader_error: Why the final state could not be graded (class "grader-error"): the
+            agent's failure, counted in every rate as a failure.
         steps: Steps taken.
         run_id: The run the episode belongs to.
         rules_changed: The enforced rule values differ from the original ones (None: unknown,
@@ -57,6 +60,7 @@ class EpisodeSummary:
     steps: int = 0
     run_id: str = ""
     rules_changed: bool | None = None
+    grader_error: str | None = None
 
     @property
     def shifted(self) -> bool:
@@ -76,6 +80,7 @@ class EpisodeSummary:
     def from_dict(cls, data: Mapping[str, Any]) -> EpisodeSummary:
         """Build from a plain mapping (keys as the attributes; "task_id" and "class" accepted)."""
         klass = data.get("shadow_class", data.get("class", data.get("cls")))
+        graded_error = klass == GRADER_ERROR
         return cls(
             episode_id=str(data.get("episode_id", "")),
             task=str(data.get("task", data.get("task_id", ""))),
@@ -84,11 +89,12 @@ class EpisodeSummary:
             passed=bool(data.get("passed", False)),
             shadow_class=klass if klass in CLASSES else None,
             reward=float(data.get("reward", 0.0) or 0.0),
-            error=data.get("error"),
+            error=None if graded_error else data.get("error"),
             agent_error=data.get("agent_error"),
             steps=int(data.get("steps", 0) or 0),
             run_id=str(data.get("run_id", "")),
             rules_changed=data.get("rules_changed"),
+            grader_error=data.get("grader_error", data.get("error")) if graded_error else None,
         )
 
 
@@ -102,12 +108,17 @@ def summary_from_log(log: Any, result: Mapping[str, Any] | None = None) -> Episo
     result = result or {}
     variant = header.variant if header else str(result.get("variant", ""))
     error: str | None
+    grader_error: str | None = None
     if end is None:
         error = "incomplete: the recording has no end line"
         passed, klass, reward = False, None, 0.0
     else:
         infra = result.get("status") == "infra-error"
         error = end.error or (str(result.get("error")) if infra else None)
+        if end.cls == GRADER_ERROR:
+            grader_error, error = end.error or "grading failed", None
+        elif end.cls not in (None, INFRA_ERROR, *CLASSES) and error is None:
+            error = f"unknown class {end.cls!r}"
         own = end.verdicts.get(variant) if isinstance(end.verdicts, Mapping) else None
         if isinstance(own, Mapping) and own.get("passed") is not None:
             passed = bool(own["passed"])
@@ -132,6 +143,7 @@ def summary_from_log(log: Any, result: Mapping[str, Any] | None = None) -> Episo
         steps=len(log.steps),
         run_id=header.run_id if header else "",
         rules_changed=rules_changed,
+        grader_error=grader_error,
     )
 
 
@@ -168,6 +180,7 @@ class RunMetrics:
         episodes: Episodes counted (infrastructure errors excluded).
         infra_errors: Episodes excluded for infrastructure errors.
         agent_errors: Counted episodes in which the agent failed.
+        grader_errors: Counted episodes whose final state could not be graded (scored 0).
         pass_rate: Variant -> pass rate.
         overall_pass_rate: Pass rate over every counted episode.
         drop: Pass rate on original minus pass rate on contradicted.
@@ -202,6 +215,7 @@ class RunMetrics:
     resamples: int = 0
     confidence: float = 0.95
     seed: int | None = 0
+    grader_errors: int = 0
 
     def headline(self) -> dict[str, Estimate]:
         """The scalar metrics by name (pass rates as pass_rate[<variant>])."""
@@ -383,6 +397,7 @@ def compute_metrics(
         episodes=len(counted),
         infra_errors=len(every) - len(counted),
         agent_errors=sum(e.agent_error is not None for e in counted),
+        grader_errors=sum(e.shadow_class == GRADER_ERROR for e in counted),
         pass_rate={v: estimate(f"pass_rate[{v}]") for v in data.variants},
         overall_pass_rate=estimate("overall_pass_rate"),
         drop=estimate("drop"),

@@ -105,6 +105,7 @@ def play(
     seed: int | None = None,
     backend: str | None = None,
     record_dir: Path | None = None,
+    runtime: str | None = None,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
 ) -> PlayResult:
@@ -124,6 +125,7 @@ def play(
         agent="human",
         pool_size=0,
         max_steps=100_000,
+        runtime=runtime,
     )
     try:
         obs, _ = env.reset(seed=seed)

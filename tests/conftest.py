@@ -64,3 +64,18 @@ def _marked_requirements(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("docker_available")
     if request.node.get_closest_marker("bwrap"):
         request.getfixturevalue("bwrap_available")
+
+
+BACKENDS = [
+    pytest.param("docker", marks=pytest.mark.docker),
+    pytest.param("bwrap", marks=pytest.mark.bwrap),
+]
+"""Parameters of a test that runs on both isolating backends (use the `backend` fixture)."""
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """docker or bwrap, with what each needs ready (the base image, its root filesystem)."""
+    name: str = request.param
+    request.getfixturevalue("base_image" if name == "docker" else "base_rootfs")
+    return name

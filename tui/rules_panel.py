@@ -16,6 +16,7 @@ CLASS_STYLE = {
     "stale": "bold red",
     "both": "bold cyan",
     "neither": "bold yellow",
+    "grader-error": "bold magenta",
     "error": "bold white on red",
     "running": "italic",
 }

@@ -1,16 +1,29 @@
-"""Grading overhead per episode on the bundled tasks, and the cost of shadow rule sets."""
+"""Grading cost per episode on the bundled tasks: in the agent's sandbox (before) and in a
+clean verifier (now), side by side on the same final states; and the cost of shadow rule sets.
+
+"Before" reproduces the design termgym graded with until the verifier: a freeze by one exec
+inside the agent's container (`kill -9 -1` from the container's own shell), then the
+runner's one exec in that same container, with that container's programs. "Now" is
+`grade()`: the engine stops the container, the work is copied out and into a verifier taken
+warm from a pool, and the runner's one exec runs there. Each repetition prepares a fresh
+sandbox with the task's oracle, measures "before" on it, then "now" (which stops it).
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import statistics
 import time
+from collections.abc import Sequence
 
 from termgym.bench import Section, timings_row
-from termgym.grading import grade, grade_rulesets, prepare
+from termgym.env._pool import SandboxPool
+from termgym.grading import grade, grade_rulesets, prepare, verifier_config
 from termgym.grading._check import run_solution
-from termgym.sandbox import SandboxConfig, make_sandbox
+from termgym.grading._runner import grade_rulesets_in
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
     GraderSpec,
     RuleSet,
@@ -22,6 +35,8 @@ from termgym.tasks import (
 )
 
 _TRIVIAL = GraderSpec.model_validate({"name": "workdir-exists", "kind": "file", "path": "."})
+_OLD_FREEZE = ["sh", "-c", "kill -9 -1 2>/dev/null; true"]
+"""The freeze of the design before the verifier: one exec in the agent's own container."""
 
 
 def _rulesets(task: Task) -> tuple[list[RuleSet], list[RuleSet]]:
@@ -32,68 +47,135 @@ def _rulesets(task: Task) -> tuple[list[RuleSet], list[RuleSet]]:
     return [plan.rulesets[0]], [*plan.rulesets, sampled]
 
 
-def _bench_task(task: Task, reps: int, out: dict[str, list[float]]) -> None:
+def _solved(backend: str, task: Task, config: SandboxConfig) -> Sandbox:
+    plan = instantiate(task, "contradicted", seed=1)
+    box = make_sandbox(backend, config)
+    box.start()
+    prepare(box, plan)
+    run_solution(box, plan, task.spec.oracle)
+    return box
+
+
+def _bench_task(
+    backend: str, task: Task, pool: SandboxPool, reps: int, out: dict[str, list[float]]
+) -> None:
     plan = instantiate(task, "contradicted", seed=1)
     config = SandboxConfig(
-        image=task_image(task), workdir=plan.workdir, network=task.spec.limits.network
+        image=task_image(task), workdir=plan.workdir, disk_mb=task.spec.limits.disk_mb
     )
+    verifier = verifier_config(config)
+    pool.prefill(verifier)
     one, three = _rulesets(task)
-    with make_sandbox("docker", config) as box:
-        prepare(box, plan)
-        run_solution(box, plan, task.spec.oracle)
-        report = grade(box, plan)  # the real thing: first freeze, own rules + original shadow
-        out["episode"].append(report.timings["total"])
-        out["freeze"].append(report.timings["freeze"])
-        trivial = [RuleSet("original", one[0].rules, (_TRIVIAL,))]
-        for _ in range(reps):  # side by side, interleaved, on the same frozen final state
+    trivial = [RuleSet("original", one[0].rules, (_TRIVIAL,))]
+    for _ in range(reps):
+        box = _solved(backend, task, config)
+        try:
+            _wait_warm(pool, verifier)
             began = time.perf_counter()
-            grade_rulesets(box, task, trivial)
-            out["machinery"].append(time.perf_counter() - began)
-            began = time.perf_counter()
-            grade_rulesets(box, task, one)
-            out["one"].append(time.perf_counter() - began)
-            began = time.perf_counter()
-            grade_rulesets(box, task, three)
-            out["three"].append(time.perf_counter() - began)
-            began = time.perf_counter()
-            for ruleset in three:
-                grade_rulesets(box, task, [ruleset])
-            out["naive"].append(time.perf_counter() - began)
+            if backend == "docker":
+                box.exec(_OLD_FREEZE, workdir="/")
+            grade_rulesets(box, task, plan.rulesets)
+            out[f"{backend} before"].append(time.perf_counter() - began)
+            _wait_warm(pool, verifier)
+            report = grade(box, plan, verifiers=pool)
+            out[f"{backend} now"].append(report.timings["total"])
+            for phase in ("freeze", "export", "verifier", "inject", "run"):
+                out[f"{backend} {phase}"].append(report.timings.get(phase, 0.0))
+        finally:
+            box.close()
+    if backend != "docker":
+        return
+    box = _solved(backend, task, config)
+    try:  # the shadow rule sets' cost, in verifiers, on one exported final state
+        import tempfile
+
+        with tempfile.TemporaryFile() as work:
+            box.freeze()
+            box.export_paths([plan.workdir], work, 1 << 30)
+            for name, sets in (("machinery", trivial), ("one", one), ("three", three)):
+                for _ in range(reps):
+                    _wait_warm(pool, verifier)
+                    work.seek(0)
+                    began = time.perf_counter()
+                    grade_rulesets_in(pool, config, task, sets, work=work)
+                    out[name].append(time.perf_counter() - began)
+    finally:
+        box.close()
 
 
-def bench_grading(quick: bool = False) -> Section:
-    """Grading overhead (freeze, inject, run graders, read) and shadow rule-set cost."""
+def _make(backend: str, config: SandboxConfig) -> Sandbox:
+    return make_sandbox(backend, config)
+
+
+def _wait_warm(pool: SandboxPool, config: SandboxConfig, patience: float = 30.0) -> None:
+    deadline = time.monotonic() + patience
+    while pool.ready(config) < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _ratio(out: dict[str, list[float]], a: str, b: str) -> str:
+    if not out.get(a) or not out.get(b):
+        return "n/a"
+    return f"{statistics.median(out[a]) / statistics.median(out[b]):.2f}x"
+
+
+def bench_grading(quick: bool = False, backends: Sequence[str] = ("docker", "bwrap")) -> Section:
+    """Episode grading before and after the clean verifier, per phase; shadow rule-set cost."""
     tasks = [t for t in list_tasks([]) if "contradicted" in t.spec.variants]
     if quick:
         tasks = tasks[:3]
-    reps = 2 if quick else 4
+    reps = 1 if quick else 2
     load_before = os.getloadavg()[0]
-    out: dict[str, list[float]] = {
-        k: [] for k in ("episode", "freeze", "one", "three", "naive", "machinery")
-    }
-    for task in tasks:
-        _bench_task(task, reps, out)
-    rows = (
-        timings_row(
-            "episode grading: freeze + own rules + original shadow (one per task)", out["episode"]
-        ),
-        timings_row("of which freeze (stop every agent process)", out["freeze"]),
-        timings_row(
-            "machinery alone: one `file` check (inject + exec + runner + read)", out["machinery"]
-        ),
-        timings_row("1 rule set (inject + one exec + read)", out["one"]),
-        timings_row("3 rule sets in one exec (termgym)", out["three"]),
-        timings_row("3 rule sets, one exec each (naive)", out["naive"]),
-    )
+    out: dict[str, list[float]] = {}
+    for backend in backends:
+        for key in ("before", "now", "freeze", "export", "verifier", "inject", "run"):
+            out[f"{backend} {key}"] = []
+    for key in ("machinery", "one", "three"):
+        out[key] = []
+    for backend in backends:
+        pool = SandboxPool(functools.partial(_make, backend), size=1)
+        try:
+            for task in tasks:
+                _bench_task(backend, task, pool, reps, out)
+        finally:
+            pool.close()
+    rows = []
+    for backend in backends:
+        rows += [
+            timings_row(
+                f"{backend}: before, graded in the agent's sandbox", out[f"{backend} before"]
+            ),
+            timings_row(f"{backend}: now, graded in a clean verifier", out[f"{backend} now"]),
+        ]
+        rows += [
+            timings_row(f"{backend}: now, of which {phase}", out[f"{backend} {phase}"])
+            for phase in ("freeze", "export", "verifier", "inject", "run")
+        ]
+    if out["one"]:
+        rows += [
+            timings_row("verifier machinery alone: one `file` check", out["machinery"]),
+            timings_row("1 rule set in a verifier", out["one"]),
+            timings_row("3 rule sets in one exec in a verifier", out["three"]),
+        ]
     p50 = statistics.median
-    notes = (
-        f"tasks: {len(tasks)} bundled ({', '.join(t.id for t in tasks)}); oracle's final state",
-        f"episode grading p50: {p50(out['episode']):.2f} s (target: at most 1 s)",
-        f"3 rule sets / 1 rule set at p50: {p50(out['three']) / p50(out['one']):.2f}x "
-        "(target: at most 2x); naive / 1: "
-        f"{p50(out['naive']) / p50(out['one']):.2f}x",
+    notes = [
+        f"tasks: {len(tasks)} bundled ({', '.join(t.id for t in tasks)}); the oracle's final "
+        f"state, contradicted, with the original shadow; {reps} repetitions each",
+    ]
+    for backend in backends:
+        if out[f"{backend} now"]:
+            notes.append(
+                f"{backend}: episode grading p50 {p50(out[f'{backend} now']):.2f} s now, "
+                f"{p50(out[f'{backend} before']):.2f} s before: "
+                f"{_ratio(out, f'{backend} now', f'{backend} before')} (target: at most 1.5x)"
+            )
+    if out["one"]:
+        notes.append(
+            f"3 rule sets / 1 rule set at p50: {_ratio(out, 'three', 'one')} (target: at most 2x)"
+        )
+    notes.append(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}, "
         f"Python {platform.python_version()}; 1-minute load average {load_before:.1f} before, "
-        f"{os.getloadavg()[0]:.1f} after (other work on the machine slows every figure)",
+        f"{os.getloadavg()[0]:.1f} after (other work on the machine slows every figure)"
     )
-    return Section("grading", "Grading overhead", rows, notes)
+    return Section("grading", "Grading overhead", tuple(rows), tuple(notes))

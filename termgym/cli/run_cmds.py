@@ -114,6 +114,11 @@ def _status(counts: dict[str, int]) -> str:
 @click.option(
     "--backend", default=None, help="docker, bwrap or local (default: the best available)."
 )
+@click.option(
+    "--runtime",
+    default=None,
+    help="Docker runtime for the sandboxes, e.g. runsc (gVisor); see docs/security.md.",
+)
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(
     "--agent-opt",
@@ -144,6 +149,7 @@ def run_command(
     concurrency: int,
     out: Path | None,
     backend: str | None,
+    runtime: str | None,
     seed: int,
     agent_opts: tuple[str, ...],
     agent_timeout: float | None,
@@ -166,6 +172,7 @@ def run_command(
         agent_timeout=agent_timeout,
         retries=retries,
         shadow=not no_shadow,
+        runtime=runtime,
     )
     summary = execute(config)
     console.print(
@@ -191,18 +198,30 @@ def run_command(
 @click.option("--seed", type=int, default=None, help="Seed of the episode's rule values.")
 @click.option("--backend", default=None, help="docker, bwrap or local (default: the best).")
 @click.option(
+    "--runtime",
+    default=None,
+    help="Docker runtime for the sandboxes, e.g. runsc (gVisor); see docs/security.md.",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=None,
     help="Run folder for the recording (default: runs/human-<time>).",
 )
 def play_command(
-    task: str, variant: str, seed: int | None, backend: str | None, out: Path | None
+    task: str,
+    variant: str,
+    seed: int | None,
+    backend: str | None,
+    runtime: str | None,
+    out: Path | None,
 ) -> None:
     """Solve TASK yourself in its sandbox's terminal; Ctrl-] (or `exit`) submits."""
     from termgym.play import play
 
     out = out or Path("runs") / f"human-{time.strftime('%Y%m%d-%H%M%S')}"
-    result = play(task, variant=variant, seed=seed, backend=backend, record_dir=out)
+    result = play(
+        task, variant=variant, seed=seed, backend=backend, record_dir=out, runtime=runtime
+    )
     if result.info.get("error"):
         raise click.ClickException(f"grading failed: {result.info['error']}")

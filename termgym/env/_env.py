@@ -17,7 +17,7 @@ from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
 from termgym.env._spaces import TerminalText
 from termgym.env._timing import Duration
-from termgym.errors import ActionError
+from termgym.errors import ActionError, SandboxCrashed, SandboxError
 
 MAX_ACTION_CHARS = 100_000
 MAX_OUTPUT_CHARS = 1_100_000
@@ -52,6 +52,8 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
         pool_size: Warm sandboxes kept ready per configuration (0: cold starts).
         allow_local: Allow the unisolated "local" backend.
         run_id: Id of the run this environment records into.
+        runtime: Docker runtime of the sandboxes, e.g. "runsc" for gVisor (docs/security.md);
+            None is the engine's default.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -72,6 +74,7 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
         pool_size: int = 1,
         allow_local: bool = False,
         run_id: str = "",
+        runtime: str | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -91,6 +94,7 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
             pool_size=pool_size,
             allow_local=allow_local,
             run_id=run_id,
+            runtime=runtime,
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -160,10 +164,15 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
             raise ActionError(f"an action is a str (a command or keystrokes), got {action!r}")
         if action.strip() == SUBMIT:
             return self._end(output="", exit_code=-1, terminated=True, info={})
-        if self.options.mode == "keys":
-            result = episode.keys(action, parse_keys(action))
-        else:
-            result = episode.command(action)
+        keys = parse_keys(action) if self.options.mode == "keys" else None
+        try:
+            result = episode.keys(action, keys) if keys is not None else episode.command(action)
+        except SandboxCrashed as exc:  # the sandbox died under the command: grade what is left
+            crashed: dict[str, Any] = {"sandbox_crashed": str(exc), "step": episode.steps}
+            return self._end("", -1, terminated=False, info=crashed, crash=exc)
+        except SandboxError as exc:  # termgym's machinery failed: end it, ungraded
+            obs = self._observation("", -1)
+            return obs, 0.0, False, True, {"step": episode.steps, **episode.fail(exc).info()}
         exit_code = -1 if result.exit_code is None else max(-1, min(255, result.exit_code))
         info: dict[str, Any] = {
             "exit_code": result.exit_code,
@@ -203,10 +212,16 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
         super().close()
 
     def _end(
-        self, output: str, exit_code: int, *, terminated: bool, info: dict[str, Any]
+        self,
+        output: str,
+        exit_code: int,
+        *,
+        terminated: bool,
+        info: dict[str, Any],
+        crash: SandboxCrashed | None = None,
     ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         assert self._episode is not None
-        outcome = self._episode.finish(submitted=terminated)
+        outcome = self._episode.finish(submitted=terminated, crash=crash)
         info.update(outcome.info())
         obs = self._observation(output, exit_code)
         return obs, outcome.reward, terminated, not terminated, info
@@ -232,6 +247,6 @@ def make(task: str | Path, **kwargs: Any) -> TerminalEnv:
     """Make the environment of a task id or task folder (no Gymnasium wrappers).
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
-    record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id.
+    record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime.
     """
     return TerminalEnv(task, **kwargs)

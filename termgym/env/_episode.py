@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 
 import termgym
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, describe_error
 from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
-from termgym.errors import GraderError, SandboxError
-from termgym.grading import grade, prepare
+from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
+from termgym.grading import GradeReport, grade, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend
 from termgym.screen import TerminalScreen
@@ -30,7 +31,7 @@ def resolve_task(task: Task | str | Path) -> Task:
     return task if isinstance(task, Task) else get_task(str(task))
 
 
-def sandbox_config(task: Task, run_id: str = "") -> SandboxConfig:
+def sandbox_config(task: Task, run_id: str = "", runtime: str | None = None) -> SandboxConfig:
     """The sandbox a task's episodes run in (its image is built first if it has a Dockerfile)."""
     limits = task.spec.limits
     labels = {"io.termgym.task": task.id}
@@ -41,7 +42,9 @@ def sandbox_config(task: Task, run_id: str = "") -> SandboxConfig:
         workdir=task.spec.workdir,
         network=limits.network,
         memory_mb=limits.memory_mb,
+        disk_mb=limits.disk_mb,
         labels=labels,
+        runtime=runtime,
     )
 
 
@@ -62,6 +65,7 @@ class EpisodeOptions:
     allow_local: bool
     config: SandboxConfig
     run_id: str = ""
+    runtime: str | None = None
 
     @classmethod
     def build(
@@ -85,7 +89,7 @@ class EpisodeOptions:
             backend=chosen,
             max_steps=int(max_steps or limits.max_steps),
             step_timeout=float(step_timeout or limits.agent_timeout),
-            config=sandbox_config(loaded, rest.get("run_id", "")),
+            config=sandbox_config(loaded, rest.get("run_id", ""), rest.get("runtime")),
             **rest,
         )
 
@@ -202,8 +206,14 @@ class Episode:
         """The emulated screen after the latest step."""
         return self.screen.text()
 
-    def finish(self, *, submitted: bool) -> Outcome:
-        """Freeze the sandbox, grade its final state (with shadows), close the recording."""
+    def finish(self, *, submitted: bool, crash: SandboxCrashed | None = None) -> Outcome:
+        """Grade the final state (with shadows) in a clean verifier, close the recording.
+
+        A grading failure caused by the agent's work is scored 0 with class "grader-error"
+        (counted); a failure of termgym's machinery gets class "error" (retried by runs and
+        left out of every rate). `crash`: the sandbox died under the agent's last command
+        (its files are graded all the same; a disk-limit overrun is the agent's failure).
+        """
         self.finished = True
         started = time.monotonic()
         verdicts: dict[str, Any] = {}
@@ -211,19 +221,26 @@ class Episode:
         error: str | None = None
         reward = 0.0
         try:
-            report = grade(self.sandbox, self.plan, shadow=self.options.shadow)
+            if crash is not None and isinstance(crash, DiskLimitExceeded):
+                raise GraderError(str(crash))
+            report = grade(self.sandbox, self.plan, shadow=self.options.shadow, verifiers=self.pool)
             reward = float(report.score or 0.0)
             verdicts = report.to_dict()["verdicts"]
             cls = report.episode_class
-        except (GraderError, SandboxError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        except GraderError as exc:
+            error, cls = describe_error(exc), GRADER_ERROR
+            partial = exc.report
+            if isinstance(partial, GradeReport):
+                verdicts = partial.to_dict()["verdicts"]
+        except Exception as exc:  # noqa: BLE001 - never a crash of env.step
+            error, cls = describe_error(exc), INFRA_ERROR
         grading_seconds = time.monotonic() - started
         outcome = Outcome(
             reward=reward,
             variant=self.plan.variant,
             rules_enforced=dict(self.plan.rules_enforced),
             verdicts=verdicts,
-            cls="error" if error else cls,
+            cls=cls,
             error=error,
             episode_file=str(self.writer.jsonl_path) if self.writer else None,
             grading_seconds=grading_seconds,
@@ -235,7 +252,7 @@ class Episode:
                     terminated=submitted,
                     truncated=not submitted,
                     verdicts=verdicts,
-                    cls=cls if error is None else None,
+                    cls=cls,
                     error=error,
                     audit=[],
                     extra={
@@ -249,24 +266,36 @@ class Episode:
         self.pool.release(self.sandbox)
         return outcome
 
+    def fail(self, exc: BaseException) -> Outcome:
+        """End the episode ungraded because termgym's machinery failed (class "error")."""
+        error = describe_error(exc)
+        self._end_ungraded(INFRA_ERROR, error)
+        return Outcome(
+            reward=0.0,
+            variant=self.plan.variant,
+            rules_enforced=dict(self.plan.rules_enforced),
+            verdicts={},
+            cls=INFRA_ERROR,
+            error=error,
+            episode_file=str(self.writer.jsonl_path) if self.writer else None,
+            grading_seconds=0.0,
+        )
+
     def abandon(self) -> None:
         """Stop an episode that will not be graded (env closed or reset mid-episode)."""
-        if self.finished:
-            return
+        if not self.finished:
+            self._end_ungraded(
+                None, "abandoned: the environment was reset or closed before the end"
+            )
+
+    def _end_ungraded(self, cls: str | None, error: str) -> None:
         self.finished = True
         if self.writer is not None:
-            self.writer.end(
-                EpisodeEnd(
-                    reward=0.0,
-                    terminated=False,
-                    truncated=True,
-                    verdicts={},
-                    cls=None,
-                    error="abandoned: the environment was reset or closed before the end",
-                    audit=[],
-                    extra={"steps": self.steps},
-                )
-            )
+            end = EpisodeEnd(
+                reward=0.0, terminated=False, truncated=True, verdicts={}, cls=cls, error=error,
+                audit=[], extra={"steps": self.steps},
+            )  # fmt: skip
+            self.writer.end(end)
             self.writer.close()
         self.pool.release(self.sandbox)
 

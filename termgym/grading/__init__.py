@@ -11,10 +11,12 @@ from termgym.grading._registry import (
     unregister_grader,
 )
 from termgym.grading._verdict import EpisodeClass, GradeReport, GraderResult, Verdict, classify
+from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "BaseGrader",
+    "ColdStarts",
     "EpisodeClass",
     "GradeReport",
     "Grader",
@@ -22,6 +24,7 @@ __all__ = [
     "Job",
     "JobOutput",
     "Outcome",
+    "SandboxSource",
     "Verdict",
     "classify",
     "grade",
@@ -31,6 +34,7 @@ __all__ = [
     "prepare",
     "register_grader",
     "unregister_grader",
+    "verifier_config",
 ]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from termgym.errors import TermgymError
 from termgym.grading._runner import grade, prepare
 from termgym.grading._verdict import GradeReport
+from termgym.grading._verifier import ColdStarts
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import EpisodePlan, RuleSet, Task, instantiate, task_image, withheld_leaks
 
@@ -63,11 +64,6 @@ def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: floa
             f"{script} exited {result.exit_code} (timed out: {result.timed_out}): "
             f"{result.output.strip()[-600:]}"
         )
-
-
-def _reset(sandbox: Sandbox, plan: EpisodePlan) -> None:
-    sandbox.exec(["bash", "-c", 'find "$1" -mindepth 1 -delete', "_", plan.workdir], workdir="/")
-    prepare(sandbox, plan)
 
 
 def _row(
@@ -126,6 +122,7 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
         workdir=plan.workdir,
         network=limits.network,
         memory_mb=limits.memory_mb,
+        disk_mb=limits.disk_mb,
         labels={"io.termgym.check": task.id},
     )
     runs = [(task.spec.oracle, "oracle", "pass")]
@@ -134,18 +131,16 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
     elif task.spec.memorized and variant == "withheld":
         runs.append((task.spec.memorized, "memorized", "report"))
     rows: list[CheckRow] = []
-    sandbox = make_sandbox(backend, config)
-    try:
-        sandbox.start()
-        for index, (script, label, expected) in enumerate(runs):
-            start = time.perf_counter()
+    source = ColdStarts(backend)
+    for script, label, expected in runs:  # each solution in a sandbox of its own
+        start = time.perf_counter()
+        sandbox = make_sandbox(backend, config)
+        try:
             try:
-                if index:
-                    _reset(sandbox, plan)
-                else:
-                    prepare(sandbox, plan)
+                sandbox.start()
+                prepare(sandbox, plan)
                 run_solution(sandbox, plan, script)
-                report = grade(sandbox, plan)
+                report = grade(sandbox, plan, verifiers=source)
             except TermgymError as exc:
                 rows.append(
                     CheckRow(
@@ -163,8 +158,8 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
                 )
                 continue
             rows.append(_row(plan, label, expected, report, time.perf_counter() - start))
-    finally:
-        sandbox.close()
+        finally:
+            sandbox.close()
     return rows
 
 

@@ -1,30 +1,46 @@
 """Pytest plugin injected with pytest graders: the `rules` fixture, one run per rule set.
 
 Loaded with `-p termgym_pytest`. Every test runs once per rule set named in
-TERMGYM_RULESETS_FILE (or once, under "rules", from TERMGYM_RULES_FILE); the JUnit report
-tags each test case with a `termgym_ruleset` property, and TERMGYM_RULES holds the rule
-set's JSON while the test runs. Stdlib and pytest only.
+TERMGYM_RULESETS_FILE (or once, under "rules", from TERMGYM_RULES_FILE), read once and
+deleted; the JUnit report tags each test case with a `termgym_ruleset` property.
+TERMGYM_RULES holds the rule set's JSON while a test runs (for graders that read it; the
+programs they start never see it).
+
+Programs the tests start run as the agent's unprivileged user (`termgym_agentexec`); the
+temporary folders of `tmp_path` and `tmp_path_factory` are handed to that user before each
+start, so they hold the inputs a test writes and the outputs the agent's program writes
+(and nothing a test must keep from the agent). Whatever the agent's programs leave running
+is killed after every test. Stdlib and pytest only.
 """
 
+import contextlib
 import json
 import os
 
 import pytest
+import termgym_agentexec
 
 
 def _load():
-    path = os.environ.get("TERMGYM_RULESETS_FILE")
-    if path:
-        with open(path) as handle:
-            return json.load(handle)
-    path = os.environ.get("TERMGYM_RULES_FILE")
-    if path:
-        with open(path) as handle:
-            return {"rules": json.load(handle)}
+    for variable, wrap in (("TERMGYM_RULESETS_FILE", False), ("TERMGYM_RULES_FILE", True)):
+        path = os.environ.get(variable)
+        if path:
+            with open(path) as handle:
+                data = json.load(handle)
+            with contextlib.suppress(OSError):
+                os.remove(path)  # held in this process only from here on
+            return {"rules": data} if wrap else data
     return {"rules": json.loads(os.environ.get("TERMGYM_RULES", "{}"))}
 
 
 RULESETS = _load()
+termgym_agentexec.install()
+
+
+def pytest_sessionstart(session):
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        termgym_agentexec.share(str(factory.getbasetemp()))
 
 
 def pytest_generate_tests(metafunc):
@@ -41,6 +57,7 @@ def termgym_ruleset(request, record_property):
     before = os.environ.get("TERMGYM_RULES")
     os.environ["TERMGYM_RULES"] = json.dumps(RULESETS[name])
     yield name
+    termgym_agentexec.stop_agent_processes()
     if before is None:
         os.environ.pop("TERMGYM_RULES", None)
     else:

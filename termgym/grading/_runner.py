@@ -1,31 +1,36 @@
-"""Prepare a sandbox for an episode and grade its frozen final state, shadows included."""
+"""Prepare a sandbox for an episode, and grade its final state in a clean verifier."""
 
 from __future__ import annotations
 
-import base64
-import io
+import contextlib
 import json
-import secrets
-import shutil
 import tarfile
 import tempfile
 import time
-import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from termgym.errors import GraderError, TaskError
+from termgym.errors import (
+    ArchiveTooLarge,
+    EngineError,
+    GraderError,
+    InfrastructureError,
+    SandboxCrashed,
+    SandboxError,
+    SandboxStartError,
+    TaskError,
+)
 from termgym.grading._base import Grader, JobOutput, Outcome
+from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
 from termgym.grading._registry import grader_kind
+from termgym.grading._report import new_key, parse
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
-from termgym.sandbox import Sandbox
+from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
+from termgym.sandbox import RunResult, Sandbox, SandboxConfig
+from termgym.sandbox._userns import AGENT_UID
 from termgym.tasks import EpisodePlan, RuleSet, Task
 from termgym.tasks._spec import GraderSpec
-
-_RUNNER = Path(__file__).with_name("_sandbox_runner.py")
-GRADE_DIR_PREFIX = "/tmp/.termgym-grade-"
-"""Grader files go to a fresh directory named after this prefix and a random token."""
 
 
 def write_tree(folder: Path, files: dict[str, bytes] | Any, modes: Task | None = None) -> None:
@@ -61,31 +66,59 @@ def prepare(sandbox: Sandbox, plan: EpisodePlan, timeout: float = 300.0) -> None
 
 
 def grade(
-    sandbox: Sandbox, plan: EpisodePlan, shadow: bool = True, freeze: bool = True
+    sandbox: Sandbox,
+    plan: EpisodePlan,
+    shadow: bool = True,
+    *,
+    verifiers: SandboxSource | None = None,
 ) -> GradeReport:
-    """Freeze the sandbox and judge its final state under the episode's rules and the shadows.
+    """Judge the agent's final state in a clean verifier, under the episode's rules and the shadows.
+
+    The agent's sandbox is frozen first (in live mode, after grading), its workdir and the
+    task's `grading.state` paths are copied out, and everything else happens in a fresh
+    sandbox of the task's clean image (`docs/security.md`).
 
     Args:
-        sandbox: The episode's sandbox (frozen here unless `freeze` is False).
+        sandbox: The episode's sandbox.
         plan: The episode's plan from `instantiate`.
         shadow: Also grade under the original rules (and graders) when the variant differs.
-        freeze: Call `sandbox.freeze()` first; pass False only if it is already frozen.
+        verifiers: Where verifier sandboxes come from (a warm pool); None starts one cold.
 
     Raises:
-        GraderError: a grader crashed or timed out (never reported as a score of 0); the
-            partial report is on the exception's `report` attribute.
+        GraderError: grading the agent's final state failed (a grader crashed or hung, the
+            work was too big, the report was missing): the agent's failure, scored 0.
+            The partial report, if any, is on the exception's `report` attribute.
+        InfrastructureError: termgym's machinery failed (engine, image, verifier start).
     """
     start = time.perf_counter()
-    if freeze:
-        sandbox.freeze()
-    frozen = time.perf_counter()
+    task = plan.task
+    live = task.spec.grading.mode == "live"
+    timings: dict[str, float] = {}
+    if not live:
+        _freeze(sandbox)
+    timings["freeze"] = time.perf_counter() - start
     rulesets = plan.rulesets if shadow else plan.rulesets[:1]
-    verdicts, timings = grade_rulesets(sandbox, plan.task, rulesets)
+    with _spool() as work:
+        mark = time.perf_counter()
+        _export_work(sandbox, task, work)
+        timings["export"] = time.perf_counter() - mark
+        source: SandboxSource = verifiers or ColdStarts(
+            sandbox.backend, allow_local=sandbox.backend == "local"
+        )
+        network = sandbox.network_handle() if live else ""
+        if live and verifiers is not None:
+            source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
+        verdicts, more = grade_rulesets_in(
+            source, _agent_config(sandbox), task, rulesets, work=work, network_of=network
+        )
+        timings.update(more)
+    if live:
+        _freeze(sandbox)
     own = plan.rulesets[0].name
     episode_class = None
     if plan.variant != "original" and "original" in verdicts:
         episode_class = classify(verdicts[own].passed, verdicts["original"].passed)
-    timings = {"freeze": frozen - start, **timings, "total": time.perf_counter() - start}
+    timings["total"] = time.perf_counter() - start
     report = GradeReport(
         variant=plan.variant,
         own=own,
@@ -95,11 +128,134 @@ def grade(
     )
     if report.errors:
         error = GraderError(
-            f"task {plan.task.id!r} ({plan.variant}): grading failed: " + " | ".join(report.errors)
+            f"task {task.id!r} ({plan.variant}): grading failed: " + " | ".join(report.errors)
         )
-        error.report = report  # type: ignore[attr-defined]
+        error.report = report
         raise error
     return report
+
+
+def _agent_config(sandbox: Sandbox) -> SandboxConfig:
+    config = getattr(sandbox, "config", None)
+    if not isinstance(config, SandboxConfig):
+        raise TaskError(f"expected a termgym sandbox with a SandboxConfig, found {sandbox!r}")
+    return config
+
+
+def _freeze(sandbox: Sandbox) -> None:
+    try:
+        sandbox.freeze()
+    except SandboxCrashed:
+        pass  # already stopped: its files are graded as they are
+    except InfrastructureError:
+        raise
+    except SandboxError as exc:
+        raise EngineError(f"could not stop the agent's sandbox: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _spool() -> Iterator[BinaryIO]:
+    with tempfile.SpooledTemporaryFile(max_size=8 << 20) as handle:
+        yield handle  # type: ignore[misc]
+
+
+def _export_work(sandbox: Sandbox, task: Task, out: BinaryIO) -> None:
+    """The agent's workdir and declared state paths, as a tar (the agent's failure if not)."""
+    paths = [task.spec.workdir, *task.spec.grading.state]
+    limit = task.spec.limits.disk_mb << 20
+    try:
+        sandbox.export_paths(paths, out, limit)
+    except ArchiveTooLarge as exc:
+        raise GraderError(f"the agent's work could not be graded: {exc}") from exc
+    except InfrastructureError:
+        raise
+    except (SandboxError, OSError, tarfile.TarError) as exc:
+        raise GraderError(f"the agent's work could not be copied out: {exc}") from exc
+    out.seek(0)
+
+
+def grade_rulesets(
+    sandbox: Sandbox, task: Task, rulesets: Sequence[RuleSet]
+) -> tuple[dict[str, Verdict], dict[str, float]]:
+    """Run every grader of every rule set, in place, in `sandbox` (already holding the work).
+
+    What `grade` does inside its verifier; called directly it grades a sandbox's state
+    where it is, with that sandbox's programs, so it is for benchmarks and tests only.
+    """
+    folder = new_folder()
+    key = new_key()
+    start = time.perf_counter()
+    manifest, files, budget, kinds, canonical = _plan_jobs(task, rulesets)
+    _inject(sandbox, task, folder, None, files, manifest)
+    injected = time.perf_counter()
+    result = _run(sandbox, task, folder, key, budget)
+    ran = time.perf_counter()
+    verdicts = _verdicts(result, key, budget, rulesets, kinds, canonical)
+    return verdicts, {
+        "inject": injected - start,
+        "run": ran - injected,
+        "read": time.perf_counter() - ran,
+    }
+
+
+def grade_rulesets_in(
+    source: SandboxSource,
+    agent: SandboxConfig,
+    task: Task,
+    rulesets: Sequence[RuleSet],
+    *,
+    work: BinaryIO | None,
+    network_of: str = "",
+) -> tuple[dict[str, Verdict], dict[str, float]]:
+    """Grade `work` (a tar of the agent's files) in a verifier from `source`."""
+    start = time.perf_counter()
+    folder = new_folder()
+    key = new_key()
+    manifest, files, budget, kinds, canonical = _plan_jobs(task, rulesets)
+    try:
+        verifier = source.acquire(verifier_config(agent, network_of=network_of))
+    except InfrastructureError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a clean sandbox that will not start is ours
+        raise SandboxStartError(f"could not start a verifier: {exc}") from exc
+    acquired = time.perf_counter()
+    try:
+        try:
+            _inject(verifier, task, folder, work, files, manifest)
+        except InfrastructureError:
+            raise
+        except (SandboxError, OSError, tarfile.TarError) as exc:
+            raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
+        injected = time.perf_counter()
+        result = _run(verifier, task, folder, key, budget)
+        ran = time.perf_counter()
+    finally:
+        source.release(verifier)
+    verdicts = _verdicts(result, key, budget, rulesets, kinds, canonical)
+    return verdicts, {
+        "verifier": acquired - start,
+        "inject": injected - acquired,
+        "run": ran - injected,
+        "read": time.perf_counter() - ran,
+    }
+
+
+def _inject(
+    sandbox: Sandbox,
+    task: Task,
+    folder: GradingFolder,
+    work: BinaryIO | None,
+    files: dict[str, bytes],
+    manifest: dict[str, Any],
+) -> None:
+    """Copy the work (if any) and the grading folder into `sandbox`, in one archive."""
+    with _spool() as bundle:
+        write_bundle(
+            bundle, folder, work=work, task_graders=task.root / "graders", files=files,
+            manifest=manifest,
+        )  # fmt: skip
+        bundle.seek(0)
+        sandbox.import_archive(bundle)
 
 
 def _canonical(rulesets: Sequence[RuleSet]) -> dict[str, dict[str, str]]:
@@ -114,16 +270,10 @@ def _canonical(rulesets: Sequence[RuleSet]) -> dict[str, dict[str, str]]:
     return out
 
 
-def grade_rulesets(
-    sandbox: Sandbox, task: Task, rulesets: Sequence[RuleSet]
-) -> tuple[dict[str, Verdict], dict[str, float]]:
-    """Run every grader of every rule set in ONE exec inside the (frozen) sandbox.
-
-    Grader files and a small runner go to a fresh random directory; each run writes to a
-    fresh result directory the runner creates, so nothing the agent left can pass for a
-    result. Rule sets with the same values share one run per grader.
-    """
-    start = time.perf_counter()
+def _plan_jobs(
+    task: Task, rulesets: Sequence[RuleSet]
+) -> tuple[dict[str, Any], dict[str, bytes], float, dict[str, Grader], dict[str, dict[str, str]]]:
+    """(manifest, support files, time budget, kinds by grader, canonical rule sets)."""
     specs: dict[str, GraderSpec] = {}
     for ruleset in rulesets:
         for spec in ruleset.graders:
@@ -131,102 +281,78 @@ def grade_rulesets(
     canonical = _canonical(rulesets)
     values = {r.name: dict(r.rules) for r in rulesets}
     default_timeout = task.spec.limits.grading_timeout
-    token = secrets.token_hex(16)
-    dest = GRADE_DIR_PREFIX + secrets.token_hex(12)
     jobs: list[dict[str, Any]] = []
     kinds: dict[str, Grader] = {}
+    files: dict[str, bytes] = {}
     budget = 30.0
-    with tempfile.TemporaryDirectory(prefix="termgym-grade-") as tmp:
-        folder = Path(tmp)
-        if (task.root / "graders").is_dir():
-            shutil.copytree(task.root / "graders", folder / "graders")
-        for name, spec in specs.items():
-            kinds[name] = grader_kind(spec.kind)
-            job = kinds[name].job(spec, task.root)
-            write_tree(folder, dict(job.files))
-            targets = sorted(set(canonical[name].values()), key=list(values).index)
-            # A batch runs every rule set in one go: its timeout covers them all.
-            timeout = (spec.timeout or default_timeout) * (len(targets) if job.batch else 1)
-            budget += timeout * (1 if job.batch and not job.call else len(targets))
-            jobs.append(
-                {
-                    "id": name,
-                    "argv": list(job.argv),
-                    "call": job.call,
-                    "kwargs": dict(job.kwargs),
-                    "env": dict(job.env),
-                    "batch": job.batch,
-                    "timeout": timeout,
-                    "rulesets": targets,
-                }
-            )
-        manifest = {"token": token, "workdir": task.spec.workdir, "rulesets": values, "jobs": jobs}
-        (folder / "manifest.json").write_text(json.dumps(manifest))
-        shutil.copy(_RUNNER, folder / "termgym_run.py")
-        argv, env = _launch(sandbox, folder, dest)
-    injected = time.perf_counter()
-    result = sandbox.exec(argv, timeout=budget, workdir="/", env=env)
-    ran = time.perf_counter()
-    runs = _parse(result.output, token)
+    for name, spec in specs.items():
+        kinds[name] = grader_kind(spec.kind)
+        job = kinds[name].job(spec, task.root)
+        files.update(job.files)
+        targets = sorted(set(canonical[name].values()), key=list(values).index)
+        # A batch runs every rule set in one go: its timeout covers them all.
+        timeout = (spec.timeout or default_timeout) * (len(targets) if job.batch else 1)
+        budget += timeout * (1 if job.batch and not job.call else len(targets))
+        jobs.append(
+            {
+                "id": name,
+                "argv": list(job.argv),
+                "call": job.call,
+                "kwargs": dict(job.kwargs),
+                "env": dict(job.env),
+                "batch": job.batch,
+                "timeout": timeout,
+                "rulesets": targets,
+            }
+        )
+    manifest = {"workdir": task.spec.workdir, "rulesets": values, "jobs": jobs}
+    return manifest, files, budget, kinds, canonical
+
+
+def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: float) -> RunResult:
+    env = {
+        "HOME": "/root",
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "TERMGYM_REPORT_KEY": key,
+        "TERMGYM_AGENT_UID": str(AGENT_UID),
+    }
+    try:
+        return sandbox.exec(
+            folder.argv(task.spec.grading.python), timeout=budget, workdir=folder.path, env=env
+        )
+    except InfrastructureError:
+        raise
+    except SandboxError as exc:
+        raise GraderError(f"the grading run could not finish: {exc}") from exc
+
+
+def _verdicts(
+    result: RunResult,
+    key: str,
+    budget: float,
+    rulesets: Sequence[RuleSet],
+    kinds: dict[str, Grader],
+    canonical: dict[str, dict[str, str]],
+) -> dict[str, Verdict]:
+    runs = parse(result.output, key)
+    if runs is None:
+        why = (
+            f"the grading run overran its {budget:.0f} s"
+            if result.timed_out
+            else f"the grading run printed no authentic report (exit {result.exit_code}): "
+            f"{result.output.strip()[-800:]}"
+        )
+        raise GraderError(why)
     verdicts = {}
     for ruleset in rulesets:
         results = []
         for spec in ruleset.graders:
             target = canonical[spec.name][ruleset.name]
-            if runs is None:
-                error = (
-                    f"the grading run timed out after {budget:.0f}s"
-                    if result.timed_out
-                    else f"the grading run failed (exit {result.exit_code}): "
-                    f"{result.output.strip()[-800:]}"
-                )
-                results.append(
-                    GraderResult(
-                        spec.name, spec.kind, ruleset.name, None, None, spec.weight, error=error
-                    )
-                )
-                continue
             results.append(
                 _judge(kinds[spec.name], spec, runs.get(spec.name, []), target, ruleset.name)
             )
         verdicts[ruleset.name] = Verdict(ruleset.name, dict(ruleset.rules), tuple(results))
-    timings = {"inject": injected - start, "run": ran - injected, "read": time.perf_counter() - ran}
-    return verdicts, timings
-
-
-_BOOTSTRAP = """\
-import base64, io, os, runpy, sys, tarfile
-folder = sys.argv[1]
-os.mkdir(folder, 0o700)
-data = base64.b64decode(os.environ.pop("TERMGYM_GRADE_PAYLOAD"))
-tarfile.open(fileobj=io.BytesIO(data)).extractall(folder)
-sys.argv = [folder + "/termgym_run.py", folder + "/manifest.json"]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-PAYLOAD_LIMIT = 100_000
-"""Grader folders up to this size (base64 of the gzipped tar) travel inside the one exec."""
-
-
-def _launch(sandbox: Sandbox, folder: Path, dest: str) -> tuple[list[str], dict[str, str]]:
-    """How to start the runner: small grader folders ride in the exec's environment (one
-    round trip), bigger ones are copied in first."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
-        tar.add(folder, arcname=".")
-    payload = base64.b64encode(buffer.getvalue()).decode("ascii")
-    if len(payload) <= PAYLOAD_LIMIT:
-        # -I: neither the current directory nor PYTHON* variables reach the bootstrap.
-        return ["python3", "-I", "-c", _BOOTSTRAP, dest], {"TERMGYM_GRADE_PAYLOAD": payload}
-    sandbox.copy_in(folder, dest)
-    return ["python3", "-I", f"{dest}/termgym_run.py", f"{dest}/manifest.json"], {}
-
-
-def _parse(output: str, token: str) -> dict[str, list[dict[str, Any]]] | None:
-    for line in output.splitlines():
-        if line.startswith(token):
-            payload = json.loads(zlib.decompress(base64.b64decode(line[len(token) :])))
-            return {job["id"]: job["runs"] for job in payload}
-    return None
+    return verdicts
 
 
 def _judge(

@@ -1,18 +1,23 @@
-"""Runs inside the frozen sandbox: every grader job over every rule set in one process.
+"""Runs inside the clean verifier: every grader job over every rule set in one process.
 
-Injected (stdlib only, Python 3.7+) beside the grader files and started with one exec:
-    python3 termgym_run.py MANIFEST
-It prints one line, the manifest's token followed by a JSON report of every run, then
-removes the grader folder and its result folders.
+Injected (stdlib only, Python 3.7+) into a fresh 0700 folder beside the grader files and
+started with one exec, from that folder, by the verifier's own interpreter:
+    /usr/bin/python3 -I -B termgym_run.py manifest.json
+It reads and deletes the manifest, runs the jobs as root (programs the graders start run
+as the agent's user: `termgym_agentexec`), and prints one line: "TERMGYM-REPORT ", the
+base64 of the zlib-compressed JSON report of every run, a space and the report's
+HMAC-SHA256 under the key in TERMGYM_REPORT_KEY (which it removes from its environment
+first, so no job ever sees it). The host believes no other line.
 """
 
 import base64
 import contextlib
+import hashlib
+import hmac
 import inspect
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +28,23 @@ import zlib
 
 OUTPUT_TAIL = 4000
 FILE_LIMIT = 256000
+REPORT_PREFIX = "TERMGYM-REPORT "
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+_LAUNCH = """\
+import json, os, runpy, sys
+spec = json.loads(sys.stdin.read())
+sys.stdin.close()
+sys.stdin = open(os.devnull)
+sys.path[:0] = spec["path"]
+sys.argv = spec["argv"]
+if spec["module"]:
+    runpy.run_module(spec["module"], run_name="__main__", alter_sys=True)
+else:
+    runpy.run_path(spec["argv"][0], run_name="__main__")
+"""
+"""Python jobs start through this, their arguments on stdin: no grader path is ever on a
+command line, which every user can read in /proc."""
 
 
 def _fmt(value):
@@ -85,8 +106,24 @@ def _tail(path):
         return handle.read().decode("utf-8", "replace")
 
 
+def _python_launch(argv):
+    """(argv, stdin spec) to start a `python3 ...` job through _LAUNCH, else (argv, None)."""
+    if not argv or os.path.basename(argv[0]) not in ("python", "python3"):
+        return argv, None
+    rest = list(argv[1:])
+    if not rest or rest[0].startswith("-") and rest[0] != "-m":
+        return argv, None
+    if rest[0] == "-m":
+        if len(rest) < 2:
+            return argv, None
+        module, args = rest[1], [rest[1]] + rest[2:]
+    else:
+        module, args = None, rest
+    return [sys.executable, "-I", "-B", "-c", _LAUNCH], {"module": module, "argv": args}
+
+
 def run_exec(job, names, rulesets, ctx):
-    results = tempfile.mkdtemp(prefix=".termgym-results-")
+    results = tempfile.mkdtemp(prefix="results-", dir=ctx["graders"])
     env = dict(os.environ)
     rules = rulesets[names[0]]
     rules_file = os.path.join(results, ".rules.json")
@@ -100,6 +137,7 @@ def run_exec(job, names, rulesets, ctx):
             "TERMGYM_SCORE_FILE": os.path.join(results, "score"),
             "TERMGYM_WORKDIR": ctx["workdir"],
             "TERMGYM_GRADER_DIR": ctx["graders"],
+            "TERMGYM_AS_AGENT": ctx["as_agent"],
         }
     )
     if job.get("batch"):
@@ -108,13 +146,23 @@ def run_exec(job, names, rulesets, ctx):
             json.dump({n: rulesets[n] for n in names}, handle)
         env["TERMGYM_RULESETS_FILE"] = sets_file
 
+    scratch = tempfile.mkdtemp(prefix=".termgym-io-", dir="/tmp")
+    os.chmod(scratch, 0o711)  # the agent's user passes through to what is shared with it
+
     def sub(text):
-        return text.replace("{graders}", ctx["graders"]).replace("{results}", results)
+        for name, value in (
+            ("graders", ctx["graders"]),
+            ("results", results),
+            ("scratch", scratch),
+        ):
+            text = text.replace("{" + name + "}", value)
+        return text
 
     env.update({k: sub(v) for k, v in job.get("env", {}).items()})
-    argv = [sub(a) for a in job["argv"]]
-    log_path = os.path.join(ctx["graders"], ".log-{}".format(ctx["seq"]))
-    ctx["seq"] += 1
+    argv, spec = _python_launch([sub(a) for a in job["argv"]])
+    if spec is not None:
+        spec["path"] = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p]
+    log_path = os.path.join(results, ".log")
     start = time.monotonic()
     out = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
     with open(log_path, "wb") as log:
@@ -126,12 +174,17 @@ def run_exec(job, names, rulesets, ctx):
                 env=env,
                 cwd=ctx["cwd"],
                 start_new_session=True,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if spec is not None else subprocess.DEVNULL,
+                user=os.geteuid(),  # the grader itself: root, not the agent's user
             )
         except OSError as exc:
             out["error"] = f"could not start {argv[0]}: {exc}"
             proc = None
         if proc is not None:
+            if spec is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.write(json.dumps(spec).encode())
+                    proc.stdin.close()
             try:
                 out["exit_code"] = proc.wait(timeout=job["timeout"])
             except subprocess.TimeoutExpired:
@@ -139,13 +192,14 @@ def run_exec(job, names, rulesets, ctx):
                 with contextlib.suppress(OSError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+    ctx["agentexec"].stop_agent_processes()
     out["duration"] = time.monotonic() - start
     out["output"] = _tail(log_path)
-    os.remove(rules_file)
-    if job.get("batch"):
-        os.remove(env["TERMGYM_RULESETS_FILE"])
+    for private in (log_path, rules_file, env.get("TERMGYM_RULESETS_FILE")):
+        if private:
+            with contextlib.suppress(OSError):
+                os.remove(private)
     out["files"] = _read_results(results)
-    shutil.rmtree(results, ignore_errors=True)
     return out
 
 
@@ -192,37 +246,52 @@ def run_call(job, name, rules, ctx):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         os.chdir(ctx["cwd"])
+        ctx["agentexec"].stop_agent_processes()
     out["duration"] = time.monotonic() - start
     return out
 
 
+def sign(key, payload):
+    """The report line for `payload` (text) under `key` (bytes)."""
+    mac = hmac.new(key, payload.encode("ascii"), hashlib.sha256).hexdigest()
+    return REPORT_PREFIX + payload + " " + mac
+
+
 def main(manifest_path):
+    key = os.environ.pop("TERMGYM_REPORT_KEY", "").encode("ascii")
+    graders = os.path.dirname(os.path.abspath(manifest_path))
     with open(manifest_path) as handle:
         manifest = json.load(handle)
-    graders = os.path.dirname(os.path.abspath(manifest_path))
-    ctx = {"workdir": manifest["workdir"], "graders": graders, "seq": 0}
+    os.remove(manifest_path)  # the rule sets live in this process only from here on
     sys.path[:0] = [os.path.join(graders, "graders"), graders]
+    import termgym_agentexec
+
+    termgym_agentexec.install()
+    ctx = {
+        "workdir": manifest["workdir"],
+        "graders": graders,
+        "agentexec": termgym_agentexec,
+        "as_agent": sys.executable + " -I -B " + os.path.join(graders, "termgym_agentexec.py"),
+    }
     # A workdir the agent deleted is its own failure, judged by the graders: run from "/".
     ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"
     os.chdir(ctx["cwd"])
     rulesets = manifest["rulesets"]
     report = []
-    try:
-        for job in manifest["jobs"]:
-            names = job["rulesets"]
-            if job.get("call"):
-                runs = [run_call(job, n, rulesets[n], ctx) for n in names]
-            elif job.get("batch"):
-                runs = [run_exec(job, names, rulesets, ctx)]
-            else:
-                runs = [run_exec(job, [n], rulesets, ctx) for n in names]
-            report.append({"id": job["id"], "runs": runs})
-    finally:
-        shutil.rmtree(graders, ignore_errors=True)
+    for job in manifest["jobs"]:
+        names = job["rulesets"]
+        if job.get("call"):
+            runs = [run_call(job, n, rulesets[n], ctx) for n in names]
+        elif job.get("batch"):
+            runs = [run_exec(job, names, rulesets, ctx)]
+        else:
+            runs = [run_exec(job, [n], rulesets, ctx) for n in names]
+        report.append({"id": job["id"], "runs": runs})
     packed = base64.b64encode(zlib.compress(json.dumps(report).encode("utf-8"))).decode("ascii")
-    sys.stdout.write("\n" + manifest["token"] + packed + "\n")
+    sys.stdout.write("\n" + sign(key, packed) + "\n")
     sys.stdout.flush()
 
 
 if __name__ == "__main__":
+    os.umask(0o022)
     main(sys.argv[1])

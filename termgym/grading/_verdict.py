@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-EpisodeClass = Literal["adapted", "stale", "both", "neither"]
+from termgym._vocabulary import EpisodeClass, ShadowClass
 
 
 @dataclass(frozen=True)
 class GraderResult:
     """One grader's judgement under one rule set.
 
-    `error` is set (and `score`/`passed` are None) when the grader crashed or timed out:
-    an infrastructure failure, never a score of 0.
+    `error` is set (and `score`/`passed` are None) when the grader crashed or timed out on
+    the agent's final state: the episode is then a grader-error, scored 0.
     """
 
     grader: str
@@ -85,7 +85,7 @@ class Verdict:
         }
 
 
-def classify(new_passed: bool | None, old_passed: bool | None) -> EpisodeClass | None:
+def classify(new_passed: bool | None, old_passed: bool | None) -> ShadowClass | None:
     """Class of an episode from its own verdict (new rules) and the original's (old rules).
 
     adapted: passes the new rules, fails the old. stale: passes the old, fails the new (it
@@ -119,7 +119,7 @@ class GradeReport:
     variant: str
     own: str
     verdicts: Mapping[str, Verdict]
-    episode_class: EpisodeClass | None
+    episode_class: ShadowClass | None
     timings: Mapping[str, float] = field(default_factory=dict)
 
     @property
@@ -155,3 +155,6 @@ class GradeReport:
             "verdicts": {n: v.to_dict() for n, v in self.verdicts.items()},
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
         }
+
+
+__all__ = ["EpisodeClass", "GradeReport", "GraderResult", "ShadowClass", "Verdict", "classify"]

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
+from termgym._vocabulary import CLASSES as CLASSES  # re-exported; defined there once
+from termgym._vocabulary import EpisodeClass as EpisodeClass
+
 SCHEMA_VERSION = 1
 """Version of the JSONL layout; bumped on any change a reader must know about."""
 
 StepMode = Literal["command", "keys", "submit"]
-EpisodeClass = Literal["adapted", "stale", "both", "neither"]
 STEP_MODES: tuple[str, ...] = ("command", "keys", "submit")
-CLASSES: tuple[str, ...] = ("adapted", "stale", "both", "neither")
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,9 @@ class EpisodeEnd:
         terminated: Ended by submit.
         truncated: Ended by the step or time limit (the state was still graded).
         verdicts: Shadow grading: variant or rule-set name -> {"passed", "score", "details"}.
-        cls: "adapted", "stale", "both", "neither", or None when it could not be classed.
+        cls: "adapted", "stale", "both", "neither", "grader-error" (the final state could not
+            be graded: counted, scored 0), "error" (termgym's machinery failed: left out of
+            the rates), or None (an original episode, graded).
         error: Infrastructure error message (grader crash, sandbox died), or None.
         audit: Audit hits, each a mapping with at least "kind" and "message", and "step"
             (the step index it happened at) when known.

@@ -66,7 +66,7 @@ def _metrics_table(run: RunData) -> str:
         rows.append(f"<tr><th>{escape(label)}</th>{cells}</tr>")
     counts = "".join(
         f'<td class="num">{m.episodes} counted · {m.infra_errors} infra errors · '
-        f"{m.agent_errors} agent errors</td>"
+        f"{m.agent_errors} agent errors · {m.grader_errors} grader errors</td>"
         for m in run.metrics.values()
     )
     rows.append(f"<tr><th>episodes</th>{counts}</tr>")

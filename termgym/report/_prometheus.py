@@ -90,6 +90,12 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
             out.add(
                 "agent_errors", "Counted episodes in which the agent failed.", base, m.agent_errors
             )
+            out.add(
+                "grader_errors",
+                "Counted episodes whose final state could not be graded (scored 0).",
+                base,
+                m.grader_errors,
+            )
             for variant, counts in m.class_counts.items():
                 for klass, count in counts.items():
                     out.add(

@@ -6,12 +6,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from termgym._vocabulary import CLASSES
+
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#b279a2", "#e45756", "#72b7b2", "#9d755d")
 CLASS_COLORS = {
     "adapted": "#2e9e4f",
     "stale": "#d6402f",
     "both": "#4c78a8",
     "neither": "#9a9a9a",
+    "grader-error": "#8c564b",
     None: "#e3e3e3",
 }
 
@@ -146,11 +149,11 @@ def class_strip(
             parts.append(_text(left, y + cell - 2, "no episodes", anchor="start", size=10))
         y += lines[label] * (cell + gap) + 12
     x = left
-    for klass in ("adapted", "stale", "both", "neither"):
+    for klass in CLASSES:
         parts.append(
             f'<rect x="{x}" y="{y + 4}" width="10" height="10" fill="{CLASS_COLORS[klass]}"/>'
         )
         parts.append(_text(x + 14, y + 13, klass, anchor="start", size=11))
-        x += 90
+        x += 90 if klass != "grader-error" else 110
     parts.append("</svg>")
     return "".join(parts)

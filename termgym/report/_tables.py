@@ -9,7 +9,13 @@ from rich.table import Table
 from termgym.metrics import CLASSES, Estimate, order_variants
 from termgym.report._load import RunData
 
-CLASS_STYLES = {"adapted": "green", "stale": "red", "both": "blue", "neither": "dim"}
+CLASS_STYLES = {
+    "adapted": "green",
+    "stale": "red",
+    "both": "blue",
+    "neither": "dim",
+    "grader-error": "magenta",
+}
 
 
 def _fmt(e: Estimate | None) -> str:
@@ -58,7 +64,8 @@ def memorization_table(run: RunData) -> Table:
     table.add_row(
         "episodes (infra errors apart)",
         *(
-            f"{m.episodes} ({m.infra_errors} infra, {m.agent_errors} agent errors)"
+            f"{m.episodes} ({m.infra_errors} infra, {m.agent_errors} agent errors, "
+            f"{m.grader_errors} grader errors)"
             for m in run.metrics.values()
         ),
     )

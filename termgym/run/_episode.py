@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
 from termgym.agents import SUBMIT, Agent, EpisodeContext, Reference
 from termgym.env import TerminalEnv
-from termgym.errors import AgentError, GraderError, SandboxError, TermgymError
+from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.run._jobs import Job
 
-INFRA_ERRORS = (SandboxError, GraderError)
+INFRA_ERRORS = (InfrastructureError, SandboxError)
+"""What a run retries and sets aside: termgym's machinery failing, never the agent."""
 
 
 @dataclass(frozen=True)
@@ -22,14 +24,16 @@ class EpisodeResult:
 
     Attributes:
         job: The job.
-        status: "ok" (graded), "agent-error" (the agent failed: counted as a failure), or
-            "infra-error" (sandbox or grader failed: retried, reported apart).
+        status: "ok" (graded, or a grader-error: counted), "agent-error" (the agent raised:
+            counted, its final state graded), or "infra-error" (termgym's machinery failed:
+            retried, reported apart).
         reward: The grader's score (0 unless status is "ok").
-        cls: adapted / stale / both / neither, or None.
+        cls: adapted / stale / both / neither / grader-error, or None.
         steps: Steps the agent took.
         phases: Seconds spent per phase: "setup", "agent", "grading".
         agent_timed_out: The agent's time ran out and the state was graded as it was.
-        error: What went wrong, for agent and infrastructure errors.
+        error: What went wrong: the agent's exception, why grading failed (grader-error),
+            or the infrastructure error.
         attempts: How many attempts the job took.
         episode_file: The episode's recording, when recorded.
     """
@@ -69,8 +73,9 @@ def run_episode(
 ) -> EpisodeResult:
     """Reset `env` for the job, let `agent` act until it submits or runs out, grade.
 
-    Infrastructure errors (SandboxError, GraderError) propagate so the caller may retry;
-    an agent that raises gets status "agent-error" and its episode is still graded.
+    Infrastructure errors (InfrastructureError, a sandbox that fails) propagate so the
+    caller may retry; an agent that raises gets status "agent-error" and its episode is
+    still graded; a final state that cannot be graded is a counted grader-error.
     """
     phases: dict[str, float] = {}
     started = time.monotonic()
@@ -122,8 +127,9 @@ def run_episode(
     phases["agent"] = agent_end - agent_started
     info = result[4]
     phases["grading"] = float(info.get("grading_duration", 0.0))
-    if info.get("error"):
-        raise GraderError(str(info["error"]))
+    if info.get("class") == INFRA_ERROR:
+        raise InfrastructureError(str(info.get("error")))
+    grading_error = info.get("error") if info.get("class") == GRADER_ERROR else None
     return EpisodeResult(
         job=job,
         status="agent-error" if agent_error else "ok",
@@ -132,7 +138,7 @@ def run_episode(
         steps=steps,
         phases=phases,
         agent_timed_out=timed_out,
-        error=agent_error,
+        error=agent_error or grading_error,
         episode_file=info.get("episode_file"),
     )
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import termgym
+from termgym._vocabulary import describe_error
 from termgym.agents import make_agent
 from termgym.env import TerminalEnv
 from termgym.env._pool import close_all_pools
@@ -40,6 +41,7 @@ class RunConfig:
         retries: Attempts beyond the first for infrastructure failures.
         shadow: Shadow-grade every episode.
         pool_size: Warm sandboxes per configuration.
+        runtime: Docker runtime of the sandboxes ("runsc" for gVisor), None for the default.
     """
 
     agent: str
@@ -55,6 +57,7 @@ class RunConfig:
     retries: int = 2
     shadow: bool = True
     pool_size: int = 1
+    runtime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,22 +139,21 @@ class Runner:
     def _attempts(self, job: Job) -> EpisodeResult:
         self._set_aside(job, "interrupted")  # a recording a crashed run left unfinished
         last_error = ""
+        attempt = 0
         for attempt in range(1, self.config.retries + 2):
             if self._stop.is_set():
                 break
             try:
                 result = self._once(job)
                 return replace(result, attempts=attempt)
-            except INFRA_ERRORS as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
+            except (*INFRA_ERRORS, Exception) as exc:  # noqa: BLE001 - a run never aborts
+                last_error = describe_error(exc)
                 self._set_aside(job, attempt)
-                self._progress("retry", (job, attempt, last_error))
-            except TermgymError as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
-                break
-        return EpisodeResult(
-            job=job, status="infra-error", error=last_error, attempts=self.config.retries + 1
-        )
+                if isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS):
+                    break  # a task or agent that cannot be made fails the same way again
+                if attempt <= self.config.retries:
+                    self._progress("retry", (job, attempt, last_error))
+        return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
 
     def _once(self, job: Job) -> EpisodeResult:
         agent = make_agent(self.config.agent, **self.config.agent_options)
@@ -164,6 +166,7 @@ class Runner:
             shadow=self.config.shadow,
             pool_size=self.config.pool_size,
             run_id=self.config.out.name,
+            runtime=self.config.runtime,
         )
         try:
             return run_episode(
@@ -199,6 +202,7 @@ class Runner:
             "episodes": self.config.episodes,
             "concurrency": self.config.concurrency,
             "backend": self.config.backend,
+            "runtime": self.config.runtime,
             "seed": self.config.seed,
             "total_episodes": total,
             "termgym": termgym.__version__,

@@ -6,13 +6,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 BASE_IMAGE = "termgym/base:bookworm"
 """The image tasks run in unless they name another (built by `termgym image build-base`)."""
 
 SANDBOX_LABEL = "io.termgym.sandbox"
 """Docker label put on every container termgym starts, so `termgym gc` can find leftovers."""
+
+Role = Literal["agent", "verifier"]
+
+VERIFIER_CAPS: tuple[str, ...] = (
+    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "KILL", "SETGID", "SETUID",
+)  # fmt: skip
+"""A verifier's root keeps these: to read and tidy the agent's files and to run the agent's
+programs as an unprivileged user (and stop them). An agent's sandbox keeps none."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,14 @@ class SandboxConfig:
         labels: Extra labels (docker) identifying the run and episode.
         rows: Terminal height of the agent's shell (what full-screen programs draw on).
         cols: Terminal width of the agent's shell.
+        disk_mb: What the sandbox may write, in MiB (docker: a watchdog stops the container
+            past it; bwrap: its writable layer is a filesystem of this size, so ENOSPC).
+        runtime: Docker runtime to start the container with (e.g. "runsc" for gVisor);
+            None is the engine's default. Other backends refuse any runtime.
+        role: "agent" (a shell for the agent, no capabilities) or "verifier" (a clean
+            sandbox grading runs in: no shell, the capabilities in VERIFIER_CAPS).
+        network_of: Join the network of another sandbox (its `network_handle()`): how a
+            live-state verifier reaches the services an agent left running.
     """
 
     image: str = BASE_IMAGE
@@ -44,6 +60,10 @@ class SandboxConfig:
     labels: Mapping[str, str] = field(default_factory=dict)
     rows: int = 40
     cols: int = 120
+    disk_mb: int = 1024
+    runtime: str | None = None
+    role: Role = "agent"
+    network_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,8 +96,11 @@ class Sandbox(Protocol):
     """An isolated place where an agent's commands run through one persistent shell.
 
     Lifecycle: `start()`, any number of `run()` / `send_keys()` / copies, then `freeze()`
-    (every agent process stopped) and `exec()` for grading, then `close()`. Usable as a
-    context manager, which starts and closes it.
+    (every agent process stopped, through the engine or the host, never through a program
+    inside) and `export_paths()` of the agent's work, then `close()`. Grading happens in
+    another sandbox, a verifier (`role="verifier"`), which gets the work by
+    `import_archive()` and runs the graders by `exec()`. Every call has a host-side
+    deadline. Usable as a context manager, which starts and closes it.
     """
 
     backend: str
@@ -99,6 +122,19 @@ class Sandbox(Protocol):
 
     def freeze(self) -> None:
         """Stop every agent process; the filesystem stays as the agent left it."""
+
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+        """Write a tar of the sandbox `paths` (absolute; missing ones skipped) to `out`.
+
+        Members are named by their sandbox paths, owners are sandbox ids, symlinks are
+        stored, never followed. Raises ArchiveTooLarge past `limit` bytes of content.
+        """
+
+    def import_archive(self, archive: BinaryIO) -> None:
+        """Unpack a tar (members named by sandbox paths) at the sandbox's root."""
+
+    def network_handle(self) -> str:
+        """What a verifier's `SandboxConfig.network_of` names to join this sandbox's network."""
 
     def exec(
         self,

@@ -1,14 +1,27 @@
-"""The bwrap backend: bubblewrap namespaces over the base image's root filesystem, no daemon.
+"""The bwrap backend: bubblewrap namespaces over the image's root filesystem, no daemon.
 
-The image's root filesystem is exported once into the cache folder (`termgym.images`). Each
-episode gets a fresh writable root: as root, an overlay mount (read-only image below, a
-per-episode upper folder above) bound as `/`; otherwise a read-only root with fresh writable
-folders bound at the workdir, /tmp, /var/tmp, /root and /home. Limits come from host cgroups
-where they can be written (pids, memory, CPU); `limits` says which hold. All capabilities
-are dropped; network only when the config asks for it.
+The image's root filesystem is exported once into the cache folder (`termgym.images`). As
+root, each sandbox gets a fresh writable root: an overlay (the read-only image below, an
+upper folder on a tmpfs of `disk_mb` above, so writing past the limit is ENOSPC) bound as
+`/`; otherwise a read-only root with fresh writable folders bound at the workdir, /tmp,
+/var/tmp, /root and /home. Limits come from host cgroups where they can be written (pids,
+memory, CPU); `limits` says which hold.
+
+What keeps the sandbox from the host (docs/security.md):
+- as root, every bwrap process enters a user namespace whose root is host uid
+  `UID_BASE` (`termgym.sandbox._userns`): the sandbox's root owns nothing on the host,
+  cannot write global sysctls or reach the host's keyrings, and a setuid file it makes is
+  an unprivileged user's (and the overlay is mounted nosuid, nodev);
+- a seccomp filter (`termgym.sandbox._seccomp`) refuses new namespaces, mounts, keyrings,
+  bpf, perf and the like; `/proc/sys` is read-only; every capability is dropped;
+- bwrap starts with an empty environment, so the sandbox's /proc/1/environ holds nothing
+  of the host's; execs run in a new session (the shell runs on a pty of its own);
+- copies in and out resolve every path inside the sandbox's root (`_fscopy`): a symlink the
+  agent planted never leads the host outside it.
 
 The agent's shell is a bwrap process running bash: when it exits or is restarted its pid
-namespace ends, so background jobs end with it; files stay.
+namespace ends, so background jobs end with it; files stay. A verifier
+(`role="verifier"`) has no shell; its execs keep the capabilities grading needs.
 """
 
 from __future__ import annotations
@@ -18,18 +31,24 @@ import os
 import secrets
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
-from termgym.errors import BackendUnavailable, SandboxError
-from termgym.sandbox._base import RunResult, SandboxConfig
+from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
+from termgym.sandbox import _fscopy, _seccomp, _userns
+from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import ShellSandbox, run_host
-from termgym.sandbox._shell import BASH_ARGV
+from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 """Folders made writable when no overlay root can be mounted (plus the workdir)."""
+
+HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+"""The whole environment bwrap itself starts with (the sandbox's comes from --setenv)."""
 
 
 def episodes_dir() -> Path:
@@ -51,14 +70,16 @@ class BwrapSandbox(ShellSandbox):
         self.mode = ""
         self.binds: dict[str, Path] = {}
         self.cgroup: Cgroup | None = None
+        self.uid_base = _userns.UID_BASE if _userns.mapped() else 0
 
     @property
     def limits(self) -> list[str]:
-        """Which limits hold: some of "pids", "memory", "cpu" (from host cgroups)."""
-        return list(self.cgroup.applied) if self.cgroup else []
+        """Which limits hold: some of "pids", "memory", "cpu" (cgroups), "disk" (tmpfs)."""
+        held = list(self.cgroup.applied) if self.cgroup else []
+        return held + (["disk"] if self.mode == "overlay" else [])
 
     def start(self) -> None:
-        """Prepare the writable root and start the agent's shell."""
+        """Prepare the writable root (and, for an agent, start the shell)."""
         from termgym.images import rootfs_for
 
         if shutil.which("bwrap") is None:
@@ -66,25 +87,37 @@ class BwrapSandbox(ShellSandbox):
                 "Expected bubblewrap (`bwrap`) on PATH for the bwrap backend; found none. "
                 "Install it (`apt-get install bubblewrap`, or `make system`)."
             )
+        if self.config.runtime:
+            raise SandboxStartError(
+                f"The bwrap backend takes no runtime; got runtime={self.config.runtime!r} "
+                "(runtimes such as runsc are docker's)."
+            )
         self.rootfs = rootfs_for(self.config.image)
         episodes_dir().mkdir(parents=True, exist_ok=True)
         self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=episodes_dir()))
+        self.home.chmod(0o711)
         (self.home / "owner.pid").write_text(str(os.getpid()))
         try:
+            if self.uid_base:
+                _userns.userns_fd()
+                _check_reachable(self.home)
             self._make_root()
             self.cgroup = Cgroup(
                 self.name, pids=self.config.pids, memory_mb=self.config.memory_mb,
                 cpus=self.config.cpus,
             )  # fmt: skip
-            self._preexec = self._enter_limits
-            self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
-            self._start_shell()
-        except BaseException:
+            self._preexec = self._enter
+            self._mkdir(self.config.workdir)
+            if self.config.role == "agent":
+                self._start_shell()
+        except BaseException as exc:
             self.close()
+            if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
+                raise SandboxStartError(f"Could not start the bwrap sandbox: {exc}") from exc
             raise
 
-    def _enter_limits(self) -> None:
-        """In the spawned child: join the cgroups, or fall back to RLIMIT_NPROC for pids.
+    def _enter(self) -> None:
+        """In the spawned child: join the cgroups (or RLIMIT_NPROC), then the namespaces.
 
         RLIMIT_NPROC counts every process of the host user and does not bind root, so the
         fallback allows the user's current count plus `pids`; it is what holds on a machine
@@ -98,31 +131,58 @@ class BwrapSandbox(ShellSandbox):
             mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
             limit = mine + self.config.pids
             resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+        if self.uid_base:
+            netns = None
+            if self.config.network_of:
+                netns = os.open(self.config.network_of, os.O_RDONLY)
+            _userns.enter(_userns.userns_fd(), netns)
 
     def _make_root(self) -> None:
         assert self.home is not None and self.rootfs is not None
-        merged = self.home / "merged"
-        if os.geteuid() == 0:
-            for part in ("upper", "work", "merged"):
-                (self.home / part).mkdir()
-            upper, work = self.home / "upper", self.home / "work"
-            options = f"lowerdir={self.rootfs},upperdir={upper},workdir={work}"
-            done = subprocess.run(
-                ["mount", "-t", "overlay", "overlay", "-o", options, str(merged)],
-                capture_output=True,
-                check=False,
-            )
-            if done.returncode == 0:
-                self.mode = "overlay"
-                return
+        if os.geteuid() == 0 and self._mount_overlay():
+            self.mode = "overlay"
+            return
         self.mode = "binds"
         for dest in (self.config.workdir, *WRITABLE):
             folder = self.home / "binds" / dest.strip("/").replace("/", "_")
             folder.mkdir(parents=True, exist_ok=True)
             self.binds[dest] = folder
 
+    def _mount_overlay(self) -> bool:
+        assert self.home is not None and self.rootfs is not None
+        disk, merged = self.home / "disk", self.home / "merged"
+        disk.mkdir()
+        merged.mkdir()
+        size = (
+            f"size={self.config.disk_mb}m,mode=0711,nr_inodes={max(self.config.disk_mb, 64) * 64}"
+        )
+        if not _mount(["-t", "tmpfs", "-o", size, "tmpfs", str(disk)]):
+            return False
+        (disk / "upper").mkdir()
+        (disk / "work").mkdir()
+        os.chown(disk / "upper", self.uid_base, self.uid_base)
+        (disk / "upper").chmod(0o755)
+        options = f"lowerdir={self.rootfs},upperdir={disk / 'upper'},workdir={disk / 'work'}"
+        return _mount(["-t", "overlay", "overlay", "-o", options + ",nosuid,nodev", str(merged)])
+
+    def _mkdir(self, path: str) -> None:
+        if self.mode == "overlay":
+            with _fscopy_root(self.home / "merged") as root_fd:  # type: ignore[operator]
+                parent, name = _fscopy.resolve_parent(root_fd, path, create=True, uid=self.uid_base)
+                try:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o755, dir_fd=parent)
+                        os.chown(name, self.uid_base, self.uid_base, dir_fd=parent)
+                finally:
+                    os.close(parent)
+            return
+        self.host_path(path).mkdir(parents=True, exist_ok=True)
+
     def host_path(self, path: str) -> Path:
-        """Where the sandbox path `path` (absolute) is on the host."""
+        """Where the sandbox path `path` (absolute) is on the host (binds mode: its folder).
+
+        A host path is never opened for a sandbox path's sake in overlay mode: copies go
+        through `_fscopy`, which resolves inside the root."""
         if self.home is None:
             raise SandboxError("The bwrap sandbox is not started; call start() first.")
         if self.mode == "overlay":
@@ -136,49 +196,134 @@ class BwrapSandbox(ShellSandbox):
         )
 
     def _bwrap_argv(
-        self, workdir: str | None = None, env: Mapping[str, str] | None = None
+        self,
+        seccomp_fd: int,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        session: bool = False,
     ) -> list[str]:
         assert self.home is not None and self.rootfs is not None
-        # No --new-session: the shell's terminal is a pty of its own (nothing outside to
-        # inject keys into), and a new session would cut bash from it: no Ctrl-C, no jobs.
-        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
-        if self.config.network:
-            argv.append("--share-net")
-        if os.geteuid() != 0:
-            argv += ["--uid", "0", "--gid", "0"]
+        config = self.config
+        argv = ["bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
+        argv.append("--unshare-cgroup-try")
+        if not config.network and not config.network_of:
+            argv.append("--unshare-net")
+        if os.geteuid() != 0:  # bwrap makes a user namespace mapping the caller only
+            argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
+        argv += ["--cap-drop", "ALL"]
+        if config.role == "verifier" and self.uid_base:
+            for cap in VERIFIER_CAPS:
+                argv += ["--cap-add", f"CAP_{cap}"]
         if self.mode == "overlay":
             argv += ["--bind", str(self.home / "merged"), "/"]
         else:
             argv += ["--ro-bind", str(self.rootfs), "/"]
             for dest, folder in self.binds.items():
                 argv += ["--bind", str(folder), dest]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--hostname", "sandbox", "--clearenv"]
+        argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+        if not config.network_of:
+            argv += ["--hostname", "sandbox"]
+        argv.append("--clearenv")
         for key, value in {**self._shell_env(), **(env or {})}.items():
             argv += ["--setenv", key, value]
-        argv += ["--chdir", workdir or self.config.workdir]
+        argv += ["--seccomp", str(seccomp_fd), "--chdir", workdir or config.workdir]
+        if session:
+            argv.append("--new-session")
         return argv
 
-    def _shell_argv(self) -> list[str]:
-        return [*self._bwrap_argv(), "--", *BASH_ARGV]
+    def _connect(self, size: tuple[int, int]) -> PtyChannel:
+        fd = _seccomp.filter_fd()
+        try:
+            argv = [*self._bwrap_argv(fd), "--", *BASH_ARGV]
+            return PtyChannel(argv, size, HOST_ENV, self._preexec, pass_fds=self._keep(fd))
+        finally:
+            os.close(fd)
+
+    def _keep(self, seccomp_fd: int) -> tuple[int, ...]:
+        """Descriptors the spawned child needs: the filter, and the namespace to enter."""
+        return (seccomp_fd, _userns.userns_fd()) if self.uid_base else (seccomp_fd,)
 
     def _on_shell_death(self) -> None:
         home = self.home
         if self.mode == "overlay" and home is not None and not os.path.ismount(home / "merged"):
             self._crash(f"The bwrap sandbox {self.name} lost its root filesystem.")
 
+    def _reclaim(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+
+    # ---- copies: always resolved inside the sandbox's root -------------------------------
+
+    def _roots(self, path: str) -> tuple[Path, str, str]:
+        """(host folder standing for the sandbox root, `path` below it, where it is mounted)."""
+        if self.home is None:
+            raise SandboxError("The bwrap sandbox is not started; call start() first.")
+        if self.mode == "overlay":
+            return self.home / "merged", path, ""
+        for dest, folder in sorted(self.binds.items(), key=lambda item: -len(item[0])):
+            if path == dest or path.startswith(dest.rstrip("/") + "/"):
+                return folder, "/" + path[len(dest) :].lstrip("/"), dest
+        assert self.rootfs is not None
+        return self.rootfs, path, ""
+
     def copy_in(self, src: Path, dest: str) -> None:
         """Copy a host file or folder to `dest` (absolute); `dest` names the copy."""
-        _copy(Path(src), self.host_path(dest))
+        root, inner, _ = self._roots(dest)
+        if not inner.strip("/"):
+            raise SandboxError(f"Expected a path below a writable folder to copy to; got {dest!r}.")
+        _fscopy.copy_in(root, Path(src), inner, uid_base=self.uid_base)
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox file or folder `src` to the host path `dest`."""
-        path = self.host_path(src)
-        if not path.exists() and self.mode != "overlay":
-            path = self.rootfs / src.lstrip("/") if self.rootfs else path
-        _copy(path, Path(dest))
+        root, inner, _ = self._roots(src)
+        _fscopy.copy_out(root, inner, Path(dest), uid_base=self.uid_base)
+
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+        """A tar of `paths`, read from the host without following any of the sandbox's links."""
+        if self.mode == "overlay":
+            root, _, _ = self._roots("/")
+            _fscopy.export_tree(root, paths, out, limit=limit, uid_base=self.uid_base)
+            return
+        with tempfile.TemporaryFile() as parts, tarfile.open(fileobj=out, mode="w|") as tar:
+            for path in paths:
+                root, inner, mounted = self._roots(path)
+                parts.seek(0)
+                parts.truncate()
+                _fscopy.export_tree(root, [inner], parts, limit=limit, uid_base=self.uid_base)
+                parts.seek(0)
+                with tarfile.open(fileobj=parts, mode="r|") as source:
+                    for member in source:
+                        data = source.extractfile(member) if member.isfile() else None
+                        member.name = (mounted.strip("/") + "/" + member.name).strip("/")
+                        tar.addfile(member, data)
+
+    def import_archive(self, archive: BinaryIO) -> None:
+        """Unpack a tar at the root, resolving every member's path inside the sandbox."""
+        if self.mode != "overlay":
+            raise SandboxError(
+                "Importing an archive at the root needs the overlay root (termgym as root); "
+                "this bwrap sandbox has read-only binds."
+            )
+        root, _, _ = self._roots("/")
+        _fscopy.import_tree(root, archive, uid_base=self.uid_base)
+
+    def network_handle(self) -> str:
+        """The network namespace file of the sandbox's first process (its shell)."""
+        channel = self.shell._child if self.shell is not None else None  # noqa: SLF001
+        pid = getattr(channel, "pid", 0)
+        if not pid:
+            raise SandboxError(f"The bwrap sandbox {self.name} has no shell to share a network.")
+        try:
+            inner = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0]
+        except (OSError, IndexError) as exc:
+            raise SandboxError(f"The bwrap sandbox {self.name}'s shell is gone.") from exc
+        return f"/proc/{inner}/ns/net"
+
+    # ---- processes -----------------------------------------------------------------------
 
     def freeze(self) -> None:
-        """Kill the agent's shell and every process it started; files stay."""
+        """Kill the agent's shell and every process it started, from the host; files stay."""
         if self.shell is not None:
             self.shell.close()
         if self.cgroup is not None and not self.cgroup.kill_all():
@@ -194,10 +339,19 @@ class BwrapSandbox(ShellSandbox):
         """Run `argv` in a new bwrap over the same writable root (not in the agent's shell)."""
         if self.home is None:
             raise SandboxError("The bwrap sandbox is not started; call start() first.")
-        full = [*self._bwrap_argv(workdir, env), "--", *argv]
-        return run_host(
-            full, timeout=timeout, limit=self.config.output_limit, preexec_fn=self._preexec
-        )
+        fd = _seccomp.filter_fd()
+        try:
+            full = [*self._bwrap_argv(fd, workdir, env, session=True), "--", *argv]
+            return run_host(
+                full,
+                timeout=timeout,
+                env=HOST_ENV,
+                limit=self.config.output_limit,
+                preexec_fn=self._preexec,
+                pass_fds=self._keep(fd),
+            )
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         """Stop every process, unmount and delete the episode's folder (idempotent)."""
@@ -212,13 +366,38 @@ class BwrapSandbox(ShellSandbox):
             remove_episode(self.home)
 
 
+@contextlib.contextmanager
+def _fscopy_root(root: Path):  # type: ignore[no-untyped-def]
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _mount(args: list[str]) -> bool:
+    done = subprocess.run(["mount", *args], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def _check_reachable(folder: Path) -> None:
+    """The sandbox's root (an unprivileged host uid) must be able to walk to its root fs."""
+    for parent in [folder, *folder.parents]:
+        if not os.stat(parent).st_mode & 0o001:
+            raise SandboxStartError(
+                f"Expected every folder above {folder} to be open to other users (o+x) so "
+                f"that a sandbox's unprivileged root can reach its files; {parent} is not. "
+                "Set TERMGYM_CACHE to a folder such as /var/cache/termgym."
+            )
+
+
 def remove_episode(home: Path) -> None:
     """Unmount (if mounted) and delete one episode folder."""
-    merged = home / "merged"
-    if os.path.ismount(merged):
-        done = subprocess.run(["umount", str(merged)], capture_output=True, check=False)
-        if done.returncode != 0:
-            subprocess.run(["umount", "-l", str(merged)], capture_output=True, check=False)
+    for mount in (home / "merged", home / "disk"):
+        if os.path.ismount(mount):
+            done = subprocess.run(["umount", str(mount)], capture_output=True, check=False)
+            if done.returncode != 0:
+                subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
     shutil.rmtree(home, ignore_errors=True)
 
 
@@ -244,13 +423,3 @@ def _owned(proc: Path) -> bool:
         return proc.stat().st_uid == os.geteuid()
     except OSError:
         return False
-
-
-def _copy(src: Path, dest: Path) -> None:
-    if not src.exists() and not src.is_symlink():
-        raise SandboxError(f"Expected {src} to exist to copy it; found nothing there.")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if src.is_dir() and not src.is_symlink():
-        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
-    else:
-        shutil.copy2(src, dest, follow_symlinks=False)

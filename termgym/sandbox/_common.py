@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import time
@@ -36,6 +37,7 @@ class ShellSandbox:
         self.config = config or SandboxConfig()
         self.shell: PersistentShell | None = None
         self._crashed: str | None = None
+        self._crash_error: type[SandboxCrashed] = SandboxCrashed
         self._closed = False
 
     # subclasses fill in _shell_argv (a host command on a pty) or _connect (a Channel)
@@ -56,6 +58,9 @@ class ShellSandbox:
     def _on_shell_death(self) -> None:  # noqa: B027 - optional hook
         """Raise SandboxCrashed when the shell died because the whole sandbox is gone."""
 
+    def _reclaim(self) -> None:  # noqa: B027 - optional hook
+        """Stop every agent process so that a fresh shell can start (see PersistentShell)."""
+
     # the Protocol
     def _start_shell(self) -> None:
         self.shell = PersistentShell(
@@ -68,6 +73,7 @@ class ShellSandbox:
             on_death=self._on_shell_death,
             kill_hook=self._kill_hook,
             preexec_fn=self._preexec,
+            reclaim=self._reclaim,
             size=(self.config.rows, self.config.cols),
         )
         self.shell.start()
@@ -79,16 +85,17 @@ class ShellSandbox:
 
     def _live_shell(self) -> PersistentShell:
         if self._crashed is not None:
-            raise SandboxCrashed(self._crashed)
+            raise self._crash_error(self._crashed)
         if self.shell is None:
             raise SandboxError(f"The {self.backend} sandbox is not started; call start() first.")
         return self.shell
 
-    def _crash(self, message: str) -> None:
+    def _crash(self, message: str, error: type[SandboxCrashed] = SandboxCrashed) -> None:
         self._crashed = message
+        self._crash_error = error
         if self.shell is not None:
             self.shell.close()
-        raise SandboxCrashed(message)
+        raise error(message)
 
     def run(self, command: str, timeout: float = 30.0) -> RunResult:
         """Run one command in the persistent shell and wait for it to complete."""
@@ -125,8 +132,15 @@ def run_host(
     env: Mapping[str, str] | None = None,
     limit: int = 1_000_000,
     preexec_fn: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> RunResult:
-    """Run a host process (no terminal), stdout and stderr merged; killed at the timeout."""
+    """Run a host process (no terminal), stdout and stderr merged, in its own session.
+
+    Output beyond `limit` bytes is dropped behind a marker as it arrives (a flood costs no
+    memory); at `timeout` the whole session is killed and the result says `timed_out`.
+    """
+    from termgym.sandbox._shell import _Collector
+
     began = time.monotonic()
     proc = subprocess.Popen(
         list(argv),
@@ -137,26 +151,41 @@ def run_host(
         stderr=subprocess.STDOUT,
         start_new_session=True,
         preexec_fn=preexec_fn,
+        pass_fds=tuple(pass_fds),
     )
+    assert proc.stdout is not None
+    collector = _Collector(limit)
+    fd = proc.stdout.fileno()
+    deadline = began + timeout
     timed_out = False
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError):
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        collector.feed(chunk)
+        collector.trim()
+    if timed_out:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-    truncated = len(out) > limit
-    if truncated:
-        dropped = len(out) - limit
-        out = (
-            out[: limit // 2]
-            + f"\n[... {dropped} bytes truncated by termgym ...]\n".encode()
-            + (out[len(out) - (limit - limit // 2) :])
-        )
+    proc.stdout.close()
+    try:
+        code = proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        code = proc.wait()
+        timed_out = True
+    out, truncated = collector.finish()
     return RunResult(
-        output=out.decode("utf-8", "replace"),
-        exit_code=None if timed_out else proc.returncode,
+        output=out.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
+        exit_code=None if timed_out else code,
         duration=time.monotonic() - began,
         timed_out=timed_out,
         truncated=truncated,

@@ -4,34 +4,54 @@ The shell is a `docker exec` with a tty whose stream is the engine's raw socket 
 `docker exec -it` does, without the CLI process in between), attached once per episode.
 
 The container's main process is `sleep infinity` under docker's init, running as `nobody`;
-the agent's shell and every `exec` run as root without capabilities. So `kill -9 -1` run as
-root stops every agent process but cannot touch init or the main process (signalling another
-user needs CAP_KILL): that is `freeze()`.
+the agent's shell runs as root without capabilities, so it cannot signal init or the main
+process. Nothing termgym does to a container after the agent has acted runs a program
+inside it: `freeze()` is the engine's SIGKILL of the container (every process dies, the
+files stay), the agent's work leaves by the engine's `get_archive`, which works on a stopped
+container, and a command that overran is killed from the host by its host pid. Every engine
+call has a host-side deadline (`termgym.sandbox._deadline`).
+
+A verifier (`role="verifier"`) is a container of the same clean image with no shell and the
+capabilities grading needs (`VERIFIER_CAPS`); `network_of` puts it in an agent container's
+network. Disk limits: `termgym.sandbox._disk`.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import io
+import logging
 import os
 import secrets
+import select
 import shutil
+import signal
 import socket
+import struct
 import tarfile
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
-from termgym.errors import SandboxCrashed, SandboxError
-from termgym.sandbox._base import SANDBOX_LABEL, RunResult, SandboxConfig
+from termgym.errors import (
+    ArchiveTooLarge,
+    DiskLimitExceeded,
+    EngineError,
+    SandboxCrashed,
+    SandboxError,
+    SandboxStartError,
+)
+from termgym.sandbox._base import SANDBOX_LABEL, VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._common import DEFAULT_ENV, ShellSandbox
+from termgym.sandbox._deadline import ENGINE_DEADLINE, within
+from termgym.sandbox._disk import shared_watch
 from termgym.sandbox._engine import docker_client
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 
-KEEP_CAPS: tuple[str, ...] = ()
-"""Capabilities added back after dropping ALL; bash, python, git and make need none."""
+log = logging.getLogger(__name__)
 
 MAIN_USER = "65534:65534"
 """The container's main process runs as nobody so root's `kill -9 -1` cannot stop it."""
@@ -40,25 +60,17 @@ AGENT_USER = "0:0"
 SHELL_COPY_LIMIT = 256 * 1024
 """Tar archives up to this size are copied in through the attached shell, not put_archive."""
 
+EXEC_GRACE = 2.0
+"""Seconds an exec's output may go on after its processes were killed at the timeout, before
+the host gives up on it and kills the whole container."""
+
 OWNER_HOST_LABEL = "io.termgym.host"
 OWNER_PID_LABEL = "io.termgym.pid"
-"""Who started a container; `termgym gc` removes those whose starter is gone."""
+ROLE_LABEL = "io.termgym.role"
+"""Who started a container, and what for; `termgym gc` removes those whose starter is gone."""
 
 DETACH_KEYS = "ctrl-^,ctrl-_,ctrl-^,ctrl-_"
 """Docker swallows Ctrl-P by default in an attached exec (its detach prefix); move it away."""
-
-
-_FREEZE_SCRIPT = """
-kill -9 -1 2>/dev/null
-for i in 1 2 3 4 5 6 7 8 9 10; do
-    left=$(ps -e -o user=,sid= | awk -v s=$$ '$1 != "nobody" && $2 != s' | wc -l)
-    [ "$left" -eq 0 ] && exit 0
-    kill -9 -1 2>/dev/null
-    sleep 0.02
-done
-exit 1
-"""
-"""Run as root in its own session (every exec gets one): kill all but init and `nobody`."""
 
 
 class DockerExecChannel:
@@ -71,15 +83,24 @@ class DockerExecChannel:
         api = container.client.api
         self.api = api
         self.description = f"docker exec {container.name} {' '.join(argv)}"
-        self.exec_id = api.exec_create(
+        self.exec_id = within(ENGINE_DEADLINE, "creating the shell's exec", lambda: api.exec_create(
             container.id, list(argv), stdin=True, tty=True, user=AGENT_USER, workdir=workdir,
             detach_keys=DETACH_KEYS,
-        )["Id"]  # fmt: skip
-        self.sock = api.exec_start(self.exec_id, tty=True, socket=True)
+        ))["Id"]  # fmt: skip
+        self.sock = within(
+            ENGINE_DEADLINE,
+            "attaching the shell",
+            lambda: api.exec_start(self.exec_id, tty=True, socket=True),
+        )
         self.fd: int = self.sock.fileno()
         _nonblocking(self.fd)
         with contextlib.suppress(Exception):
-            api.exec_resize(self.exec_id, height=size[0], width=size[1])
+            within(5, "resizing the shell", lambda: api.exec_resize(
+                self.exec_id, height=size[0], width=size[1]))  # fmt: skip
+        self.host_pid = 0
+        with contextlib.suppress(Exception):
+            self.host_pid = int(within(5, "inspecting the shell", lambda: api.exec_inspect(
+                self.exec_id)).get("Pid") or 0)  # fmt: skip
         self._closed = False
 
     def alive(self) -> bool:
@@ -95,9 +116,12 @@ class DockerExecChannel:
 
     def exit_status(self) -> int | None:
         self.close()
-        for _ in range(20):
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
             try:
-                info = self.api.exec_inspect(self.exec_id)
+                info = within(
+                    5, "inspecting the shell", lambda: self.api.exec_inspect(self.exec_id)
+                )
             except Exception:
                 return None
             if not info.get("Running") and info.get("ExitCode") is not None:
@@ -115,6 +139,9 @@ class DockerSandbox(ShellSandbox):
         super().__init__(config)
         self.container: Any = None
         self.name = "termgym-" + secrets.token_hex(6)
+        self.init_pid = 0
+        self.disk_watched = False
+        self._disk_exceeded: str | None = None
 
     @property
     def container_id(self) -> str:
@@ -122,67 +149,174 @@ class DockerSandbox(ShellSandbox):
             raise SandboxError("The docker sandbox is not started; call start() first.")
         return str(self.container.id)
 
+    @property
+    def _api(self) -> Any:
+        return self.container.client.api
+
     def start(self) -> None:
-        """Start the container and attach the persistent shell."""
+        """Start the container (and, for an agent, attach the persistent shell)."""
         import docker.errors
 
         client = docker_client()
         config = self.config
         try:
             # create + start, not run: run would try to pull a missing image from a registry
-            self.container = client.containers.create(
-                config.image,
-                command=["sleep", "infinity"],
-                name=self.name,
-                init=True,
-                user=MAIN_USER,
-                working_dir=config.workdir,
-                network_mode="bridge" if config.network else "none",
-                cap_drop=["ALL"],
-                cap_add=list(KEEP_CAPS) or None,
-                security_opt=["no-new-privileges"],
-                pids_limit=config.pids,
-                mem_limit=f"{config.memory_mb}m",
-                memswap_limit=f"{config.memory_mb}m",
-                nano_cpus=int(config.cpus * 1e9),
-                labels={
-                    SANDBOX_LABEL: "1",
-                    OWNER_HOST_LABEL: socket.gethostname(),
-                    OWNER_PID_LABEL: str(os.getpid()),
-                    **config.labels,
-                },
-                hostname="sandbox",
+            self.container = within(
+                ENGINE_DEADLINE,
+                f"creating a container of {config.image}",
+                lambda: client.containers.create(config.image, **self._create_options()),
             )
-            self.container.start()
+            within(ENGINE_DEADLINE, "starting a container", self.container.start)
+            self.container.reload()
+            self.init_pid = int(self.container.attrs["State"].get("Pid") or 0)
         except docker.errors.ImageNotFound as exc:
-            raise SandboxError(
+            self.close()
+            raise SandboxStartError(
                 f"Expected image {config.image} in the Docker engine; found none. "
                 "Build the base image with `termgym image build-base`."
             ) from exc
-        except docker.errors.APIError as exc:
+        except (docker.errors.APIError, EngineError) as exc:
             self.close()
-            raise SandboxError(f"Docker could not start {config.image}: {exc}") from exc
+            hint = ""
+            if config.runtime and "runtime" in str(exc).lower():
+                hint = (
+                    f" The engine does not know the runtime {config.runtime!r}: register it "
+                    "(`make system` does so for runsc when it starts dockerd; docs/security.md)."
+                )
+            raise SandboxStartError(f"Docker could not start {config.image}: {exc}.{hint}") from exc
+        self._watch_disk()
+        if config.role != "agent":
+            return
         try:
             self._start_shell()
-        except BaseException:
+        except BaseException as exc:
             self.close()
+            if isinstance(exc, SandboxError) and not isinstance(exc, SandboxStartError):
+                raise SandboxStartError(str(exc)) from exc
             raise
+
+    def _create_options(self) -> dict[str, Any]:
+        config = self.config
+        verifier = config.role == "verifier"
+        if config.network_of:
+            network = f"container:{config.network_of}"
+        else:
+            network = "bridge" if config.network and not verifier else "none"
+        options: dict[str, Any] = {
+            "command": ["sleep", "infinity"],
+            "name": self.name,
+            "init": True,
+            # A verifier's main process is root: its execs inherit the capabilities of the
+            # main process (none under nobody); nothing of the agent's runs as root there.
+            "user": "0:0" if verifier else MAIN_USER,
+            "working_dir": config.workdir,
+            "network_mode": network,
+            "cap_drop": ["ALL"],
+            "cap_add": list(VERIFIER_CAPS) if verifier else None,
+            "security_opt": ["no-new-privileges"],
+            "pids_limit": config.pids,
+            "mem_limit": f"{config.memory_mb}m",
+            "memswap_limit": f"{config.memory_mb}m",
+            "nano_cpus": int(config.cpus * 1e9),
+            "labels": {
+                SANDBOX_LABEL: "1",
+                OWNER_HOST_LABEL: socket.gethostname(),
+                OWNER_PID_LABEL: str(os.getpid()),
+                ROLE_LABEL: config.role,
+                **config.labels,
+            },
+        }
+        if not config.network_of:
+            options["hostname"] = "sandbox"
+        if config.runtime:
+            options["runtime"] = config.runtime
+        return options
+
+    def _watch_disk(self) -> None:
+        data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
+        self.disk_watched = shared_watch().watch(
+            id(self), data.get("UpperDir"), self.config.disk_mb, self._over_disk
+        )
+        if not self.disk_watched:
+            _warn_once(
+                "disk",
+                "The docker sandboxes' disk limit cannot be enforced with this engine (its "
+                "containers' writable layers are not readable here: a remote engine, or a "
+                "storage driver other than overlay2); see docs/security.md.",
+            )
+
+    def _over_disk(self, what: str) -> None:
+        self._disk_exceeded = (
+            f"The docker sandbox {self.name} wrote {what}: it passed its disk limit and was "
+            "stopped."
+        )
+        with contextlib.suppress(Exception):
+            within(
+                ENGINE_DEADLINE, "killing a container", lambda: self._api.kill(self.container.id)
+            )
 
     def _connect(self, size: tuple[int, int]) -> DockerExecChannel:
         try:
             return DockerExecChannel(self.container, BASH_ARGV, self.config.workdir, size)
-        except Exception as exc:  # docker's APIError and connection errors
+        except Exception as exc:  # docker's APIError, connection errors, deadlines
             raise SandboxError(f"Could not attach a shell to {self.name}: {exc}") from exc
 
+    def _local(self) -> bool:
+        """True when this container's processes are host processes termgym can signal."""
+        if self.config.runtime not in (None, "runc") or not self.init_pid:
+            return False
+        try:
+            return self.container.id in Path(f"/proc/{self.init_pid}/cgroup").read_text()
+        except OSError:
+            return False
+
     def _kill_hook(self, pid: int) -> None:
+        """Kill the shell and its foreground job from the host (by host pid)."""
+        channel = self.shell._child if self.shell is not None else None  # noqa: SLF001
+        host_pid = getattr(channel, "host_pid", 0)
+        if self._local() and host_pid:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{host_pid}/stat").read_text()
+                tpgid = int(stat[stat.rfind(")") + 2 :].split()[5])
+                if tpgid > 1:
+                    os.killpg(tpgid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(host_pid, signal.SIGKILL)
+            return
         script = f"t=$(ps -o tpgid= -p {pid}); kill -9 -$((t)) {pid} 2>/dev/null; kill -9 {pid}"
         with contextlib.suppress(Exception):
-            self.container.exec_run(["sh", "-c", script], user=AGENT_USER)
+            within(10, "killing the shell", lambda: self.container.exec_run(
+                ["/bin/sh", "-c", script], user=AGENT_USER, workdir="/"))  # fmt: skip
+
+    def _reclaim(self) -> None:
+        """Kill every agent process (a fork bomb holding every pid) from the host."""
+        if not self._local():
+            return
+        procs = _cgroup_procs(self.init_pid)
+        keep = {self.init_pid, *_children(self.init_pid)}
+        with contextlib.suppress(Exception):
+            within(
+                ENGINE_DEADLINE, "pausing a container", lambda: self._api.pause(self.container.id)
+            )
+        try:
+            for _ in range(20):
+                left = [pid for pid in _cgroup_procs(self.init_pid) or procs if pid not in keep]
+                if not left:
+                    break
+                for pid in left:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                time.sleep(0.01)
+        finally:
+            with contextlib.suppress(Exception):
+                within(ENGINE_DEADLINE, "unpausing", lambda: self._api.unpause(self.container.id))
 
     def _on_shell_death(self) -> None:
+        if self._disk_exceeded:
+            self._crash(self._disk_exceeded, DiskLimitExceeded)
+            return
         try:
-            self.container.reload()
-            state = self.container.attrs["State"]
+            state = self._state()
         except Exception as exc:
             self._crash(
                 f"The docker sandbox {self.name} vanished while a command ran "
@@ -194,8 +328,15 @@ class DockerSandbox(ShellSandbox):
             self._crash(
                 f"The docker sandbox {self.name} stopped while a command ran (status "
                 f"{state.get('Status')}, exit code {state.get('ExitCode')}{oom}); "
-                "its files are gone with it: start a new sandbox."
+                "start a new sandbox (its files can still be graded)."
             )
+
+    def _state(self) -> dict[str, Any]:
+        attrs = within(
+            ENGINE_DEADLINE, "inspecting a container", lambda: self._api.inspect_container(
+                self.container.id)
+        )  # fmt: skip
+        return dict(attrs["State"])
 
     def _check_running(self) -> None:
         if self._crashed is not None:
@@ -219,11 +360,13 @@ class DockerSandbox(ShellSandbox):
             spool.seek(0)
             if size <= SHELL_COPY_LIMIT and self.shell is not None and self.shell.alive:
                 self._untar_through_shell(spool.read(), src, dest)
-            elif not self.container.put_archive("/", spool):
-                raise SandboxError(f"Docker refused to copy {src} to {dest}.")
+            else:
+                self.import_archive(spool)
 
     def _untar_through_shell(self, archive: bytes, src: Path, dest: str) -> None:
-        """Small copies ride the attached shell as base64 (a few ms; put_archive costs ~60)."""
+        """Small copies ride the attached shell as base64 (a few ms; put_archive costs ~60).
+
+        Only ever used before the agent acts (laying out a task's files)."""
         marker = "TERMGYM_COPY_" + secrets.token_hex(8)
         text = base64.encodebytes(archive).decode("ascii")
         command = f"base64 -d <<'{marker}' | tar -x -C /\n{text}{marker}"
@@ -234,53 +377,107 @@ class DockerSandbox(ShellSandbox):
                 f"{result.output.strip()[-500:]}"
             )
 
-    def copy_out(self, src: str, dest: Path) -> None:
-        """Copy the sandbox file or folder `src` to the host path `dest` (which names the copy)."""
+    def import_archive(self, archive: BinaryIO) -> None:
+        """Unpack a tar at the container's root through the engine (which resolves in-root)."""
         import docker.errors
 
         self._check_running()
-        dest = Path(dest)
+        data = archive.read()
         try:
-            stream, _ = self.container.get_archive(src)
-        except docker.errors.NotFound as exc:
-            raise SandboxError(f"Expected {src} in the sandbox; found nothing there.") from exc
+            done = within(
+                ENGINE_DEADLINE,
+                "copying files in",
+                lambda: self._api.put_archive(self.container.id, "/", data),
+            )
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"Docker refused to copy files into {self.name}: {exc}") from exc
+        if not done:
+            raise SandboxError(f"Docker refused to copy files into {self.name}.")
+
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+        """A tar of `paths` from the container (running or stopped) through the engine."""
+        if self.container is None:
+            raise SandboxError("The docker sandbox is not started; call start() first.")
+        within(
+            ENGINE_DEADLINE + limit / (20 << 20),
+            "copying files out",
+            lambda: self._export(paths, out, limit),
+        )
+
+    def _export(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+        import docker.errors
+
+        used = 0
+        with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            for path in paths:
+                parent = str(PurePosixPath(path).parent).strip("/")
+                try:
+                    stream, _ = self._api.get_archive(self.container.id, path)
+                except docker.errors.NotFound:
+                    continue
+                with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as source:
+                    for member in source:
+                        used += member.size + 512
+                        if used > limit:
+                            raise ArchiveTooLarge(
+                                f"The files to copy out of {self.name} passed the limit of "
+                                f"{limit >> 20} MiB."
+                            )
+                        data = source.extractfile(member) if member.isfile() else None
+                        member.name = f"{parent}/{member.name}".lstrip("/")
+                        if member.islnk():
+                            member.linkname = f"{parent}/{member.linkname}".lstrip("/")
+                        if member.ischr() or member.isblk():
+                            continue
+                        tar.addfile(member, data)
+
+    def copy_out(self, src: str, dest: Path) -> None:
+        """Copy the sandbox file or folder `src` to the host path `dest` (which names the copy)."""
+        dest = Path(dest)
         with tempfile.TemporaryDirectory(prefix="termgym-out-") as tmp:
             with tempfile.TemporaryFile() as spool:
-                for chunk in stream:
-                    spool.write(chunk)
+                self.export_paths([src], spool, limit=1 << 40)
+                if spool.tell() == 0:
+                    raise SandboxError(f"Expected {src} in the sandbox; found nothing there.")
                 spool.seek(0)
                 with tarfile.open(fileobj=spool, mode="r") as tar:
                     tar.extractall(tmp, filter="tar")
-            entries = os.listdir(tmp)
-            if len(entries) != 1:
-                raise SandboxError(f"Expected one entry when copying {src} out; got {entries}.")
+            found = Path(tmp, *PurePosixPath(src).parts[1:])
+            if not found.exists() and not found.is_symlink():
+                raise SandboxError(f"Expected {src} in the sandbox; found nothing there.")
             dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.is_dir() and (Path(tmp) / entries[0]).is_dir():
-                shutil.copytree(Path(tmp) / entries[0], dest, symlinks=True, dirs_exist_ok=True)
+            if dest.is_dir() and found.is_dir():
+                shutil.copytree(found, dest, symlinks=True, dirs_exist_ok=True)
             else:
-                shutil.move(str(Path(tmp) / entries[0]), dest)
+                shutil.move(str(found), dest)
 
     def freeze(self) -> None:
-        """Kill every agent process (`kill -9 -1` as root); files stay as the agent left them.
-
-        One exec both kills and checks that nothing but init, the main process (nobody) and
-        the exec's own session is left; it is retried while a fork bomb holds every pid.
-        """
-        self._check_running()
-        for _ in range(50):
-            with contextlib.suppress(Exception):
-                done = self.container.exec_run(
-                    ["sh", "-c", _FREEZE_SCRIPT], user=AGENT_USER, workdir="/"
-                )
-                if done.exit_code == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            raise SandboxError(f"Could not stop the agent's processes in {self.name}.")
+        """SIGKILL the container through the engine: every process dies, the files stay."""
+        if self.container is None:
+            raise SandboxError("The docker sandbox is not started; call start() first.")
         if self.shell is not None:
             hook, self.shell.kill_hook = self.shell.kill_hook, None
             self.shell.close()
             self.shell.kill_hook = hook
+        import docker.errors
+
+        try:
+            with contextlib.suppress(docker.errors.APIError):  # 409: already stopped
+                within(ENGINE_DEADLINE, "killing a container", lambda: self._api.kill(
+                    self.container.id))  # fmt: skip
+            deadline = time.monotonic() + ENGINE_DEADLINE
+            while self._state().get("Running"):
+                if time.monotonic() > deadline:
+                    raise EngineError(f"The docker sandbox {self.name} did not stop when killed.")
+                time.sleep(0.01)
+        except docker.errors.NotFound as exc:
+            raise EngineError(f"The docker sandbox {self.name} is gone: {exc}") from exc
+        except docker.errors.APIError as exc:
+            raise EngineError(f"Docker could not stop {self.name}: {exc}") from exc
+
+    def network_handle(self) -> str:
+        """The container id (a verifier joins it as `network_mode=container:<id>`)."""
+        return self.container_id
 
     def exec(
         self,
@@ -289,28 +486,32 @@ class DockerSandbox(ShellSandbox):
         workdir: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
-        """Run `argv` as root in the container (not in the agent's shell), output merged."""
+        """Run `argv` as root in the container (not in the agent's shell), output merged.
+
+        The host stops waiting `EXEC_GRACE` seconds past `timeout` and kills the container
+        (a program that trickles output forever cannot hold the caller)."""
         self._check_running()
         began = time.monotonic()
-        api = self.container.client.api
+        api = self._api
         full_env = {**DEFAULT_ENV, **self.config.env, **(env or {})}
-        exec_id = api.exec_create(
-            self.container_id,
-            ["timeout", "-k", "2", f"{timeout:g}", *argv],
-            workdir=workdir or self.config.workdir,
-            environment=full_env,
-            user=AGENT_USER,
-            stdout=True,
-            stderr=True,
-        )["Id"]
+        exec_id = within(ENGINE_DEADLINE, "creating an exec", lambda: api.exec_create(
+            self.container_id, list(argv), workdir=workdir or self.config.workdir,
+            environment=full_env, user=AGENT_USER, stdout=True, stderr=True,
+        ))["Id"]  # fmt: skip
+        sock = within(ENGINE_DEADLINE, "starting an exec", lambda: api.exec_start(
+            exec_id, socket=True))  # fmt: skip
         collector = _Collector(self.config.output_limit)
-        for chunk in api.exec_start(exec_id, stream=True):
-            collector.feed(chunk)
-            collector.trim()
-        code = api.exec_inspect(exec_id).get("ExitCode")
+        frames = _Frames(sock, collector)
+        finished = frames.until(began + timeout)
+        code: int | None = None
+        if finished:
+            code = within(ENGINE_DEADLINE, "inspecting an exec", lambda: api.exec_inspect(
+                exec_id)).get("ExitCode")  # fmt: skip
+        else:
+            self._kill_overrun(exec_id, frames)
         duration = time.monotonic() - began
         raw, truncated = collector.finish()
-        timed_out = code in (124, 137) and duration >= timeout
+        timed_out = not finished
         return RunResult(
             output=raw.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
             exit_code=None if timed_out else code,
@@ -320,17 +521,158 @@ class DockerSandbox(ShellSandbox):
             raw=raw,
         )
 
+    def _kill_overrun(self, exec_id: str, frames: _Frames) -> None:
+        """An exec overran: kill its processes by host pid if possible, else the container."""
+        pid = 0
+        with contextlib.suppress(Exception):
+            pid = int(within(5, "inspecting an exec", lambda: self._api.exec_inspect(
+                exec_id)).get("Pid") or 0)  # fmt: skip
+        if pid and self._local():
+            for each in _descendants(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(each, signal.SIGKILL)
+            if frames.until(time.monotonic() + EXEC_GRACE):
+                return
+        frames.close()
+        self._crashed = f"The docker sandbox {self.name} was killed: a program overran its time."
+        with contextlib.suppress(Exception):
+            within(ENGINE_DEADLINE, "killing a container", lambda: self._api.kill(
+                self.container.id))  # fmt: skip
+
     def close(self) -> None:
-        """Kill and remove the container (idempotent)."""
+        """Kill and remove the container (idempotent; a hung engine is given up on)."""
         if self._closed:
             return
         self._closed = True
+        shared_watch().forget(id(self))
         if self.shell is not None:
             self.shell.kill_hook = None
             self.shell.close()
         if self.container is not None:
-            with contextlib.suppress(Exception):
-                self.container.remove(force=True)
+            try:
+                within(ENGINE_DEADLINE, "removing a container", lambda: self.container.remove(
+                    force=True))  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
+                log.warning("could not remove %s: %s", self.name, exc)
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file-like view of docker-py's archive chunk iterator, for tarfile's stream mode."""
+
+    def __init__(self, chunks: Any) -> None:
+        self.chunks = iter(chunks)
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self.pending:
+            try:
+                self.pending = next(self.chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
+
+
+def _close_quietly(sock: Any) -> None:
+    with contextlib.suppress(Exception):
+        sock.close()
+    with contextlib.suppress(Exception):
+        getattr(sock, "_sock", sock).close()
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (host pids)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError, ValueError):
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+class _Frames:
+    """Reads a non-tty exec's multiplexed stream (8-byte headers) into a collector."""
+
+    def __init__(self, sock: Any, collector: _Collector) -> None:
+        self.sock, self.collector = sock, collector
+        self.raw = getattr(sock, "_sock", sock)
+        self.raw.setblocking(False)
+        self.buffer = b""
+        self.closed = False
+
+    def until(self, deadline: float) -> bool:
+        """Read until EOF (True, socket closed) or `deadline` (False, socket left open)."""
+        while not self.closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                ready, _, _ = select.select([self.raw], [], [], min(remaining, 1.0))
+                if not ready:
+                    continue
+                chunk = self.raw.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.close()
+                break
+            self.buffer += chunk
+            while len(self.buffer) >= 8:
+                size = struct.unpack(">I", self.buffer[4:8])[0]
+                if len(self.buffer) < 8 + size:
+                    break
+                self.collector.feed(self.buffer[8 : 8 + size])
+                self.collector.trim()
+                self.buffer = self.buffer[8 + size :]
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        _close_quietly(self.sock)
+
+
+def _cgroup_procs(pid: int) -> list[int]:
+    """Every process in the pids cgroup of host process `pid` (cgroup v1 or v2)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "pids":
+            folder = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+        elif controllers == "":
+            folder = Path("/sys/fs/cgroup") / path.lstrip("/")
+        else:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            return [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+    return []
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning(message)
 
 
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:

@@ -20,8 +20,10 @@ def _engine_address() -> str:
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
-@functools.lru_cache(maxsize=4)
-def _client_for(address: str) -> Any:
+@functools.lru_cache(maxsize=8)
+def _client_for(address: str, pid: int) -> Any:
+    """One client per engine address and process: a forked child never shares its parent's
+    connections (their replies would interleave)."""
     import docker
 
     try:
@@ -41,7 +43,7 @@ def docker_client() -> Any:
     Raises:
         BackendUnavailable: no engine answers; the message says how to start one.
     """
-    return _client_for(_engine_address())
+    return _client_for(_engine_address(), os.getpid())
 
 
 def docker_answers() -> bool:

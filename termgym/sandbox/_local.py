@@ -7,8 +7,10 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
-from termgym.errors import SandboxError
+from termgym.errors import SandboxError, SandboxStartError
+from termgym.sandbox import _fscopy
 from termgym.sandbox._base import RunResult, SandboxConfig
 from termgym.sandbox._common import ShellSandbox, kill_session, run_host
 from termgym.sandbox._shell import BASH_ARGV
@@ -35,9 +37,14 @@ class LocalSandbox(ShellSandbox):
         return self.root / path.lstrip("/")
 
     def start(self) -> None:
+        if self.config.runtime:
+            raise SandboxStartError(
+                f"The local backend takes no runtime; got runtime={self.config.runtime!r}."
+            )
         self.root = Path(tempfile.mkdtemp(prefix="termgym-local-"))
         self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
-        self._start_shell()
+        if self.config.role == "agent":
+            self._start_shell()
 
     def _shell_argv(self) -> list[str]:
         return list(BASH_ARGV)
@@ -55,12 +62,29 @@ class LocalSandbox(ShellSandbox):
         kill_session(pid)
 
     def copy_in(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder to the sandbox path `dest`."""
-        _copy(Path(src), self.host_path(dest))
+        """Copy a host file or folder to the sandbox path `dest` (resolved inside the root)."""
+        _fscopy.copy_in(self._root(), Path(src), dest)
 
     def copy_out(self, src: str, dest: Path) -> None:
-        """Copy the sandbox path `src` to the host path `dest`."""
-        _copy(self.host_path(src), Path(dest))
+        """Copy the sandbox path `src` to the host path `dest` (resolved inside the root)."""
+        _fscopy.copy_out(self._root(), src, Path(dest))
+
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+        """A tar of the mapped `paths`, never following a symlink out of the root."""
+        _fscopy.export_tree(self._root(), paths, out, limit=limit, uid_base=os.geteuid())
+
+    def import_archive(self, archive: BinaryIO) -> None:
+        """Unpack a tar under the root (owned by this user: nothing else is possible)."""
+        _fscopy.import_tree(self._root(), archive, uid_base=os.geteuid(), keep_ids=False)
+
+    def network_handle(self) -> str:
+        """The host's network (the local backend has no network of its own)."""
+        return ""
+
+    def _root(self) -> Path:
+        if self.root is None:
+            raise SandboxError("The local sandbox is not started; call start() first.")
+        return self.root
 
     def freeze(self) -> None:
         """Kill the shell and everything it started (its session)."""
@@ -90,13 +114,3 @@ class LocalSandbox(ShellSandbox):
         self.freeze()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _copy(src: Path, dest: Path) -> None:
-    if not src.exists():
-        raise SandboxError(f"Expected {src} to exist to copy it; found nothing there.")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if src.is_dir():
-        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
-    else:
-        shutil.copy2(src, dest)

@@ -148,6 +148,20 @@ class Channel(Protocol):
         """The shell's exit status once it is gone (None if unknown)."""
 
 
+class _Spawn(pexpect.spawn):  # type: ignore[misc]
+    """pexpect.spawn that keeps some file descriptors open in the child (`pass_fds`): for
+    its preexec_fn, and past exec for those marked inheritable."""
+
+    def __init__(self, *args: object, pass_fds: Sequence[int] = (), **kwargs: object) -> None:
+        self._pass_fds = tuple(pass_fds)
+        super().__init__(*args, **kwargs)
+
+    def _spawnpty(self, args: list[str], **kwargs: object) -> object:
+        import ptyprocess
+
+        return ptyprocess.PtyProcess.spawn(args, pass_fds=self._pass_fds, **kwargs)
+
+
 class PtyChannel:
     """A host command spawned on a pty by pexpect (bwrap, local)."""
 
@@ -157,11 +171,12 @@ class PtyChannel:
         size: tuple[int, int],
         env: Mapping[str, str] | None = None,
         preexec_fn: Callable[[], None] | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.description = " ".join(argv)
-        child = pexpect.spawn(
+        child = _Spawn(
             argv[0], list(argv[1:]), env=env, echo=False, dimensions=size,
-            use_poll=True, preexec_fn=preexec_fn,
+            use_poll=True, preexec_fn=preexec_fn, pass_fds=pass_fds,
         )  # fmt: skip
         child.delaybeforesend = None
         child.ptyproc.delayafterclose = 0
@@ -210,6 +225,8 @@ class PersistentShell:
             shell before the host process is killed (docker: the process lives in the container).
         size: Terminal rows and columns.
         preexec_fn: Run in the spawned child before exec (e.g. to join a cgroup).
+        reclaim: Called when a fresh shell would not come up (a fork bomb holding every
+            pid): stops the agent's leftover processes so one more start can succeed.
 
     Not thread-safe: one caller at a time.
     """
@@ -227,8 +244,10 @@ class PersistentShell:
         kill_hook: Callable[[int], None] | None = None,
         size: tuple[int, int] = (24, 80),
         preexec_fn: Callable[[], None] | None = None,
+        reclaim: Callable[[], None] | None = None,
     ) -> None:
         self.workdir = workdir
+        self.reclaim = reclaim
         self.env = dict(env or {})
         self.output_limit = output_limit
         self.host_env = dict(host_env) if host_env is not None else None
@@ -316,7 +335,13 @@ class PersistentShell:
         self._kill()
         self.restarts += 1
         try:
-            self.start()
+            try:
+                self.start(timeout=10.0 if self.reclaim is not None else 30.0)
+            except SandboxError:
+                if self.reclaim is None:
+                    raise
+                self.reclaim()
+                self.start()
         except SandboxError:
             # The sandbox may be dying under us (a container killed from outside is still
             # reported running for a moment): let the backend say so if it can.

@@ -6,7 +6,7 @@ from termgym._task_paths import BUNDLED, SPEC_FILE, TASKS_PATH_ENV, task_dirs, t
 from termgym.tasks._image import image_tag, task_image
 from termgym.tasks._loader import Task, load_task, withheld_leaks
 from termgym.tasks._registry import get_task, list_tasks
-from termgym.tasks._spec import VARIANTS, GraderSpec, Limits, RuleSpec, TaskSpec
+from termgym.tasks._spec import VARIANTS, GraderSpec, GradingSpec, Limits, RuleSpec, TaskSpec
 from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._variants import EpisodePlan, RuleSet, instantiate, sampled_values
 
@@ -17,6 +17,7 @@ __all__ = [
     "VARIANTS",
     "EpisodePlan",
     "GraderSpec",
+    "GradingSpec",
     "Limits",
     "RuleSet",
     "RuleSpec",

@@ -144,7 +144,7 @@ class GraderSpec(BaseModel):
 
 
 class Limits(BaseModel):
-    """Time, step and network limits of an episode."""
+    """Time, step, network, memory and disk limits of an episode."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -153,6 +153,41 @@ class Limits(BaseModel):
     max_steps: int = Field(default=50, gt=0)
     network: bool = False
     memory_mb: int = Field(default=1024, gt=0)
+    disk_mb: int = Field(default=1024, ge=16)
+
+
+class GradingSpec(BaseModel):
+    """How the final state reaches the hidden graders (docs/task-format.md, docs/security.md).
+
+    mode "clean" (the default): the agent's sandbox is stopped, and the workdir plus the
+    `state` paths are copied into a fresh sandbox of the task's clean image, where the
+    graders run. Mode "live": the agent's processes keep running while the graders run in
+    that fresh sandbox, which shares the agent sandbox's network (a service the agent left
+    running answers on localhost); files still arrive only by copy.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["clean", "live"] = "clean"
+    state: list[str] = Field(default_factory=list)
+    python: str = "/usr/bin/python3"
+
+    @field_validator("state")
+    @classmethod
+    def _absolute_paths(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not path.startswith("/") or path.rstrip("/") == "" or ".." in path.split("/"):
+                raise ValueError(f"expected absolute paths below / without '..', found {path!r}")
+        return [p.rstrip("/") for p in paths]
+
+    @field_validator("python")
+    @classmethod
+    def _absolute_python(cls, python: str) -> str:
+        if not python.startswith("/"):
+            raise ValueError(
+                f"expected the absolute path of the clean image's interpreter, found {python!r}"
+            )
+        return python
 
 
 class TaskSpec(BaseModel):
@@ -178,6 +213,7 @@ class TaskSpec(BaseModel):
     oracle: str = "solution/oracle.sh"
     memorized: str | None = None
     limits: Limits = Field(default_factory=Limits)
+    grading: GradingSpec = Field(default_factory=GradingSpec)
 
     @field_validator("rules")
     @classmethod

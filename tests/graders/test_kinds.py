@@ -1,4 +1,8 @@
-"""Every bundled grader kind judges a real final state in a real container, in one exec."""
+"""Every bundled grader kind judges a real final state in a real container, in one exec.
+
+`grade_rulesets` runs the graders in place (in the container that holds the state); `grade`
+stops the container and grades a copy of its work in a clean verifier, so each test starts
+a container of its own."""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ BUNDLED_KINDS = {"pytest", "script", "file", "json", "regex", "python"}
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sandbox(docker_engine: None) -> Iterator[Sandbox]:
     box = make_sandbox("docker", SandboxConfig(workdir="/app"))
     box.start()
@@ -46,11 +50,6 @@ def task() -> Task:
 
 def _fresh(sandbox: Sandbox, task: Task, variant: str = "contradicted"):
     plan = instantiate(task, variant, seed=1)
-    clean = (
-        "rm -rf /app/* /app/.[!.]* /tmp/.termgym-* /tmp/conftest.py /tmp/pytest.ini "
-        "/conftest.py /pytest.ini 2>/dev/null; true"
-    )
-    sandbox.exec(["bash", "-c", clean], workdir="/")
     prepare(sandbox, plan)
     return plan
 
@@ -126,16 +125,18 @@ def test_planted_scores_reports_and_plugins_are_ignored(sandbox, task, tmp_path)
     }
 
 
-def test_grader_files_are_absent_while_the_agent_runs_and_removed_after(sandbox, task):
+def test_grader_files_never_enter_the_agents_sandbox(sandbox, task, tmp_path):
     plan = _fresh(sandbox, task)
     marker = "pytest kind: out.txt holds the limit"
     search = ["grep", "-rlsF", marker, "/", "--exclude-dir=proc", "--exclude-dir=sys"]
     assert sandbox.exec(search, workdir="/", timeout=60).output.strip() == ""
     run_solution(sandbox, plan, task.spec.oracle)
-    grade(sandbox, plan)
-    assert sandbox.exec(search, workdir="/", timeout=60).output.strip() == ""
-    leftovers = sandbox.exec(["bash", "-c", "ls -d /tmp/.termgym-* 2>/dev/null; true"], workdir="/")
-    assert leftovers.output.strip() == ""
+    assert grade(sandbox, plan).passed is True
+    for folder in ("/tmp", "/var/lib", "/app"):  # the stopped container, read through the engine
+        sandbox.copy_out(folder, tmp_path / folder.strip("/"))
+    found = [p for p in tmp_path.rglob("*") if p.is_file() and marker in p.read_text("latin-1")]
+    assert found == [] and not (tmp_path / "var/lib/termgym-verifier").exists()
+    assert list((tmp_path / "tmp").glob(".termgym-*")) == []
 
 
 @pytest.mark.parametrize(
@@ -164,7 +165,9 @@ def test_grader_files_are_absent_while_the_agent_runs_and_removed_after(sandbox,
     ],
     ids=["collection-error", "no-score", "script-timeout", "call-raises", "call-timeout"],
 )
-def test_crashing_or_timing_out_graders_are_errors_not_zero(sandbox, task, spec, message):
+def test_crashing_or_timing_out_graders_raise_grader_errors_with_the_partial_report(
+    sandbox, task, spec, message
+):
     plan = _fresh(sandbox, task)
     run_solution(sandbox, plan, task.spec.oracle)
     good = task.spec.graders[0]
@@ -225,4 +228,3 @@ def test_a_deleted_workdir_fails_every_grader_rather_than_the_grading(sandbox, t
     assert report.matrix["contradicted"] == {g.name: False for g in task.spec.graders}
     call = next(r for r in report.verdict.results if r.kind == "python")
     assert "out.txt is missing" in call.message
-    sandbox.exec(["mkdir", "-p", "/app"], workdir="/")

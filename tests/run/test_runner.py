@@ -75,20 +75,40 @@ def test_infrastructure_failures_are_retried_then_reported_apart(
     out = tmp_path / "run"
     config = RunConfig(
         agent="oracle",
-        tasks=("crashing-grader",),
+        tasks=("missing-image",),
         variants=("original",),
         out=out,
         backend="bwrap",
         retries=1,
     )
-    summary = Runner(config).run()
+    events: list[str] = []
+    summary = Runner(config, progress=lambda event, value: events.append(event)).run()
     [result] = summary.results
     assert result.status == "infra-error" and result.attempts == 2
-    assert "wrote no score" in result.error
+    assert "termgym/missing:never" in result.error
     assert summary.infra_errors == 1
-    failed = sorted(p.name for p in (out / "episodes" / "failed").iterdir())
-    assert failed[0].startswith("crashing-grader--original--000.attempt1")
+    assert events.count("retry") == 1  # one retry made, one reported
     assert not list((out / "episodes").glob("*.jsonl"))  # nothing counts as finished
+
+
+@pytest.mark.bwrap
+def test_a_grader_that_fails_on_the_final_state_is_a_counted_grader_error(
+    tmp_path, base_rootfs, monkeypatch
+) -> None:
+    """Grading runs on clean tools, so a failing grader is the final state's doing: counted."""
+    monkeypatch.setenv("TERMGYM_TASKS_PATH", str(FIXTURES))
+    out = tmp_path / "run"
+    config = RunConfig(
+        agent="oracle", tasks=("crashing-grader",), variants=("original",), out=out,
+        backend="bwrap", retries=1,
+    )  # fmt: skip
+    summary = Runner(config).run()
+    [result] = summary.results
+    assert (result.status, result.cls, result.reward, result.attempts) == (
+        "ok", "grader-error", 0.0, 1,
+    )  # fmt: skip
+    assert "wrote no score" in result.error and summary.infra_errors == 0
+    assert len(list((out / "episodes").glob("*.jsonl"))) == 1
 
 
 def test_unknown_tasks_are_named_with_what_exists(tmp_path) -> None:

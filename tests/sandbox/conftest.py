@@ -8,21 +8,6 @@ import pytest
 
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 
-BACKENDS = [
-    pytest.param("docker", marks=pytest.mark.docker),
-    pytest.param("bwrap", marks=pytest.mark.bwrap),
-]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "docker":
-        request.getfixturevalue("base_image")
-    else:
-        request.getfixturevalue("base_rootfs")
-    return name
-
 
 @pytest.fixture
 def make_box(backend: str) -> Iterator[Callable[..., Sandbox]]:

@@ -1,0 +1,30 @@
+"""The words every layer shares: variant names and episode classes, defined here once."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Variant = Literal["original", "contradicted", "withheld", "swapped", "sampled"]
+VARIANTS: tuple[Variant, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
+"""Every variant a task can offer, in the order tables list them."""
+
+ShadowClass = Literal["adapted", "stale", "both", "neither"]
+SHADOW_CLASSES: tuple[ShadowClass, ...] = ("adapted", "stale", "both", "neither")
+"""What shadow grading says of an episode whose rules differ from the original's."""
+
+GRADER_ERROR: Literal["grader-error"] = "grader-error"
+"""The agent's final state could not be graded: scored 0 and counted in every rate."""
+
+INFRA_ERROR: Literal["error"] = "error"
+"""termgym's machinery failed: the episode is retried by runs and left out of every rate."""
+
+EpisodeClass = Literal["adapted", "stale", "both", "neither", "grader-error"]
+CLASSES: tuple[EpisodeClass, ...] = (*SHADOW_CLASSES, GRADER_ERROR)
+"""Every class a counted episode can have (original episodes graded cleanly have none)."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """'ClassName: message', without repeating a class name the message already starts with."""
+    text = str(exc)
+    name = type(exc).__name__
+    return text if text.startswith(name + ":") else f"{name}: {text}"

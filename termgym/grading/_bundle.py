@@ -1,0 +1,110 @@
+"""What goes into a verifier: the agent's work (re-owned) and the grading folder, as one tar.
+
+The grading folder holds the task's graders/, the grader kinds' support files, the
+manifest (jobs and rule sets), the runner and `termgym_agentexec`. It lands in a fresh
+folder with a random name under GRADE_ROOT, which every user may pass through but not list:
+mode 0700, root's. The agent's work keeps its paths; every entry of it becomes the agent's
+user's (AGENT_UID), loses setuid, setgid and sticky bits, and devices are left out.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import secrets
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from termgym.sandbox._userns import AGENT_UID
+
+GRADE_ROOT = "var/lib/termgym-verifier"
+"""Where grading folders go in a verifier (relative to its root; mode 0711)."""
+
+_HERE = Path(__file__).parent
+RUNNER = _HERE / "_sandbox_runner.py"
+AGENTEXEC = _HERE / "_agentexec.py"
+
+
+@dataclass(frozen=True)
+class GradingFolder:
+    """Where the grading folder will be in the verifier, and the runner's command."""
+
+    path: str
+
+    def argv(self, python: str) -> list[str]:
+        """The runner's command line: relative paths only, run from the folder itself."""
+        return [python, "-I", "-B", "termgym_run.py", "manifest.json"]
+
+
+def new_folder() -> GradingFolder:
+    """A fresh random grading folder path."""
+    return GradingFolder("/" + GRADE_ROOT + "/" + secrets.token_hex(16))
+
+
+def write_bundle(
+    out: BinaryIO,
+    folder: GradingFolder,
+    *,
+    work: BinaryIO | None,
+    task_graders: Path | None,
+    files: Mapping[str, bytes],
+    manifest: Mapping[str, Any],
+) -> None:
+    """Write the verifier's whole input (work first, then the grading folder) to `out`."""
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        if work is not None:
+            with tarfile.open(fileobj=work, mode="r|") as source:
+                for member in source:
+                    if member.ischr() or member.isblk():
+                        continue
+                    data = source.extractfile(member) if member.isfile() else None
+                    member.uid = member.gid = AGENT_UID
+                    member.uname = member.gname = ""
+                    member.mode &= 0o777
+                    tar.addfile(member, data)
+        _dir(tar, GRADE_ROOT, 0o711)
+        base = folder.path.lstrip("/")
+        _dir(tar, base, 0o700)
+        with tempfile.TemporaryDirectory(prefix="termgym-grade-") as tmp:
+            staging = Path(tmp)
+            if task_graders is not None and task_graders.is_dir():
+                shutil.copytree(task_graders, staging / "graders")
+            for rel, content in files.items():
+                target = staging / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+            shutil.copy(RUNNER, staging / "termgym_run.py")
+            shutil.copy(AGENTEXEC, staging / "termgym_agentexec.py")
+            (staging / "manifest.json").write_text(json.dumps(manifest))
+            for path in sorted(staging.rglob("*")):
+                rel = path.relative_to(staging).as_posix()
+                tar.add(str(path), arcname=f"{base}/{rel}", recursive=False, filter=_private)
+
+
+def _dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
+    member = tarfile.TarInfo(name)
+    member.type = tarfile.DIRTYPE
+    member.mode = mode
+    member.uid = member.gid = 0
+    tar.addfile(member)
+
+
+def _private(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mode = 0o700 if info.isdir() else (0o700 if info.mode & 0o100 else 0o600)
+    return info
+
+
+def spool() -> tempfile.SpooledTemporaryFile[bytes]:
+    """A file for a bundle: in memory while small, on disk when the work is big."""
+    return tempfile.SpooledTemporaryFile(max_size=8 << 20)
+
+
+def as_bytes(data: bytes) -> io.BytesIO:
+    return io.BytesIO(data)

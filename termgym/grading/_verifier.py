@@ -1,0 +1,48 @@
+"""Where verifiers come from: a pool of warm ones, or a cold start per grading."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol, runtime_checkable
+
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+
+
+@runtime_checkable
+class SandboxSource(Protocol):
+    """Hands out started sandboxes and takes them back (termgym.env's SandboxPool is one)."""
+
+    def acquire(self, config: SandboxConfig) -> Sandbox:
+        """A started sandbox for `config`."""
+
+    def release(self, sandbox: Sandbox) -> None:
+        """Done with `sandbox`: close it (possibly in the background)."""
+
+
+class ColdStarts:
+    """A SandboxSource that starts a fresh sandbox per acquire and closes it on release."""
+
+    def __init__(self, backend: str, *, allow_local: bool = False) -> None:
+        self.backend = backend
+        self.allow_local = allow_local
+
+    def acquire(self, config: SandboxConfig) -> Sandbox:
+        sandbox = make_sandbox(self.backend, config, allow_local=self.allow_local)
+        try:
+            sandbox.start()
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
+
+    def release(self, sandbox: Sandbox) -> None:
+        sandbox.close()
+
+
+def verifier_config(agent: SandboxConfig, *, network_of: str = "") -> SandboxConfig:
+    """The verifier of an agent's sandbox: the same clean image and limits, no shell, no
+    network of its own (only the agent's, for live-state grading)."""
+    labels = {**agent.labels, "io.termgym.role": "verifier"}
+    return dataclasses.replace(
+        agent, role="verifier", network=False, network_of=network_of, env={}, labels=labels
+    )

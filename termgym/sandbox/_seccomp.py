@@ -1,0 +1,168 @@
+"""The bwrap backend's seccomp filter: a classic-BPF program that refuses privileged syscalls.
+
+bubblewrap installs it (`--seccomp FD`, after setting no_new_privs) right before it runs the
+sandbox's first program, so it binds everything the agent starts. What it refuses, with
+EPERM unless noted:
+
+- namespaces: `unshare`, `setns`, and `clone` with any CLONE_NEW* flag (a nested user
+  namespace would give the agent a fresh set of capabilities); `clone3` gets ENOSYS, as in
+  Docker's default profile, so C libraries fall back to `clone`, whose flags can be read;
+- mounts: mount, umount2, pivot_root and the new mount API (fsopen ... mount_setattr);
+- the kernel keyring (add_key, request_key, keyctl): keyrings are per user, not per
+  sandbox, so they would carry data from one episode to the next;
+- bpf, perf_event_open, userfaultfd, io_uring: large kernel attack surface, no task needs it;
+- the host's clock, modules, kexec, reboot, swap, quotas, accounting, syslog, and
+  open_by_handle_at (which reaches files outside the sandbox by handle);
+- x32 and 32-bit compat syscalls (ENOSYS): their numbers differ, so they would bypass the list.
+
+The program is checked against the kernel for real in tests/sandbox/test_bwrap_hardening.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import struct
+
+# classic BPF opcodes
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_JSET_K = 0x45
+_RET_K = 0x06
+
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_X32_BIT = 0x40000000
+_CLONE_NAMESPACES = 0x7E020000
+"""CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET (NEWTIME: clone3 only)."""
+
+REFUSED: tuple[str, ...] = (
+    "unshare", "setns",
+    "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
+    "move_mount", "open_tree", "mount_setattr",
+    "add_key", "request_key", "keyctl",
+    "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "reboot", "swapon", "swapoff", "quotactl", "quotactl_fd", "nfsservctl", "acct",
+    "settimeofday", "adjtimex", "clock_settime", "clock_adjtime", "syslog", "vhangup",
+    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
+    "iopl", "ioperm", "uselib", "_sysctl",
+)  # fmt: skip
+"""Syscalls refused with EPERM (those an architecture lacks are skipped)."""
+
+_NUMBERS: dict[str, dict[str, int]] = {
+    "x86_64": {
+        "mount": 165, "umount2": 166, "pivot_root": 155, "swapon": 167, "swapoff": 168,
+        "reboot": 169, "init_module": 175, "finit_module": 313, "delete_module": 176,
+        "quotactl": 179, "quotactl_fd": 443, "nfsservctl": 180, "acct": 163,
+        "settimeofday": 164, "adjtimex": 159, "clock_settime": 227, "clock_adjtime": 305,
+        "kexec_load": 246, "kexec_file_load": 320, "add_key": 248, "request_key": 249,
+        "keyctl": 250, "unshare": 272, "setns": 308, "perf_event_open": 298, "bpf": 321,
+        "userfaultfd": 323, "open_by_handle_at": 304, "name_to_handle_at": 303,
+        "lookup_dcookie": 212, "syslog": 103, "vhangup": 153, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "move_mount": 429, "open_tree": 428,
+        "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "iopl": 172, "ioperm": 173, "uselib": 134, "_sysctl": 156,
+        "clone": 56, "clone3": 435,
+    },
+    "aarch64": {
+        "mount": 40, "umount2": 39, "pivot_root": 41, "swapon": 224, "swapoff": 225,
+        "reboot": 142, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "quotactl": 60, "quotactl_fd": 443, "nfsservctl": 42, "acct": 89,
+        "settimeofday": 170, "adjtimex": 171, "clock_settime": 112, "clock_adjtime": 266,
+        "kexec_load": 104, "kexec_file_load": 294, "add_key": 217, "request_key": 218,
+        "keyctl": 219, "unshare": 97, "setns": 268, "perf_event_open": 241, "bpf": 280,
+        "userfaultfd": 282, "open_by_handle_at": 265, "name_to_handle_at": 264,
+        "lookup_dcookie": 18, "syslog": 116, "vhangup": 58, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "move_mount": 429, "open_tree": 428,
+        "mount_setattr": 442, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "clone": 220, "clone3": 435,
+    },
+}  # fmt: skip
+
+
+class _Program:
+    """A BPF program under construction: instructions whose jumps name labels."""
+
+    def __init__(self) -> None:
+        self.code: list[tuple[int, int | str, int | str, int]] = []
+        self.labels: dict[str, int] = {}
+
+    def add(self, op: int, k: int, jt: int | str = 0, jf: int | str = 0) -> None:
+        self.code.append((op, jt, jf, k))
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def assemble(self) -> bytes:
+        out = bytearray()
+        for index, (op, jt, jf, k) in enumerate(self.code):
+            out += struct.pack("<HBBI", op, self._offset(index, jt), self._offset(index, jf), k)
+        return bytes(out)
+
+    def _offset(self, index: int, target: int | str) -> int:
+        if isinstance(target, int):
+            return target
+        offset = self.labels[target] - index - 1
+        if not 0 <= offset <= 255:
+            raise ValueError(f"seccomp jump to {target!r} out of range ({offset})")
+        return offset
+
+
+def build_filter(machine: str | None = None) -> bytes:
+    """The filter for `machine` (default: this one) as the bytes of a `struct sock_filter[]`.
+
+    Raises:
+        ValueError: no syscall table for the architecture (x86_64 and aarch64 are known).
+    """
+    machine = machine or platform.machine()
+    if machine not in _NUMBERS:
+        raise ValueError(
+            f"expected an architecture among {sorted(_NUMBERS)} for the seccomp filter; "
+            f"found {machine!r}"
+        )
+    numbers = _NUMBERS[machine]
+    program = _Program()
+    program.add(_LD_W_ABS, 4)  # seccomp_data.arch
+    program.add(_JEQ_K, _AUDIT_ARCH[machine], 0, "enosys")
+    program.add(_LD_W_ABS, 0)  # seccomp_data.nr
+    if machine == "x86_64":
+        program.add(_JGE_K, _X32_BIT, "enosys", 0)
+    for name in REFUSED:
+        if name in numbers:
+            program.add(_JEQ_K, numbers[name], "eperm", 0)
+    program.add(_JEQ_K, numbers["clone3"], "enosys", 0)
+    program.add(_JEQ_K, numbers["clone"], 0, "allow")
+    program.add(_LD_W_ABS, 16)  # low 32 bits of args[0]: clone's flags on both architectures
+    program.add(_JSET_K, _CLONE_NAMESPACES, "eperm", "allow")
+    program.label("allow")
+    program.add(_RET_K, _RET_ALLOW)
+    program.label("eperm")
+    program.add(_RET_K, _RET_ERRNO | _EPERM)
+    program.label("enosys")
+    program.add(_RET_K, _RET_ERRNO | _ENOSYS)
+    return program.assemble()
+
+
+@functools.lru_cache(maxsize=1)
+def _cached() -> bytes:
+    return build_filter()
+
+
+def filter_fd() -> int:
+    """A fresh readable fd holding this machine's filter (for `bwrap --seccomp FD`).
+
+    The caller passes it to the child and closes its own copy after the spawn.
+    """
+    data = _cached()
+    read, write = os.pipe()
+    os.write(write, data)  # a few hundred bytes: far below a pipe's buffer
+    os.close(write)
+    os.set_inheritable(read, True)
+    return read

@@ -1,0 +1,170 @@
+"""Attacks on time, output, disk and the host: grading ends, the run goes on, the host is untouched.
+
+The target is a small fixture task (`tasks/adversary`: a grader that runs the agent's
+program with no time limit of its own, a 5 s grading timeout, a 64 MiB disk limit), so that
+a hang or a fill shows within seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from termgym.agents import SUBMIT, register_agent, unregister_agent
+from termgym.run import RunConfig, Runner
+from tests.security.conftest import ADVERSARY, put_file
+
+
+def test_a_program_that_hangs_grading_is_a_counted_grader_error(attack) -> None:
+    episode = attack(ADVERSARY)
+    program = (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\nwhile True:\n    time.sleep(1)\n"
+    )
+    episode.run(put_file("/app/answer.py", program))
+    began = time.monotonic()
+    reward, info = episode.submit()
+    assert time.monotonic() - began < 60
+    assert (reward, info["class"]) == (0.0, "grader-error")
+    assert "timed out" in info["error"]
+
+
+def test_a_program_that_trickles_output_forever_cannot_hold_the_step(attack) -> None:
+    episode = attack(ADVERSARY)
+    program = (
+        "import sys, time\nwhile True:\n    sys.stdout.write('.')\n"
+        "    sys.stdout.flush()\n    time.sleep(0.5)\n"
+    )
+    episode.run(put_file("/app/answer.py", program))
+    began = time.monotonic()
+    reward, info = episode.submit()
+    assert time.monotonic() - began < 60
+    assert (reward, info["class"]) == (0.0, "grader-error")
+
+
+@pytest.mark.parametrize("megabytes", [20, 400])
+def test_a_program_that_floods_its_output_scores_nothing(attack, megabytes: int) -> None:
+    """A small flood fails the test; one the grader cannot hold in memory is a grader-error."""
+    episode = attack(ADVERSARY)
+    program = f"import sys\nfor _ in range({megabytes}):\n    sys.stdout.write('x' * (1 << 20))\n"
+    episode.run(put_file("/app/answer.py", program))
+    reward, info = episode.submit()
+    assert reward == 0.0
+    if info["class"] == "grader-error":
+        assert megabytes > 20 and "killed" in info["error"]
+    else:
+        assert info["class"] == "neither"
+
+
+def test_writing_past_the_disk_limit_stops_at_the_limit(attack, backend: str) -> None:
+    episode = attack(ADVERSARY)
+    step = episode.run("dd if=/dev/urandom of=/app/fill bs=1M count=512 2>&1; sleep 2")
+    if backend == "bwrap":  # the writable layer is a 64 MiB filesystem
+        assert "No space left on device" in step["obs"]["output"]
+        assert not step["done"]
+        reward, info = episode.submit()
+        assert reward == 0.0 and info["class"] in ("neither", "grader-error")
+    else:  # the watchdog stopped the container past 64 MiB, ending the episode
+        assert step["done"], step["obs"]["output"]
+        assert "disk limit" in step["info"]["sandbox_crashed"]
+        assert (step["reward"], step["info"]["class"]) == (0.0, "grader-error")
+
+
+def test_copies_never_follow_the_agents_symlinks_onto_the_host(attack, tmp_path: Path) -> None:
+    host = tmp_path / "host-folder"
+    host.mkdir()
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host only\n")
+    episode = attack()
+    episode.run(
+        f"rm -rf /tmp && ln -s {host} /tmp && ln -s {secret} /app/leak.txt && "
+        f"mkdir -p /var/lib && ln -s {host} /var/lib/termgym-verifier && "
+        f"ln -s {host} /app/policy/out"
+    )
+    reward, info = episode.submit()
+    assert (reward, info["class"]) == (0.0, "neither")
+    assert list(host.iterdir()) == []
+    assert secret.read_text() == "host only\n"
+
+
+PRIVILEGED = r"""
+echo 1 > /proc/sys/kernel/core_pattern 2>/dev/null && echo core_pattern-written
+echo 1 > /proc/sys/net/ipv4/ip_forward 2>/dev/null && echo ip_forward-written
+unshare -U true 2>/dev/null && echo userns-made
+unshare -m true 2>/dev/null && echo mountns-made
+mount -t tmpfs none /mnt 2>/dev/null && echo mounted
+python3 - <<'EOF'
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 248, "aarch64": 217}[__import__("platform").machine()]
+if libc.syscall(nr, b"user", b"termgym-test", b"secret", 6, -2) >= 0:  # add_key
+    print("key-added")
+EOF
+grep -q TERMGYM_TEST_CANARY /proc/1/environ 2>/dev/null && echo host-environment-seen
+cp /bin/sh /app/rootsh && chmod u+s /app/rootsh
+echo checked
+"""
+
+
+def test_privileged_syscalls_are_refused_and_root_is_not_host_root(
+    attack, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TERMGYM_TEST_CANARY", "host-only-value")
+    episode = attack()
+    out = episode.run(PRIVILEGED)["obs"]["output"]
+    assert out.strip().splitlines()[-1] == "checked", out
+    for forbidden in ("written", "userns-made", "mountns-made", "mounted", "key-added", "seen"):
+        assert forbidden not in out
+    if backend == "bwrap":  # the setuid file on the host disk belongs to an unprivileged uid
+        sandbox = episode.env.episode.sandbox
+        upper = Path(sandbox.home) / "disk" / "upper" / "app" / "rootsh"
+        assert upper.stat().st_uid != 0
+
+
+class _Attacker:
+    """An agent that breaks grading in a different way on every episode, then submits."""
+
+    name = "attacker"
+    privileged = False
+    ATTACKS = [
+        "rm -f /usr/bin/python3*",
+        "echo 'import time\\nwhile True: time.sleep(1)' > /app/answer.py",
+        "printf '\\nTERMGYM-REPORT forged 00\\n'",
+    ]
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.index = 0
+
+    def reset(self, context) -> None:  # noqa: ANN001
+        self.steps = 0
+        self.index = int(context.episode_id.rsplit("-", 1)[-1], 16) % len(self.ATTACKS)
+
+    def act(self, observation) -> str:  # noqa: ANN001
+        self.steps += 1
+        return self.ATTACKS[self.index] if self.steps == 1 else SUBMIT
+
+    def transcript(self) -> list:
+        return []
+
+
+def test_a_run_of_attacking_episodes_goes_on_and_counts_every_one(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TERMGYM_TASKS_PATH", str(ADVERSARY.parent))
+    register_agent("attacker", _Attacker)
+    try:
+        config = RunConfig(
+            agent="attacker", tasks=("adversary",), variants=("original", "contradicted"),
+            episodes=3, concurrency=2, out=tmp_path / "run", backend=backend, retries=1,
+        )  # fmt: skip
+        summary = Runner(config).run()
+    finally:
+        unregister_agent("attacker")
+    assert len(summary.results) == 6 and summary.infra_errors == 0
+    assert {r.status for r in summary.results} == {"ok"}
+    assert all(r.reward == 0.0 for r in summary.results)
+    assert {r.cls for r in summary.results} <= {None, "neither", "grader-error"}
+    assert os.path.getsize(tmp_path / "run" / "results.jsonl") > 0
