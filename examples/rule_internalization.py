@@ -11,7 +11,7 @@ Two training conditions, each over several seeds, with REINFORCE on a linear sof
     A  "fixed"   every training episode original;
     B  "varied"  original, contradicted and sampled episodes mixed (1/3 each).
 Each trained policy is then evaluated on original and on contradicted episodes (shadow
-graded), and termgym.metrics gives pass rates, the stale-rule rate and the adaptation rate
+graded), and termgym.analysis.metrics gives pass rates, the stale-rule rate and the adaptation rate
 with bootstrap intervals. Results go to a JSON file.
 
     python examples/rule_internalization.py                 # the full experiment
@@ -33,7 +33,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 import termgym
 from termgym.env import DiscreteCommands, HashedText, VariantSchedule
-from termgym.metrics import EpisodeSummary, RunMetrics, compute_metrics
+from termgym.analysis.metrics import EpisodeSummary, RunMetrics, compute_metrics
 from termgym.sandbox import bwrap_works
 
 TASK = Path(__file__).resolve().parent / "tasks" / "cargo-limit"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from termgym.grading._base import BaseGrader, Job
-from termgym.tasks._spec import GraderSpec
+from termgym.kinds import BaseGrader, GraderSpec, Job
 
 _RUNTIME = {"termgym_checks.py": (Path(__file__).parent / "_checks_runtime.py").read_bytes()}
 

@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from termgym.errors import GraderError
-from termgym.grading._base import BaseGrader, Job, JobOutput, Outcome
-from termgym.tasks._spec import GraderSpec
+from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
 
-_PLUGIN = Path(__file__).resolve().parents[1] / "termgym" / "grading" / "_pytest_plugin.py"
+_PLUGIN = Path(__file__).with_name("_pytest_runtime.py")
 _INI = b"[pytest]\njunit_family = xunit1\n"
 # pytest exit codes: 0 all passed, 1 some failed; anything else is not a verdict.
 _VERDICT_CODES = (0, 1)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from termgym.grading._base import BaseGrader, Job
-from termgym.tasks._spec import GraderSpec
+from termgym.kinds import BaseGrader, GraderSpec, Job
 
 
 class PythonGrader(BaseGrader):

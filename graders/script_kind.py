@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from termgym.errors import GraderError
-from termgym.grading._base import BaseGrader, Job, JobOutput, Outcome
-from termgym.tasks._spec import GraderSpec
+from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
 
 
 class ScriptGrader(BaseGrader):

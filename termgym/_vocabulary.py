@@ -1,8 +1,21 @@
-"""The words every layer shares: variant names and episode classes, defined here once."""
+"""What every layer shares, defined here once: variant names, episode classes, terminal size."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
+
+
+@dataclass(frozen=True)
+class TerminalSize:
+    """Rows and columns of an agent's terminal: its pty, the screen emulator, the recording."""
+
+    rows: int
+    cols: int
+
+
+TERMINAL = TerminalSize(rows=40, cols=120)
+"""The terminal every episode gets unless its sandbox config says otherwise."""
 
 Variant = Literal["original", "contradicted", "withheld", "swapped", "sampled"]
 VARIANTS: tuple[Variant, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")

@@ -13,6 +13,7 @@ from pyte.charsets import LAT1_MAP as _LAT1
 from pyte.screens import Char, Cursor, Margins, StaticDefaultDict
 
 from termgym._scrolloff import scrolled_off_regions
+from termgym._vocabulary import TERMINAL
 
 __all__ = ["Cell", "ScreenSnapshot", "StyledRun", "TerminalScreen"]
 
@@ -275,7 +276,7 @@ class TerminalScreen:
         rows: Height in cells.
     """
 
-    def __init__(self, cols: int = 120, rows: int = 40) -> None:
+    def __init__(self, cols: int = TERMINAL.cols, rows: int = TERMINAL.rows) -> None:
         self.cols = cols
         self.rows = rows
         self._screen = _AltScreen(cols, rows)

@@ -41,8 +41,7 @@ def bwrap_available() -> None:
 @pytest.fixture(scope="session")
 def base_image(docker_available: None) -> str:
     """The base image, built if missing (cached: seconds when it exists)."""
-    from termgym.images import build_base
-    from termgym.sandbox import BASE_IMAGE
+    from termgym.sandbox import BASE_IMAGE, build_base
 
     build_base()
     return BASE_IMAGE
@@ -51,8 +50,7 @@ def base_image(docker_available: None) -> str:
 @pytest.fixture(scope="session")
 def base_rootfs(bwrap_available: None) -> Iterator[str]:
     """The base image's root filesystem folder for bwrap (exported or debootstrapped once)."""
-    from termgym.images import rootfs_for
-    from termgym.sandbox import BASE_IMAGE
+    from termgym.sandbox import BASE_IMAGE, rootfs_for
 
     yield str(rootfs_for(BASE_IMAGE))
 

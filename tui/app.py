@@ -10,10 +10,11 @@ from textual.binding import Binding
 
 from termgym.errors import RecordingError
 from termgym.recording import latest_run
-from tui.episode_screen import EpisodeScreen
-from tui.messages import EpisodeChosen
-from tui.model import EpisodeModel, RunModel
-from tui.run_screen import RunScreen
+
+from .episode_screen import EpisodeScreen
+from .messages import EpisodeChosen
+from .model import EpisodeModel, RunModel
+from .run_screen import RunScreen
 
 
 def resolve_target(target: Path | None, runs_root: Path = Path("runs")) -> Path:

@@ -13,16 +13,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
-from tui.audit_panel import AuditPanel
-from tui.help_screen import HelpScreen, describe
-from tui.messages import ScreenReady, StepHighlighted
-from tui.model import EpisodeModel
-from tui.output_view import OutputView
-from tui.rules_panel import CLASS_STYLE, RulesPanel
-from tui.search_bar import SearchBar
-from tui.step_detail import StepDetail
-from tui.step_list import StepList
-from tui.terminal_view import TerminalView
+from .audit_panel import AuditPanel
+from .help_screen import HelpScreen, describe
+from .messages import ScreenReady, StepHighlighted
+from .model import EpisodeModel
+from .output_view import OutputView
+from .rules_panel import CLASS_STYLE, RulesPanel
+from .search_bar import SearchBar
+from .step_detail import StepDetail
+from .step_list import StepList
+from .terminal_view import TerminalView
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 """Playback speeds, in steps per second."""

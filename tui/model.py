@@ -91,7 +91,7 @@ class EpisodeModel:
         if self.end.audit:
             return [dict(hit) for hit in self.end.audit]
         if self._audit is None:
-            from termgym.audit import audit_trace, trace_from_log
+            from termgym.analysis.audit import audit_trace, trace_from_log
 
             self._audit = [hit.to_dict() for hit in audit_trace(trace_from_log(self.log))]
         return self._audit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tui.line_view import LineView
+from .line_view import LineView
 
 
 class OutputView(LineView):

@@ -12,11 +12,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from tui.help_screen import HelpScreen, describe
-from tui.messages import EpisodeChosen
-from tui.model import EpisodeRow, RunModel
-from tui.rules_panel import CLASS_STYLE
-from tui.search_bar import SearchBar
+from .help_screen import HelpScreen, describe
+from .messages import EpisodeChosen
+from .model import EpisodeRow, RunModel
+from .rules_panel import CLASS_STYLE
+from .search_bar import SearchBar
 
 COLUMNS = ("episode", "task", "variant", "agent", "steps", "reward", "class")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from tui.line_view import LineView
-from tui.messages import StepHighlighted
-from tui.model import EpisodeModel
+from .line_view import LineView
+from .messages import StepHighlighted
+from .model import EpisodeModel
 
 MODE_MARK = {"command": "$", "keys": "⌨", "submit": "✔"}
 

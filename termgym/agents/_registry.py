@@ -3,109 +3,65 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import json
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any
 
+from termgym._registry import Entry, Registry
 from termgym.agents._base import Agent
 from termgym.errors import AgentError, UnknownAgent
 
 ENTRY_POINT_GROUP = "termgym.agents"
 """Third-party packages register agents under this entry-point group: name = "module:factory"."""
 
-
-@dataclass(frozen=True)
-class AgentSpec:
-    """A registered agent: its name, where its factory lives, and default options.
-
-    Attributes:
-        name: The name `make_agent` and `termgym run --agent` take.
-        entry_point: "module:factory" (imported on first use) or the factory itself.
-        kwargs: Default options, overridden by those given to `make_agent`.
-    """
-
-    name: str
-    entry_point: str | Callable[..., Agent]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def load(self) -> Callable[..., Agent]:
-        """Import and return the factory."""
-        if callable(self.entry_point):
-            return self.entry_point
-        module_name, _, attr = self.entry_point.partition(":")
-        if not module_name or not attr:
-            raise AgentError(
-                f"agent {self.name!r}: expected an entry point 'module:factory', "
-                f"found {self.entry_point!r}"
-            )
-        try:
-            return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
-        except (ImportError, AttributeError) as exc:
-            raise AgentError(
-                f"agent {self.name!r}: cannot import {self.entry_point!r}: {exc}"
-            ) from exc
+registry: Registry[Callable[..., Agent]] = Registry(
+    "agent",
+    ENTRY_POINT_GROUP,
+    UnknownAgent,
+    miss="no agent named {name!r}; expected one of {listed}.{hint}",
+)
+AgentSpec = Entry
+"""A registered agent: `name`, `target` ("module:factory" or the factory) and `options` (the
+default options, overridden by those given to `make_agent`)."""
 
 
-registry: dict[str, AgentSpec] = {}
-_plugins_loaded = False
-
-
-def register_agent(name: str, entry_point: str | Callable[..., Agent], **kwargs: Any) -> AgentSpec:
+def register_agent(
+    name: str, entry_point: str | Callable[..., Agent], **kwargs: Any
+) -> Entry[Callable[..., Agent]]:
     """Register an agent factory under `name` (replacing any agent of that name)."""
-    spec = AgentSpec(name, entry_point, dict(kwargs))
-    registry[name] = spec
-    return spec
+    return registry.register(name, entry_point, options=kwargs)
 
 
 def unregister_agent(name: str) -> None:
     """Remove an agent from the registry (no error if absent)."""
-    registry.pop(name, None)
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        registry.setdefault(ep.name, AgentSpec(ep.name, ep.value))
+    registry.unregister(name)
 
 
 def registered_agents() -> list[str]:
     """Names of every registered agent, plugins included, sorted."""
-    _load_plugins()
-    return sorted(registry)
+    return registry.names()
 
 
-def agent_spec(name: str) -> AgentSpec:
-    """The spec registered under `name`; UnknownAgent with a suggestion on a miss."""
-    if name not in registry:
-        _load_plugins()
-    try:
-        return registry[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, registry, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UnknownAgent(
-            f"no agent named {name!r}; expected one of {sorted(registry)}.{hint}"
-        ) from None
+def agent_spec(name: str) -> Entry[Callable[..., Agent]]:
+    """The entry registered under `name`; UnknownAgent with a suggestion on a miss."""
+    return registry.entry(name)
 
 
 def make_agent(name: str, **options: Any) -> Agent:
     """Build the agent registered under `name` with `options` (over the spec's defaults)."""
     spec = agent_spec(name)
-    factory = spec.load()
-    merged = {**spec.kwargs, **options}
+    try:
+        factory = spec.load("agent")
+    except ValueError as exc:
+        raise AgentError(str(exc)) from exc
+    merged = {**spec.options, **options}
     _check_options(name, factory, merged)
     agent = factory(**coerce_options(name, factory, merged))
     if not isinstance(agent, Agent):
         raise AgentError(
-            f"agent {name!r}: factory {spec.entry_point!r} returned {type(agent).__name__}, "
+            f"agent {name!r}: factory {spec.target!r} returned {type(agent).__name__}, "
             "expected an object with name, privileged, reset(), act() and transcript()"
         )
     return agent

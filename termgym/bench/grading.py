@@ -19,9 +19,9 @@ import time
 from collections.abc import Sequence
 
 from termgym.bench import Section, timings_row
+from termgym.check import run_solution
 from termgym.env._pool import SandboxPool
 from termgym.grading import grade, grade_rulesets, prepare, verifier_config
-from termgym.grading._check import run_solution
 from termgym.grading._runner import grade_rulesets_in
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (

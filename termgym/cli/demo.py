@@ -2,11 +2,82 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from termgym.errors import TermgymError
+from termgym.run import RunConfig, RunSummary
+from termgym.tasks import VARIANTS
+
+DEMO_AGENTS = ("oracle", "memorizer")
+
+
+def backend_choice(backend: str | None) -> tuple[str, str]:
+    """The backend the demo runs on, and why (for the person watching)."""
+    from termgym.sandbox import bwrap_works, default_backend
+    from termgym.sandbox._engine import docker_answers
+
+    if backend:
+        return backend, "asked for with --backend"
+    if docker_answers():
+        return "docker", "a Docker engine answers"
+    if bwrap_works():
+        return "bwrap", "no Docker engine answers, so the daemon-free bubblewrap backend is used"
+    return default_backend(), ""  # raises BackendUnavailable, saying how to get one
+
+
+def run_demo(
+    out: Path | None = None,
+    *,
+    backend: str | None = None,
+    tasks: tuple[str, ...] = ("*",),
+    variants: tuple[str, ...] = VARIANTS,
+    concurrency: int = 2,
+    console: Console | None = None,
+) -> list[RunSummary]:
+    """Run the demo's agents, print the pooled report, and say how to replay the episodes."""
+    from termgym.cli.run_cmds import execute
+    from termgym.report import load_run, merge_runs, print_report, write_html
+
+    console = console or Console()
+    out = out or Path("runs") / f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    name, why = backend_choice(backend)
+    console.print(f"[bold]termgym demo[/]: backend [bold]{name}[/] ({why}).")
+    console.print(
+        "The oracle reads every rule from the task; the memorizer applies the original rule "
+        "values whatever the task now says, like a model that learned a hidden grader.\n"
+    )
+    summaries = []
+    began = time.monotonic()
+    for agent in DEMO_AGENTS:
+        config = RunConfig(
+            agent=agent,
+            tasks=tasks,
+            variants=variants,
+            concurrency=concurrency,
+            out=out / agent,
+            backend=name,
+        )
+        summaries.append(execute(config))
+    wall = time.monotonic() - began
+    runs = [load_run(summary.out) for summary in summaries]
+    merged = merge_runs(runs)
+    print_report(merged, console)
+    html = write_html(merged, out / "report.html")
+    episodes = sum(len(s.results) + len(s.skipped) for s in summaries)
+    console.print(
+        f"\n{episodes} episodes in {wall:.0f} s ({60 * episodes / max(wall, 1e-9):.1f} "
+        f"episodes per minute).\nHTML report: {html}\n"
+        "Replay the episodes step by step:\n"
+        f"    termgym tui {out / 'memorizer'}\n"
+        f"    termgym tui {out / 'oracle'}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    return summaries
 
 
 @click.command("demo")
@@ -35,7 +106,6 @@ def demo(
     The memorizer applies the original rule values whatever the task says: its stale-rule
     rate should be near 100%, the oracle's adaptation rate 100%.
     """
-    from termgym.demo import run_demo
     from termgym.sandbox import spec
 
     try:

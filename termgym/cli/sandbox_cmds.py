@@ -19,8 +19,7 @@ def image() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe is unchanged.")
 def build_base_cmd(force: bool) -> None:
     """Build termgym/base:bookworm (Debian bookworm with bash, python3, tmux ...); cached."""
-    from termgym.images import build_base, ensure_base_rootfs
-    from termgym.sandbox import BASE_IMAGE
+    from termgym.sandbox import BASE_IMAGE, build_base, ensure_base_rootfs
 
     started = time.monotonic()
     try:

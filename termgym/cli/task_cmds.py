@@ -68,7 +68,7 @@ def check(
 ) -> None:
     """Run each task's oracle on every variant (must pass) and its memorized solution on the
     contradicted (must be stale) and withheld (reported) variants. Exit 1 on any failure."""
-    from termgym.grading._check import CheckRow, check_tasks
+    from termgym.check import CheckRow, check_tasks
     from termgym.sandbox import default_backend
 
     try:

@@ -25,7 +25,15 @@ def tui(target: Path | None, runs_root: Path) -> None:
     TARGET is a run folder (runs/<run-id>) or an episode file (episodes/<id>.jsonl or .cast);
     by default the latest run under ./runs. Press ? in the app for every key.
     """
-    from tui.app import TermgymApp, resolve_target
+    try:
+        from termgym.tui.app import TermgymApp, resolve_target
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] == "textual":
+            raise click.ClickException(
+                "The TUI needs Textual, an optional dependency: "
+                "pip install 'termgym[tui]' (make test and make demo install it)."
+            ) from None
+        raise
 
     try:
         path = resolve_target(target, runs_root)

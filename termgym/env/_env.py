@@ -22,7 +22,6 @@ from termgym.errors import ActionError, SandboxCrashed, SandboxError
 MAX_ACTION_CHARS = 100_000
 MAX_OUTPUT_CHARS = 1_100_000
 MAX_INSTRUCTION_CHARS = 200_000
-SCREEN_COLS, SCREEN_ROWS = 120, 40
 MODES = ("command", "keys")
 
 
@@ -102,7 +101,7 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
             {
                 "output": TerminalText(MAX_OUTPUT_CHARS),
                 "exit_code": spaces.Discrete(257, start=-1),
-                "screen": TerminalText(SCREEN_ROWS * (SCREEN_COLS + 1)),
+                "screen": TerminalText(self.options.config.rows * (self.options.config.cols + 1)),
                 "instruction": TerminalText(MAX_INSTRUCTION_CHARS),
                 "step": spaces.Discrete(limit + 1),
             }

@@ -23,8 +23,6 @@ from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend
 from termgym.screen import TerminalScreen
 from termgym.tasks import EpisodePlan, Task, get_task, instantiate, task_image
 
-SCREEN_COLS, SCREEN_ROWS = 120, 40
-
 
 def resolve_task(task: Task | str | Path) -> Task:
     """A loaded task from a Task, a task folder, or a task id."""
@@ -134,7 +132,7 @@ class Episode:
     pool: SandboxPool
     episode_id: str
     seed: int
-    screen: TerminalScreen = field(default_factory=lambda: TerminalScreen(SCREEN_COLS, SCREEN_ROWS))
+    screen: TerminalScreen = field(default_factory=TerminalScreen)
     writer: EpisodeWriter | None = None
     steps: int = 0
     finished: bool = False
@@ -152,7 +150,8 @@ class Episode:
         except BaseException:
             pool.release(sandbox)
             raise
-        episode = cls(options, plan, sandbox, pool, episode_id, seed)
+        screen = TerminalScreen(options.config.cols, options.config.rows)
+        episode = cls(options, plan, sandbox, pool, episode_id, seed, screen)
         if options.record_dir is not None:
             episode.writer = EpisodeWriter(options.record_dir, episode.header())
         return episode
@@ -176,8 +175,8 @@ class Episode:
             backend=self.options.backend,
             versions={"termgym": termgym.__version__, "python": platform.python_version()},
             started=time.time(),
-            cols=SCREEN_COLS,
-            rows=SCREEN_ROWS,
+            cols=self.options.config.cols,
+            rows=self.options.config.rows,
             run_id=self.options.run_id,
             extra={
                 "instruction": self.instruction,

@@ -21,11 +21,17 @@ as root; so does a bash script grader that runs the agent's program itself: such
 call it through `$TERMGYM_AS_AGENT program args...` (see docs/task-format.md).
 """
 
+from __future__ import annotations
+
 import os
 import pickle
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 AGENT_UID = int(os.environ.get("TERMGYM_AGENT_UID", "60000"))
 AGENT_NPROC = 200
@@ -41,7 +47,7 @@ _CAP_SETGID, _CAP_SETUID = 6, 7
 _can_switch = []  # type: list[bool]
 
 
-def privileged():
+def privileged() -> bool:
     """True when this process can switch users (the verifier's root, with CAP_SETUID)."""
     if not _can_switch:
         effective = 0
@@ -57,13 +63,13 @@ def privileged():
     return _can_switch[0]
 
 
-def share(folder):
+def share(folder: str) -> None:
     """Hand `folder` (and what is later made in it) to the agent's user before each start."""
     if folder not in _shared:
         _shared.append(str(folder))
 
 
-def _hand_over():
+def _hand_over() -> None:
     for folder in _shared:
         for base, dirs, files in os.walk(folder):
             for name in [base] + [os.path.join(base, n) for n in dirs + files]:
@@ -75,7 +81,7 @@ def _hand_over():
                     pass
 
 
-def _graders_own(argv):
+def _graders_own(argv: Sequence[Any]) -> bool:
     for arg in argv:
         text = os.fsdecode(arg) if isinstance(arg, (bytes, os.PathLike)) else str(arg)
         if GRADER_DIR in text:
@@ -83,7 +89,7 @@ def _graders_own(argv):
     return False
 
 
-def agent_env(env=None):
+def agent_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment an agent's program gets: the grader's (or `env`), minus termgym's."""
     source = dict(os.environ if env is None else env)
     clean = {}
@@ -95,7 +101,7 @@ def agent_env(env=None):
     return clean
 
 
-def _child_setup():
+def _child_setup() -> None:
     try:
         with open("/proc/self/oom_score_adj", "w") as handle:
             handle.write("1000")
@@ -109,18 +115,18 @@ def _child_setup():
         pass
 
 
-def _chain(first, second):
+def _chain(first: Callable[[], object] | None, second: Callable[[], None]) -> Callable[[], None]:
     if first is None:
         return second
 
-    def both():
+    def both() -> None:
         first()
         second()
 
     return both
 
 
-def _popen_init(self, args, *rest, **kwargs):
+def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
     argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
     if privileged() and not _graders_own(argv) and "user" not in kwargs:
         _ensure_home()
@@ -133,12 +139,12 @@ def _popen_init(self, args, *rest, **kwargs):
     _original_popen_init(self, args, *rest, **kwargs)
 
 
-def _system(command):
+def _system(command: Any) -> int:
     code = subprocess.call(["/bin/sh", "-c", command])
     return code << 8 if code >= 0 else -code
 
 
-def _ensure_home():
+def _ensure_home() -> None:
     if not os.path.isdir(AGENT_HOME):
         try:
             os.mkdir(AGENT_HOME, 0o700)
@@ -147,16 +153,16 @@ def _ensure_home():
             pass
 
 
-def install():
+def install() -> None:
     """Wrap subprocess.Popen and os.system in this process (idempotent)."""
     if _installed[0]:
         return
     _installed[0] = True
-    subprocess.Popen.__init__ = _popen_init
+    subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
     os.system = _system
 
 
-def stop_agent_processes():
+def stop_agent_processes() -> None:
     """SIGKILL every process of the agent's user (what its programs left running)."""
     if not privileged():
         return
@@ -177,7 +183,7 @@ def stop_agent_processes():
             return
 
 
-def _agent_pids():
+def _agent_pids() -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -189,7 +195,7 @@ def _agent_pids():
     return found
 
 
-def as_agent(function, *args):
+def as_agent(function: Callable[..., T], *args: Any) -> T:
     """`function(*args)` in a child running as the agent's user; its result or exception."""
     if not privileged():
         return function(*args)
@@ -201,7 +207,7 @@ def as_agent(function, *args):
             os.setgroups([])
             os.setgid(AGENT_UID)
             os.setuid(AGENT_UID)
-            outcome = (True, function(*args))
+            outcome: tuple[bool, Any] = (True, function(*args))
         except BaseException as exc:  # noqa: B036 - carried to the parent
             outcome = (False, exc)
         try:
@@ -217,11 +223,11 @@ def as_agent(function, *args):
     os.waitpid(pid, 0)
     ok, value = pickle.loads(data)
     if ok:
-        return value
+        return value  # type: ignore[no-any-return]
     raise value
 
 
-def _main(argv):
+def _main(argv: list[str]) -> int:
     """`python3 termgym_agentexec.py PROGRAM ARGS...`: run a program as the agent's user."""
     if not argv:
         sys.stderr.write("usage: $TERMGYM_AS_AGENT PROGRAM [ARGS...]\n")

@@ -21,16 +21,14 @@ from termgym.errors import (
     SandboxStartError,
     TaskError,
 )
-from termgym.grading._base import Grader, JobOutput, Outcome
 from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
-from termgym.grading._registry import grader_kind
 from termgym.grading._report import new_key, parse
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
+from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, grader_kind
 from termgym.sandbox import RunResult, Sandbox, SandboxConfig
 from termgym.sandbox._userns import AGENT_UID
 from termgym.tasks import EpisodePlan, RuleSet, Task
-from termgym.tasks._spec import GraderSpec
 
 
 def write_tree(folder: Path, files: dict[str, bytes] | Any, modes: Task | None = None) -> None:

@@ -10,6 +10,8 @@ HMAC-SHA256 under the key in TERMGYM_REPORT_KEY (which it removes from its envir
 first, so no job ever sees it). The host believes no other line.
 """
 
+from __future__ import annotations
+
 import base64
 import contextlib
 import hashlib
@@ -25,6 +27,7 @@ import tempfile
 import time
 import traceback
 import zlib
+from typing import Any
 
 OUTPUT_TAIL = 4000
 FILE_LIMIT = 256000
@@ -47,13 +50,13 @@ else:
 command line, which every user can read in /proc."""
 
 
-def _fmt(value):
+def _fmt(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
-def fill(value, rules):
+def fill(value: Any, rules: dict[str, Any]) -> Any:
     """Fill "{{ rule }}" placeholders of call kwargs (recursively) with rule values."""
     if isinstance(value, str):
         whole = _PLACEHOLDER.fullmatch(value.strip())
@@ -69,7 +72,7 @@ def fill(value, rules):
     return value
 
 
-def normalize(value):
+def normalize(value: Any) -> dict[str, Any]:
     """A call's return value as {"score", "passed"?, "message"}."""
     if isinstance(value, bool):
         return {"score": 1.0 if value else 0.0, "passed": value, "message": ""}
@@ -87,7 +90,7 @@ def normalize(value):
     raise TypeError(f"expected bool, number, (score, message) or {{'score': ...}}, got {value!r}")
 
 
-def _read_results(folder):
+def _read_results(folder: str) -> dict[str, str]:
     files = {}
     for base, _, names in os.walk(folder):
         for name in names:
@@ -98,7 +101,7 @@ def _read_results(folder):
     return files
 
 
-def _tail(path):
+def _tail(path: str) -> str:
     with open(path, "rb") as handle:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
@@ -106,7 +109,7 @@ def _tail(path):
         return handle.read().decode("utf-8", "replace")
 
 
-def _python_launch(argv):
+def _python_launch(argv: list[str]) -> tuple[list[str], dict[str, Any] | None]:
     """(argv, stdin spec) to start a `python3 ...` job through _LAUNCH, else (argv, None)."""
     if not argv or os.path.basename(argv[0]) not in ("python", "python3"):
         return argv, None
@@ -122,7 +125,9 @@ def _python_launch(argv):
     return [sys.executable, "-I", "-B", "-c", _LAUNCH], {"module": module, "argv": args}
 
 
-def run_exec(job, names, rulesets, ctx):
+def run_exec(
+    job: dict[str, Any], names: list[str], rulesets: dict[str, Any], ctx: dict[str, Any]
+) -> dict[str, Any]:
     results = tempfile.mkdtemp(prefix="results-", dir=ctx["graders"])
     env = dict(os.environ)
     rules = rulesets[names[0]]
@@ -149,7 +154,7 @@ def run_exec(job, names, rulesets, ctx):
     scratch = tempfile.mkdtemp(prefix=".termgym-io-", dir="/tmp")
     os.chmod(scratch, 0o711)  # the agent's user passes through to what is shared with it
 
-    def sub(text):
+    def sub(text: str) -> str:
         for name, value in (
             ("graders", ctx["graders"]),
             ("results", results),
@@ -164,7 +169,7 @@ def run_exec(job, names, rulesets, ctx):
         spec["path"] = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p]
     log_path = os.path.join(results, ".log")
     start = time.monotonic()
-    out = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
+    out: dict[str, Any] = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
     with open(log_path, "wb") as log:
         try:
             proc = subprocess.Popen(
@@ -182,6 +187,7 @@ def run_exec(job, names, rulesets, ctx):
             proc = None
         if proc is not None:
             if spec is not None:
+                assert proc.stdin is not None
                 with contextlib.suppress(OSError):
                     proc.stdin.write(json.dumps(spec).encode())
                     proc.stdin.close()
@@ -207,13 +213,15 @@ class _Timeout(BaseException):
     pass
 
 
-def _alarm(signum, frame):
+def _alarm(signum: int, frame: object) -> None:
     raise _Timeout()
 
 
-def run_call(job, name, rules, ctx):
+def run_call(
+    job: dict[str, Any], name: str, rules: dict[str, Any], ctx: dict[str, Any]
+) -> dict[str, Any]:
     module_name, _, attr = job["call"].partition(":")
-    out = {
+    out: dict[str, Any] = {
         "rulesets": [name],
         "exit_code": None,
         "timed_out": False,
@@ -251,13 +259,13 @@ def run_call(job, name, rules, ctx):
     return out
 
 
-def sign(key, payload):
+def sign(key: bytes, payload: str) -> str:
     """The report line for `payload` (text) under `key` (bytes)."""
     mac = hmac.new(key, payload.encode("ascii"), hashlib.sha256).hexdigest()
     return REPORT_PREFIX + payload + " " + mac
 
 
-def main(manifest_path):
+def main(manifest_path: str) -> None:
     key = os.environ.pop("TERMGYM_REPORT_KEY", "").encode("ascii")
     graders = os.path.dirname(os.path.abspath(manifest_path))
     with open(manifest_path) as handle:

@@ -11,6 +11,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from termgym._vocabulary import CLASSES as CLASSES  # re-exported; defined there once
+from termgym._vocabulary import TERMINAL
 from termgym._vocabulary import EpisodeClass as EpisodeClass
 
 SCHEMA_VERSION = 1
@@ -55,8 +56,8 @@ class EpisodeHeader:
     backend: str
     versions: Mapping[str, str]
     started: float
-    cols: int = 120
-    rows: int = 40
+    cols: int = TERMINAL.cols
+    rows: int = TERMINAL.rows
     run_id: str = ""
     initial_output: bytes = b""
     extra: Mapping[str, Any] = field(default_factory=dict)

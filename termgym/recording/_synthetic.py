@@ -6,6 +6,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+from termgym._vocabulary import TERMINAL
 from termgym.recording._records import EpisodeEnd, EpisodeHeader, StepRecord
 from termgym.recording._writer import EpisodeWriter
 
@@ -29,7 +30,7 @@ def _output(rng: random.Random, size: int) -> tuple[str, str]:
 
 
 def synthetic_steps(
-    steps: int, output_bytes: int = 1000, seed: int = 0, cols: int = 120
+    steps: int, output_bytes: int = 1000, seed: int = 0, cols: int = TERMINAL.cols
 ) -> Iterator[StepRecord]:
     """Steps of a plausible agent session: coloured command output, a failing command now and
     then, a full-screen editor (alternate screen) opened and closed, and a final submit."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from termgym.metrics import Estimate, RunMetrics, order_variants
+from termgym.analysis.metrics import Estimate, RunMetrics, order_variants
 from termgym.report._load import RunData
 
 

@@ -6,7 +6,7 @@ import time
 from html import escape
 from pathlib import Path
 
-from termgym.metrics import CLASSES, Estimate, order_variants
+from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._load import RunData
 from termgym.report._svg import CLASS_COLORS, Bar, bar_chart, class_strip
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from termgym.audit import AuditReport, audit_logs
+from termgym.analysis.audit import AuditReport, audit_logs
+from termgym.analysis.metrics import EpisodeSummary, RunMetrics, metrics_by_agent, summary_from_log
 from termgym.errors import RecordingError
-from termgym.metrics import EpisodeSummary, RunMetrics, metrics_by_agent, summary_from_log
 from termgym.recording import read_run
 
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from termgym.metrics import CLASSES, Estimate, order_variants
+from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._load import RunData
 
 CLASS_STYLES = {

@@ -1,10 +1,34 @@
-"""Sandboxes: where an agent's commands run, through one persistent shell."""
+"""Sandboxes: where an agent's commands run, through one persistent shell, and the images
+they start from.
+
+The lowest layer that touches the machine: backends (docker, bwrap, local) behind one
+`Sandbox` protocol and one registry (`register`, `make_sandbox`, entry-point group
+"termgym.sandboxes"), and the images and root filesystems they run (`build_base`,
+`build_image`, `rootfs_for`).
+"""
 
 from __future__ import annotations
 
-from termgym.sandbox._base import BASE_IMAGE, SANDBOX_LABEL, RunResult, Sandbox, SandboxConfig
+from termgym.sandbox._base import (
+    BASE_IMAGE,
+    SANDBOX_LABEL,
+    VERIFIER_CAPS,
+    RunResult,
+    Sandbox,
+    SandboxConfig,
+)
 from termgym.sandbox._docker import collect_garbage
+from termgym.sandbox._images import (
+    RECIPE_LABEL,
+    build_base,
+    build_image,
+    cache_dir,
+    ensure_base_rootfs,
+    recipe_hash,
+    rootfs_for,
+)
 from termgym.sandbox._registry import (
+    ENTRY_POINT_GROUP,
     BackendSpec,
     bwrap_works,
     default_backend,
@@ -16,16 +40,25 @@ from termgym.sandbox._registry import (
 
 __all__ = [
     "BASE_IMAGE",
+    "ENTRY_POINT_GROUP",
+    "RECIPE_LABEL",
     "SANDBOX_LABEL",
+    "VERIFIER_CAPS",
     "BackendSpec",
     "RunResult",
     "Sandbox",
     "SandboxConfig",
+    "build_base",
+    "build_image",
     "bwrap_works",
+    "cache_dir",
     "collect_garbage",
     "default_backend",
+    "ensure_base_rootfs",
     "make_sandbox",
+    "recipe_hash",
     "register",
     "registry",
+    "rootfs_for",
     "spec",
 ]

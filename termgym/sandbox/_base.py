@@ -8,6 +8,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
+from termgym._vocabulary import TERMINAL
+
 BASE_IMAGE = "termgym/base:bookworm"
 """The image tasks run in unless they name another (built by `termgym image build-base`)."""
 
@@ -58,8 +60,8 @@ class SandboxConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     output_limit: int = 1_000_000
     labels: Mapping[str, str] = field(default_factory=dict)
-    rows: int = 40
-    cols: int = 120
+    rows: int = TERMINAL.rows
+    cols: int = TERMINAL.cols
     disk_mb: int = 1024
     runtime: str | None = None
     role: Role = "agent"

@@ -1,6 +1,6 @@
 """The bwrap backend: bubblewrap namespaces over the image's root filesystem, no daemon.
 
-The image's root filesystem is exported once into the cache folder (`termgym.images`). As
+The image's root filesystem is exported once into the cache folder (`termgym.sandbox`). As
 root, each sandbox gets a fresh writable root: an overlay (the read-only image below, an
 upper folder on a tmpfs of `disk_mb` above, so writing past the limit is ENOSPC) bound as
 `/`; otherwise a read-only root with fresh writable folders bound at the workdir, /tmp,
@@ -52,7 +52,7 @@ HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 def episodes_dir() -> Path:
-    from termgym.images import cache_dir
+    from termgym.sandbox._images import cache_dir
 
     return cache_dir() / "episodes"
 
@@ -80,7 +80,7 @@ class BwrapSandbox(ShellSandbox):
 
     def start(self) -> None:
         """Prepare the writable root (and, for an agent, start the shell)."""
-        from termgym.images import rootfs_for
+        from termgym.sandbox._images import rootfs_for
 
         if shutil.which("bwrap") is None:
             raise BackendUnavailable(

@@ -1,36 +1,36 @@
-"""Sandbox backends by name: register(), make_sandbox(), default_backend()."""
+"""Sandbox backends by name: register(), make_sandbox(), default_backend().
+
+Backends are classes taking a SandboxConfig. Besides the three bundled ones, installed
+packages add backends under the entry-point group "termgym.sandboxes" (name =
+"module:Class"); a backend that isolates nothing registers with `isolated=False`.
+"""
 
 from __future__ import annotations
 
-import difflib
 import functools
-import importlib
 import os
 import shutil
 import subprocess
 import warnings
-from dataclasses import dataclass
+from typing import Any
 
+from termgym._registry import Entry, Registry
 from termgym.errors import BackendUnavailable, UnknownBackend
 from termgym.sandbox._base import Sandbox, SandboxConfig
 from termgym.sandbox._engine import HOW_TO_START_DOCKER, docker_answers
 
+ENTRY_POINT_GROUP = "termgym.sandboxes"
+"""Installed packages add sandbox backends under this entry-point group."""
 
-@dataclass(frozen=True)
-class BackendSpec:
-    """A backend's name and where its class lives ("module:Class", imported on first use)."""
-
-    name: str
-    entry_point: str
-    isolated: bool = True
-
-
-registry: dict[str, BackendSpec] = {}
+registry: Registry[Any] = Registry("sandbox backend", ENTRY_POINT_GROUP, UnknownBackend)
+BackendSpec = Entry
+"""A registered backend: `name`, `target` ("module:Class" or the class), `options`
+({"isolated": bool})."""
 
 
-def register(name: str, entry_point: str, *, isolated: bool = True) -> None:
-    """Register a sandbox backend class under `name`."""
-    registry[name] = BackendSpec(name, entry_point, isolated)
+def register(name: str, entry_point: str | type, *, isolated: bool = True) -> Entry[Any]:
+    """Register a sandbox backend class under `name` (replacing one of that name)."""
+    return registry.register(name, entry_point, options={"isolated": isolated})
 
 
 register("docker", "termgym.sandbox._docker:DockerSandbox")
@@ -38,17 +38,9 @@ register("bwrap", "termgym.sandbox._bwrap:BwrapSandbox")
 register("local", "termgym.sandbox._local:LocalSandbox", isolated=False)
 
 
-def spec(name: str) -> BackendSpec:
-    """The spec registered under `name`; UnknownBackend lists the known ones."""
-    try:
-        return registry[name]
-    except KeyError:
-        known = sorted(registry)
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UnknownBackend(
-            f"Expected a sandbox backend among {', '.join(known)}; got {name!r}.{hint}"
-        ) from None
+def spec(name: str) -> Entry[Any]:
+    """The entry registered under `name`; UnknownBackend lists the known ones."""
+    return registry.entry(name)
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,7 +86,7 @@ def make_sandbox(
     """
     name = backend or default_backend()
     found = spec(name)
-    if not found.isolated:
+    if not found.options.get("isolated", True):
         if not (allow_local or os.environ.get("TERMGYM_ALLOW_LOCAL") == "1"):
             raise BackendUnavailable(
                 f"The {name!r} backend runs commands on this machine with no isolation; "
@@ -106,7 +98,6 @@ def make_sandbox(
             RuntimeWarning,
             stacklevel=2,
         )
-    module_name, _, attr = found.entry_point.partition(":")
-    cls = getattr(importlib.import_module(module_name), attr)
+    cls = registry.load(name)
     sandbox: Sandbox = cls(config or SandboxConfig())
     return sandbox

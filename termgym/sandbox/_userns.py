@@ -8,7 +8,7 @@ the host's keyrings and setuid files on the host disk are within its reach. Here
 host it is uid `UID_BASE`, owning nothing but the sandbox's own files. Uid `AGENT_UID` (the
 unprivileged user grading runs the agent's programs as) exists in it too.
 
-The exported image root filesystems are owned by the shifted ids (`termgym.images`), so
+The exported image root filesystems are owned by the shifted ids (`termgym.sandbox._images`), so
 inside a sandbox the system files belong to root as usual.
 """
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from termgym._task_paths import BUNDLED, SPEC_FILE, TASKS_PATH_ENV, task_dirs, task_roots
+from termgym._vocabulary import VARIANTS
+from termgym.kinds import GraderSpec
 from termgym.tasks._image import image_tag, task_image
 from termgym.tasks._loader import Task, load_task, withheld_leaks
 from termgym.tasks._registry import get_task, list_tasks
-from termgym.tasks._spec import VARIANTS, GraderSpec, GradingSpec, Limits, RuleSpec, TaskSpec
+from termgym.tasks._spec import GradingSpec, Limits, RuleSpec, TaskSpec
 from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._variants import EpisodePlan, RuleSet, instantiate, sampled_values
 

@@ -43,7 +43,7 @@ def task_image(task: Task, build: bool = True) -> str:
         )
     tag = image_tag(task)
     if build:
-        from termgym.images import build_image
+        from termgym.sandbox import build_image
 
         with tempfile.TemporaryDirectory(prefix="termgym-context-") as context:
             # The build context leaves out what the agent must never see in the image.

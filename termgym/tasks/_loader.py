@@ -14,7 +14,8 @@ import yaml
 
 from termgym._task_paths import SPEC_FILE
 from termgym.errors import TaskSpecError, TermgymError
-from termgym.tasks._spec import GraderSpec, RuleSpec, RuleValue, TaskSpec
+from termgym.kinds import GraderSpec
+from termgym.tasks._spec import RuleSpec, RuleValue, TaskSpec
 from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
 
 
@@ -229,7 +230,7 @@ def withheld_leaks(task: Task) -> list[str]:
 
 
 def _check_graders(task: Task, source: Path) -> None:
-    from termgym.grading import grader_kind
+    from termgym.kinds import grader_kind
 
     for field_name, specs in (
         ("graders", task.spec.graders),

@@ -8,11 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-VARIANTS: tuple[str, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
-"""Every variant a task can offer, in the order tables list them."""
+from termgym._vocabulary import Variant
+from termgym.kinds import GraderSpec
 
 RuleType = Literal["int", "float", "str", "bool", "choice"]
-VariantName = Literal["original", "contradicted", "withheld", "swapped", "sampled"]
+VariantName = Variant
 RuleValue = int | float | str | bool
 
 
@@ -118,29 +118,6 @@ class RuleSpec(BaseModel):
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
-
-
-class GraderSpec(BaseModel):
-    """One hidden grader: its kind, its weight, and the parameters its kind takes."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    name: str
-    kind: str
-    weight: float = Field(default=1.0, ge=0)
-    timeout: float | None = Field(default=None, gt=0)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, name: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-            raise ValueError(f"expected letters, digits, '_', '.' or '-', found {name!r}")
-        return name
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The kind-specific parameters (everything besides name, kind, weight, timeout)."""
-        return dict(self.model_extra or {})
 
 
 class Limits(BaseModel):

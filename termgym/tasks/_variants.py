@@ -8,9 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from termgym._vocabulary import VARIANTS
 from termgym.errors import TaskError
+from termgym.kinds import GraderSpec
 from termgym.tasks._loader import Task
-from termgym.tasks._spec import VARIANTS, GraderSpec, Limits, RuleSpec, RuleValue
+from termgym.tasks._spec import Limits, RuleSpec, RuleValue
 from termgym.tasks._template import render
 
 

@@ -12,20 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from termgym.check import run_solution
 from termgym.errors import GraderError
-from termgym.grading import (
+from termgym.grading import grade, grade_rulesets, prepare
+from termgym.kinds import (
     BaseGrader,
     Job,
     JobOutput,
     Outcome,
-    grade,
-    grade_rulesets,
     grader_kinds,
-    prepare,
     register_grader,
     unregister_grader,
 )
-from termgym.grading._check import run_solution
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import GraderSpec, RuleSet, Task, instantiate, load_task
 

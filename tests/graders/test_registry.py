@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from termgym.errors import GraderError, UnknownGraderKind
-from termgym.grading import grader_kind, grader_kinds, register_grader, unregister_grader
-from termgym.grading._registry import ENTRY_POINT_GROUP
+from termgym.kinds import (
+    ENTRY_POINT_GROUP,
+    grader_kind,
+    grader_kinds,
+    register_grader,
+    unregister_grader,
+)
 
 
 def test_bundled_kinds_come_from_the_entry_point_group():

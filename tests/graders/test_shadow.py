@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from termgym.check import check_tasks
 from termgym.grading import classify
-from termgym.grading._check import check_tasks
 from termgym.tasks import load_task
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"

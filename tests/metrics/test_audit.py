@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from termgym.audit import (
+from termgym.analysis.audit import (
     EpisodeTrace,
     Written,
     audit_trace,

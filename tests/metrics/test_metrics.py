@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from termgym.metrics import (
+from termgym.analysis.metrics import (
     EpisodeSummary,
     compute_metrics,
     gini,

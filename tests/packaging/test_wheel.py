@@ -1,4 +1,5 @@
-"""A wheel carries the bundled tasks, so a non-editable install finds them."""
+"""A wheel carries the bundled tasks, so a non-editable install finds them, and installs one
+import package only: termgym (graders/ and tui/ ship as termgym.graders and termgym.tui)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_the_wheel_holds_every_bundled_task_file(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project built as a wheel, once for the module."""
+    out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert built.returncode == 0, built.stderr[-2000:]
-    [wheel] = list(tmp_path.glob("termgym-*.whl"))
+    [found] = list(out.glob("termgym-*.whl"))
+    return found
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_every_bundled_task_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     source = ROOT / "environments"
     expected = {
@@ -31,3 +39,21 @@ def test_the_wheel_holds_every_bundled_task_file(tmp_path) -> None:
     }
     assert expected and expected <= names
     assert "termgym/_task_paths.py" in names
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_one_import_package_holding_every_subpackage(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {
+        "termgym"
+    }
+    packages = {
+        "termgym/" + p.parent.relative_to(ROOT / "termgym").as_posix() + "/__init__.py"
+        for p in (ROOT / "termgym").rglob("__init__.py")
+        if p.parent != ROOT / "termgym"
+    }
+    packages |= {"termgym/graders/__init__.py", "termgym/tui/__init__.py"}
+    assert packages <= set(names), sorted(packages - set(names))
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "termgym.graders.pytest_kind:PytestGrader" in text and "= graders." not in text

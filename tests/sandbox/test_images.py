@@ -8,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from termgym.errors import ImageError
-from termgym.images import RECIPE_LABEL, build_base, build_image, recipe_hash
-from termgym.sandbox import BASE_IMAGE, SandboxConfig, make_sandbox
+from termgym.sandbox import (
+    BASE_IMAGE,
+    RECIPE_LABEL,
+    SandboxConfig,
+    build_base,
+    build_image,
+    make_sandbox,
+    recipe_hash,
+)
 from termgym.sandbox._engine import docker_client
 
 pytestmark = pytest.mark.docker

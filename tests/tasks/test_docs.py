@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym.grading._check import check_tasks
+from termgym.check import check_tasks
 from termgym.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[2]

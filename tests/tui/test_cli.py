@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from termgym.tui.app import resolve_target
 
 from termgym.cli import main
 from termgym.errors import RecordingError
 from termgym.recording import RunWriter
-from tui.app import resolve_target
 
 
 def test_the_latest_run_is_opened_by_default(tmp_path: Path) -> None:

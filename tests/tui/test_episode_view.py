@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 from rich.text import Text
-
-from tui.app import TermgymApp
-from tui.episode_screen import SPEEDS, EpisodeScreen
-from tui.help_screen import HelpScreen
-from tui.step_detail import StepDetail
-from tui.step_list import StepList
-from tui.terminal_view import TerminalView
+from termgym.tui.app import TermgymApp
+from termgym.tui.episode_screen import SPEEDS, EpisodeScreen
+from termgym.tui.help_screen import HelpScreen
+from termgym.tui.step_detail import StepDetail
+from termgym.tui.step_list import StepList
+from termgym.tui.terminal_view import TerminalView
 
 from .conftest import settle, shown_text
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from termgym.tui.model import EpisodeModel
+
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
-from tui.model import EpisodeModel
 
 
 def test_audit_hits_are_computed_from_the_log_when_the_end_has_none(tmp_path) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from termgym.tui.app import TermgymApp
+from termgym.tui.episode_screen import EpisodeScreen
+from termgym.tui.run_screen import RunScreen
+from termgym.tui.terminal_view import TerminalView
 from textual.widgets import DataTable
 
 from termgym.recording import EpisodeHeader, EpisodeWriter, synthetic_steps
-from tui.app import TermgymApp
-from tui.episode_screen import EpisodeScreen
-from tui.run_screen import RunScreen
-from tui.terminal_view import TerminalView
 
 from .conftest import settle, shown_text
 

@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from tui.app import TermgymApp
+from termgym.tui.app import TermgymApp
 
 from .conftest import settle
 

@@ -22,9 +22,10 @@ SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES: tuple[str, ...] = (
     "bash", "coreutils", "procps", "tmux", "less", "ca-certificates",
-    "python3", "python3-pytest", "git", "make", "sqlite3", "jq",
+    "python3", "python3-pytest", "git", "make", "sqlite3", "jq", "vim", "nano",
 )  # fmt: skip
-"""Installed on top of a minimal Debian; python3 brings the sqlite3 module, pytest runs graders."""
+"""Installed on top of a minimal Debian; python3 brings the sqlite3 module, pytest runs graders,
+vim and nano are there for the tasks that edit a file in an editor."""
 
 RECIPE_LABEL = "io.termgym.recipe"
 

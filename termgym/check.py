@@ -1,4 +1,8 @@
-"""`termgym check`: run each task's oracle and memorized solutions on its variants, for real."""
+"""`termgym check`: run each task's oracle and memorized solutions on its variants, for real.
+
+Beside `termgym.run` above grading: it drives sandboxes and `termgym.grading` directly,
+with a task's reference solutions in place of an agent.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from termgym.errors import TermgymError
-from termgym.grading._runner import grade, prepare
-from termgym.grading._verdict import GradeReport
-from termgym.grading._verifier import ColdStarts
+from termgym.grading import ColdStarts, GradeReport, grade, prepare
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import EpisodePlan, RuleSet, Task, instantiate, task_image, withheld_leaks
 

@@ -1,4 +1,4 @@
-"""The Grader protocol: a grader kind turns a spec into a job the in-sandbox runner executes."""
+"""The Grader protocol: a grader kind turns a spec into a job the verifier's runner executes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from termgym.errors import GraderError
-from termgym.tasks._spec import GraderSpec
+from termgym.kinds._spec import GraderSpec
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,35 @@
+"""Grader kinds: the contract a kind implements, the spec it is given, and the registry.
+
+The lowest layer of grading: task loading validates every grader spec through its kind
+(`Grader.job`), and episode grading (`termgym.grading`) runs the jobs. Bundled kinds
+(`termgym.graders`) and third-party ones arrive through the same "termgym.graders"
+entry-point group.
+"""
+
+from __future__ import annotations
+
+from termgym.kinds._base import BaseGrader, Grader, Job, JobOutput, Outcome
+from termgym.kinds._registry import (
+    ENTRY_POINT_GROUP,
+    grader_kind,
+    grader_kinds,
+    register_grader,
+    registry,
+    unregister_grader,
+)
+from termgym.kinds._spec import GraderSpec
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "BaseGrader",
+    "Grader",
+    "GraderSpec",
+    "Job",
+    "JobOutput",
+    "Outcome",
+    "grader_kind",
+    "grader_kinds",
+    "register_grader",
+    "registry",
+    "unregister_grader",
+]

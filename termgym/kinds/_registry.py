@@ -1,0 +1,62 @@
+"""The registry of grader kinds: `register_grader` and the "termgym.graders" entry points."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from termgym._registry import Registry
+from termgym.errors import GraderError, UnknownGraderKind
+from termgym.kinds._base import Grader
+
+ENTRY_POINT_GROUP = "termgym.graders"
+"""Installed packages add grader kinds by naming "module:attr" under this entry-point group."""
+
+registry: Registry[Any] = Registry(
+    "grader kind",
+    ENTRY_POINT_GROUP,
+    UnknownGraderKind,
+    miss="unknown grader kind {name!r}: expected one of {listed}.{hint}",
+)
+_instances: dict[str, Grader] = {}
+
+
+def register_grader(kind: str, entry_point: str | Any, *, override: bool = False) -> None:
+    """Register a grader kind.
+
+    Args:
+        kind: The name task.yaml uses in `kind:`.
+        entry_point: A "module:attr" string (imported lazily), a Grader class or instance.
+        override: Replace an existing kind of the same name instead of raising.
+    """
+    registry.register(kind, entry_point, override=override)
+    _instances.pop(kind, None)
+
+
+def unregister_grader(kind: str) -> None:
+    """Remove a grader kind (tests use this to clean up)."""
+    registry.unregister(kind)
+    _instances.pop(kind, None)
+
+
+def grader_kinds() -> list[str]:
+    """Every registered grader kind, sorted."""
+    return registry.names()
+
+
+def grader_kind(kind: str) -> Grader:
+    """The implementation of a grader kind (instantiated once).
+
+    Raises:
+        UnknownGraderKind: no kind of that name; the message suggests close names.
+        GraderError: the registered object is not a Grader.
+    """
+    if kind not in _instances:
+        target = registry.load(kind)
+        loaded = target() if isinstance(target, type) else target
+        if not isinstance(loaded, Grader):
+            raise GraderError(
+                f"grader kind {kind!r} ({registry.entry(kind).source}): expected an object "
+                f"with job() and read(), found {loaded!r}"
+            )
+        _instances[kind] = loaded
+    return _instances[kind]
