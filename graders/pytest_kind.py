@@ -8,6 +8,7 @@ from pathlib import Path
 
 from termgym.errors import GraderError
 from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
+from termgym.kinds import tail as output_tail
 
 _PLUGIN = Path(__file__).with_name("_pytest_runtime.py")
 _INI = b"[pytest]\njunit_family = xunit1\n"
@@ -70,7 +71,7 @@ class PytestGrader(BaseGrader):
 
     def read(self, spec: GraderSpec, output: JobOutput) -> Mapping[str, Outcome]:
         self.fail_on_error(spec, output)
-        tail = output.output.strip()[-1500:]
+        tail = output_tail(output.output, 1500)
         if output.exit_code not in _VERDICT_CODES:
             if output.exit_code == 5:
                 what = "collected no tests"

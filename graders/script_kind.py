@@ -7,6 +7,7 @@ from pathlib import Path
 
 from termgym.errors import GraderError
 from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
+from termgym.kinds import tail as output_tail
 
 
 class ScriptGrader(BaseGrader):
@@ -31,7 +32,7 @@ class ScriptGrader(BaseGrader):
     def read(self, spec: GraderSpec, output: JobOutput) -> Mapping[str, Outcome]:
         self.fail_on_error(spec, output)
         raw = output.files.get("score")
-        tail = output.output.strip()[-800:]
+        tail = output_tail(output.output, 800)
         if raw is None:
             raise GraderError(
                 f"grader {spec.name!r} (script) wrote no score to "
@@ -49,5 +50,5 @@ class ScriptGrader(BaseGrader):
                 f"grader {spec.name!r} (script): expected a score in [0, 1], found {score}"
             )
         passed = score >= float(spec.params.get("pass_score", 1.0))
-        outcome = Outcome(score=score, passed=passed, message=tail[-300:])
+        outcome = Outcome(score=score, passed=passed, message=output_tail(tail, 300))
         return {name: outcome for name in output.rulesets}

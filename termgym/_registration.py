@@ -9,7 +9,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from termgym._task_paths import task_dirs
+from termgym._task_paths import add_folder, task_dirs
 
 NAMESPACE = "termgym"
 ENTRY_POINT = "termgym.env._env:TerminalEnv"
@@ -23,12 +23,18 @@ def env_id(task_id: str) -> str:
 def register_tasks(*folders: str | Path) -> list[str]:
     """Register the bundled tasks, those on TERMGYM_TASKS_PATH, and those under `folders`.
 
-    Each folder is a folder of task folders (each holding a task.yaml). Tasks are loaded
-    and validated when an environment is made, not here, so registering is cheap. Returns
-    the Gymnasium ids registered. Registering the same task again replaces it.
+    Each folder is a folder of task folders (each holding a task.yaml), or a task folder;
+    from now on `termgym.make("<id>")` and `gymnasium.make(...)` both find its tasks. Tasks
+    are loaded and validated when an environment is made, not here, so registering is cheap.
+    Returns the Gymnasium ids registered. Registering the same task again replaces it.
+
+    Raises:
+        TaskNotFound: a folder does not exist or holds no task.
     """
+    for folder in folders:
+        add_folder(folder)
     ids = []
-    for task_id, folder in task_dirs([Path(f) for f in folders] or None).items():
+    for task_id, folder in task_dirs().items():
         gid = env_id(task_id)
         gym.registry.pop(gid, None)
         gym.register(id=gid, entry_point=ENTRY_POINT, kwargs={"task": str(folder.resolve())})

@@ -6,8 +6,11 @@ Kept free of heavy imports: `import termgym` uses it to register every task with
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+
+from termgym.errors import TaskNotFound
 
 SPEC_FILE = "task.yaml"
 """The file that makes a folder a task."""
@@ -21,9 +24,50 @@ BUNDLED = _SOURCE_TREE if _SOURCE_TREE.is_dir() else _IN_WHEEL
 """The tasks shipped with termgym: environments/ in a checkout, a copy inside a wheel."""
 
 
+_added: list[Path] = []
+"""Folders given to `termgym.register_tasks`, searched after the paths a call names."""
+
+HOW_TO_ADD = (
+    "Add a folder of tasks with --path, the environment variable "
+    f"{TASKS_PATH_ENV}, or termgym.register_tasks(folder)."
+)
+
+
+def check_folder(path: str | Path) -> Path:
+    """`path` as a folder of tasks (or a task folder) that exists and holds at least one task.
+
+    Raises:
+        TaskNotFound: it does not exist, is not a folder, or holds no task.yaml.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise TaskNotFound(
+            f"Expected a folder of tasks (or a task folder) at {folder}; found "
+            f"{'a file' if folder.exists() else 'nothing'} there."
+        )
+    if not (folder / SPEC_FILE).is_file() and not any(
+        (child / SPEC_FILE).is_file() for child in folder.iterdir()
+    ):
+        raise TaskNotFound(
+            f"Expected {folder} to hold task folders (<id>/{SPEC_FILE}) or to be one "
+            f"({SPEC_FILE} in it); found no {SPEC_FILE} there."
+        )
+    return folder
+
+
+def add_folder(path: str | Path) -> Path:
+    """Search `path` for tasks from now on (in this process); it is checked first."""
+    folder = check_folder(path)
+    if folder.resolve() not in [f.resolve() for f in _added]:
+        _added.append(folder)
+    return folder
+
+
 def task_roots(paths: Sequence[str | Path] | None = None) -> list[Path]:
-    """Folders searched for tasks: `paths`, then $TERMGYM_TASKS_PATH, then the bundled ones."""
+    """Folders searched for tasks: `paths`, the folders added by `register_tasks`, then
+    $TERMGYM_TASKS_PATH, then the bundled ones."""
     roots = [Path(p) for p in paths or ()]
+    roots += _added
     roots += [Path(p) for p in os.environ.get(TASKS_PATH_ENV, "").split(os.pathsep) if p]
     roots.append(BUNDLED)
     unique: list[Path] = []
@@ -34,15 +78,26 @@ def task_roots(paths: Sequence[str | Path] | None = None) -> list[Path]:
 
 
 def task_dirs(paths: Sequence[str | Path] | None = None) -> dict[str, Path]:
-    """Task id -> task folder; the first root holding an id wins."""
+    """Task id -> task folder; the first root holding an id wins, and a warning names both
+    folders when another root holds the same id (a task shadowing a bundled one, say)."""
     found: dict[str, Path] = {}
     for root in task_roots(paths):
         if (root / SPEC_FILE).is_file():
-            found.setdefault(root.name, root)
+            _keep(found, root.name, root)
             continue
         if not root.is_dir():
             continue
         for child in sorted(root.iterdir()):
             if (child / SPEC_FILE).is_file():
-                found.setdefault(child.name, child)
+                _keep(found, child.name, child)
     return found
+
+
+def _keep(found: dict[str, Path], task_id: str, folder: Path) -> None:
+    first = found.setdefault(task_id, folder)
+    if first.resolve() != folder.resolve():
+        warnings.warn(
+            f"task {task_id!r} is in both {first} and {folder}; using the one in {first}",
+            UserWarning,
+            stacklevel=3,
+        )

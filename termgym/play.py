@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 from termgym.env import TerminalEnv, format_keys
 from termgym.sandbox import RunResult
+from termgym.tasks import Task
 
 SUBMIT_KEY = b"\x1d"
 """Ctrl-] submits the episode for grading (as in telnet); `exit` in the shell does too."""
@@ -99,7 +100,7 @@ class _Session:
 
 
 def play(
-    task: str,
+    task: str | Task,
     *,
     variant: str = "original",
     seed: int | None = None,

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
 from termgym.run import RunConfig, RunSummary
 from termgym.tasks import VARIANTS
@@ -37,6 +38,7 @@ def run_demo(
     variants: tuple[str, ...] = VARIANTS,
     concurrency: int = 2,
     console: Console | None = None,
+    paths: tuple[str, ...] = (),
 ) -> list[RunSummary]:
     """Run the demo's agents, print the pooled report, and say how to replay the episodes."""
     from termgym.cli.run_cmds import execute
@@ -60,6 +62,7 @@ def run_demo(
             concurrency=concurrency,
             out=out / agent,
             backend=name,
+            paths=paths,
         )
         summaries.append(execute(config))
     wall = time.monotonic() - began
@@ -98,8 +101,14 @@ def run_demo(
     default=None,
     help="Folder for the two runs (default: runs/demo-<time>).",
 )
+@task_paths
 def demo(
-    backend: str | None, tasks: str, variants: str, concurrency: int, out: Path | None
+    backend: str | None,
+    tasks: str,
+    variants: str,
+    concurrency: int,
+    out: Path | None,
+    paths: tuple[str, ...],
 ) -> None:
     """Run the oracle and the memorizer over every task and variant, and print the report.
 
@@ -117,6 +126,7 @@ def demo(
             tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
             variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
             concurrency=concurrency,
+            paths=paths,
         )
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -10,6 +10,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from termgym.cli._options import task_paths
+from termgym.errors import TermgymError
 from termgym.run import RunConfig, Runner, RunSummary
 
 console = Console(stderr=True)
@@ -39,7 +41,7 @@ def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
         transient=False,
     ) as progress:
         bar = progress.add_task(config.agent, total=None, status="")
-        counts = {"ok": 0, "agent-error": 0, "infra-error": 0, "retries": 0}
+        counts = {"ok": 0, "agent-error": 0, "infra-error": 0, "grader-error": 0, "retries": 0}
 
         def hook(event: str, value: Any) -> None:
             if event == "total":
@@ -52,9 +54,11 @@ def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
                 )
             elif event == "episode":
                 counts[value.status] += 1
+                if value.cls == "grader-error":
+                    counts["grader-error"] += 1
                 progress.advance(bar)
                 progress.update(bar, status=_status(counts))
-                if value.status != "ok":
+                if value.status != "ok" or value.cls == "grader-error":
                     progress.console.print(
                         f"[yellow]{value.job.episode_id}[/]: {value.status}: {value.error}"
                     )
@@ -72,6 +76,8 @@ def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
 
 def _status(counts: dict[str, int]) -> str:
     parts = [f"{counts['ok']} graded"]
+    if counts["grader-error"]:
+        parts.append(f"{counts['grader-error']} not gradable (scored 0)")
     if counts["agent-error"]:
         parts.append(f"{counts['agent-error']} agent errors")
     if counts["infra-error"]:
@@ -119,6 +125,7 @@ def _status(counts: dict[str, int]) -> str:
     default=None,
     help="Docker runtime for the sandboxes, e.g. runsc (gVisor); see docs/security.md.",
 )
+@task_paths
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(
     "--agent-opt",
@@ -150,6 +157,7 @@ def run_command(
     out: Path | None,
     backend: str | None,
     runtime: str | None,
+    paths: tuple[str, ...],
     seed: int,
     agent_opts: tuple[str, ...],
     agent_timeout: float | None,
@@ -173,8 +181,12 @@ def run_command(
         retries=retries,
         shadow=not no_shadow,
         runtime=runtime,
+        paths=paths,
     )
-    summary = execute(config)
+    try:
+        summary = execute(config)
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from None
     console.print(
         f"{len(summary.results)} episodes run, {len(summary.skipped)} resumed from before, "
         f"in {summary.wall_seconds:.1f} s; recordings in {summary.out}"
@@ -208,6 +220,7 @@ def run_command(
     default=None,
     help="Run folder for the recording (default: runs/human-<time>).",
 )
+@task_paths
 def play_command(
     task: str,
     variant: str,
@@ -215,13 +228,19 @@ def play_command(
     backend: str | None,
     runtime: str | None,
     out: Path | None,
+    paths: tuple[str, ...],
 ) -> None:
     """Solve TASK yourself in its sandbox's terminal; Ctrl-] (or `exit`) submits."""
     from termgym.play import play
+    from termgym.tasks import get_task
 
     out = out or Path("runs") / f"human-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        found = get_task(task, paths)
+    except TermgymError as exc:
+        raise click.ClickException(str(exc)) from None
     result = play(
-        task, variant=variant, seed=seed, backend=backend, record_dir=out, runtime=runtime
+        found, variant=variant, seed=seed, backend=backend, record_dir=out, runtime=runtime
     )
     if result.info.get("error"):
         raise click.ClickException(f"grading failed: {result.info['error']}")

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
 import click
 
+from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
-from termgym.tasks import TASKS_PATH_ENV, get_task, load_task, task_dirs
+from termgym.tasks import get_task, load_task, task_dirs
 
 
 @click.command("tasks")
-@click.option(
-    "--path",
-    "paths",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help=f"Extra folder of tasks (also ${TASKS_PATH_ENV}, {os.pathsep}-separated).",
-)
+@task_paths
 @click.option("--validate", is_flag=True, help="Only validate; exit 1 if any task is malformed.")
 def tasks(paths: tuple[str, ...], validate: bool) -> None:
     """List the tasks found (bundled and extra folders), validating each spec."""
@@ -49,13 +43,7 @@ def _mark(value: bool | None) -> str:
 @click.command("check")
 @click.argument("task_ids", nargs=-1)
 @click.option("--backend", default=None, help="Sandbox backend (default: docker if it answers).")
-@click.option(
-    "--path",
-    "paths",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="Extra folder of tasks.",
-)
+@task_paths
 @click.option(
     "-j",
     "--jobs",

@@ -25,7 +25,7 @@ from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
 from termgym.grading._report import new_key, parse
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
-from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, grader_kind
+from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, grader_kind, tail
 from termgym.sandbox import RunResult, Sandbox, SandboxConfig
 from termgym.sandbox._userns import AGENT_UID
 from termgym.tasks import EpisodePlan, RuleSet, Task
@@ -59,7 +59,7 @@ def prepare(sandbox: Sandbox, plan: EpisodePlan, timeout: float = 300.0) -> None
         if result.exit_code != 0:
             raise TaskError(
                 f"task {plan.task.id!r}: setup failed (exit {result.exit_code}, "
-                f"timed out: {result.timed_out}):\n{result.output.strip()[-1500:]}"
+                f"timed out: {result.timed_out}):\n{tail(result.output, 1500)}"
             )
 
 
@@ -125,9 +125,7 @@ def grade(
         timings=timings,
     )
     if report.errors:
-        error = GraderError(
-            f"task {task.id!r} ({plan.variant}): grading failed: " + " | ".join(report.errors)
-        )
+        error = GraderError(f"task {task.id!r} ({plan.variant}): grading failed: {report.why}")
         error.report = report
         raise error
     return report
@@ -338,7 +336,7 @@ def _verdicts(
             f"the grading run overran its {budget:.0f} s"
             if result.timed_out
             else f"the grading run printed no authentic report (exit {result.exit_code}): "
-            f"{result.output.strip()[-800:]}"
+            f"{tail(result.output, 800)}"
         )
         raise GraderError(why)
     verdicts = {}

@@ -141,6 +141,16 @@ class GradeReport:
         return [f"{name}: {v.error}" for name, v in self.verdicts.items() if v.error]
 
     @property
+    def why(self) -> str:
+        """Each distinct grader error once, with the rule sets it hit (for messages)."""
+        hits: dict[str, list[str]] = {}
+        for name, verdict in self.verdicts.items():
+            for result in verdict.results:
+                if result.error:
+                    hits.setdefault(f"{result.grader}: {result.error}", []).append(name)
+        return " | ".join(f"[{', '.join(sets)}] {text}" for text, sets in hits.items())
+
+    @property
     def matrix(self) -> dict[str, dict[str, bool | None]]:
         """Rule set -> grader -> passed."""
         return {name: {r.grader: r.passed for r in v.results} for name, v in self.verdicts.items()}

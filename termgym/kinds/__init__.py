@@ -8,7 +8,7 @@ entry-point group.
 
 from __future__ import annotations
 
-from termgym.kinds._base import BaseGrader, Grader, Job, JobOutput, Outcome
+from termgym.kinds._base import BaseGrader, Grader, Job, JobOutput, Outcome, tail
 from termgym.kinds._registry import (
     ENTRY_POINT_GROUP,
     grader_kind,
@@ -31,5 +31,6 @@ __all__ = [
     "grader_kinds",
     "register_grader",
     "registry",
+    "tail",
     "unregister_grader",
 ]

@@ -11,6 +11,16 @@ from termgym.errors import GraderError
 from termgym.kinds._spec import GraderSpec
 
 
+def tail(text: str, limit: int) -> str:
+    """The end of `text`, at most `limit` characters, cut at a line start (never mid-line)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    newline = cut.find("\n")
+    return "[...]\n" + (cut[newline + 1 :] if 0 <= newline < len(cut) - 1 else cut)
+
+
 @dataclass(frozen=True)
 class Job:
     """What the runner injected into the sandbox does for one grader.
@@ -135,7 +145,7 @@ class BaseGrader:
             )
         if output.error:
             raise GraderError(
-                f"grader {spec.name!r} ({spec.kind}) crashed: {output.error.strip()[-800:]}"
+                f"grader {spec.name!r} ({spec.kind}) crashed: {tail(output.error, 800)}"
             )
 
     def read(self, spec: GraderSpec, output: JobOutput) -> Mapping[str, Outcome]:
@@ -144,8 +154,7 @@ class BaseGrader:
         value = output.value
         if not isinstance(value, dict) or "score" not in value:
             raise GraderError(
-                f"grader {spec.name!r} ({spec.kind}) returned no result: "
-                f"{output.output.strip()[-400:]}"
+                f"grader {spec.name!r} ({spec.kind}) returned no result: {tail(output.output, 400)}"
             )
         pass_score = float(spec.params.get("pass_score", 1.0))
         score = float(value["score"])

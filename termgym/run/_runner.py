@@ -42,6 +42,7 @@ class RunConfig:
         shadow: Shadow-grade every episode.
         pool_size: Warm sandboxes per configuration.
         runtime: Docker runtime of the sandboxes ("runsc" for gVisor), None for the default.
+        paths: Folders of tasks searched before $TERMGYM_TASKS_PATH and the bundled ones.
     """
 
     agent: str
@@ -58,6 +59,7 @@ class RunConfig:
     shadow: bool = True
     pool_size: int = 1
     runtime: str | None = None
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,13 @@ class Runner:
 
     def jobs(self) -> list[Job]:
         """Every episode of the run, whether or not already finished."""
-        available = [task.id for task in list_tasks()]
+        paths = self.config.paths
+        available = [task.id for task in list_tasks(paths)]
         task_ids = select_tasks(list(self.config.tasks), available)
         variants = {
-            task_id: [v for v in self.config.variants if v in get_task(task_id).spec.variants]
+            task_id: [
+                v for v in self.config.variants if v in get_task(task_id, paths).spec.variants
+            ]
             for task_id in task_ids
         }
         return plan_jobs(task_ids, variants, self.config.episodes, self.config.seed)
@@ -158,7 +163,7 @@ class Runner:
     def _once(self, job: Job) -> EpisodeResult:
         agent = make_agent(self.config.agent, **self.config.agent_options)
         env = TerminalEnv(
-            job.task,
+            get_task(job.task, self.config.paths),
             variant=job.variant,
             backend=self.config.backend,
             record_dir=self.config.out,
@@ -198,6 +203,7 @@ class Runner:
                 k: v for k, v in self.config.agent_options.items() if "key" not in k.lower()
             },
             "tasks": list(self.config.tasks),
+            "paths": list(self.config.paths),
             "variants": list(self.config.variants),
             "episodes": self.config.episodes,
             "concurrency": self.config.concurrency,

@@ -41,7 +41,7 @@ from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _fscopy, _seccomp, _userns
 from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
-from termgym.sandbox._common import ShellSandbox, run_host
+from termgym.sandbox._common import ShellSandbox, default_signals, run_host
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
@@ -124,6 +124,7 @@ class BwrapSandbox(ShellSandbox):
         without writable cgroups.
         """
         assert self.cgroup is not None
+        default_signals()
         self.cgroup.join()
         if "pids" not in self.cgroup.applied and os.geteuid() != 0:
             import resource

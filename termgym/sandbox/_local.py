@@ -12,7 +12,7 @@ from typing import BinaryIO
 from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _fscopy
 from termgym.sandbox._base import RunResult, SandboxConfig
-from termgym.sandbox._common import ShellSandbox, kill_session, run_host
+from termgym.sandbox._common import ShellSandbox, default_signals, kill_session, run_host
 from termgym.sandbox._shell import BASH_ARGV
 
 
@@ -35,6 +35,8 @@ class LocalSandbox(ShellSandbox):
         if self.root is None:
             raise SandboxError("The local sandbox is not started; call start() first.")
         return self.root / path.lstrip("/")
+
+    _preexec = staticmethod(default_signals)
 
     def start(self) -> None:
         if self.config.runtime:
@@ -103,8 +105,9 @@ class LocalSandbox(ShellSandbox):
         cwd = self.host_path(workdir or self.config.workdir)
         full_env = {**os.environ, **self._shell_env(), **(env or {})}
         return run_host(
-            argv, timeout=timeout, cwd=cwd, env=full_env, limit=self.config.output_limit
-        )
+            argv, timeout=timeout, cwd=cwd, env=full_env, limit=self.config.output_limit,
+            preexec_fn=default_signals,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Kill every process and delete the temporary root (idempotent)."""

@@ -238,12 +238,33 @@ def _check_graders(task: Task, source: Path) -> None:
     ):
         for index, spec in enumerate(specs):
             where = f"field '{field_name}[{index}]' ({spec.name})"
+            _check_param_placeholders(task, source, where, spec.params)
             try:
                 grader_kind(spec.kind).job(spec, task.root)
             except TermgymError as exc:
                 raise _fail(source, where, str(exc)) from None
             except (ValueError, pydantic.ValidationError) as exc:
                 raise _fail(source, where, f"kind {spec.kind}: {exc}") from None
+
+
+def _check_param_placeholders(task: Task, source: Path, where: str, value: object) -> None:
+    """Every `{{ name }}` in a grader's parameters names a declared rule (else it would be
+    compared as literal text, and a negative check would pass vacuously)."""
+    if isinstance(value, str):
+        unknown = sorted(placeholders(value) - set(task.spec.rules))
+        if unknown:
+            raise _fail(
+                source,
+                where,
+                f"expected placeholders naming declared rules {sorted(task.spec.rules)}, "
+                f"found {{{{ {unknown[0]} }}}} in {value!r}",
+            )
+    elif isinstance(value, list):
+        for item in value:
+            _check_param_placeholders(task, source, where, item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_param_placeholders(task, source, f"{where} param {key!r}", item)
 
 
 def _check_paths(task: Task, source: Path) -> None:

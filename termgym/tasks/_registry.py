@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from termgym._task_paths import SPEC_FILE, task_dirs, task_roots
+from termgym._task_paths import HOW_TO_ADD, SPEC_FILE, task_dirs, task_roots
 from termgym.errors import TaskNotFound
 from termgym.tasks._loader import Task, load_task
 
@@ -40,7 +40,10 @@ def get_task(task_id: str, paths: Sequence[str | Path] | None = None) -> Task:
         close = difflib.get_close_matches(task_id, list(dirs), n=3)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         where = ", ".join(str(r) for r in task_roots(paths))
-        raise TaskNotFound(f"no task {task_id!r} in {where}: expected one of {sorted(dirs)}.{hint}")
+        raise TaskNotFound(
+            f"no task {task_id!r} in the folders searched ({where}): expected one of "
+            f"{sorted(dirs)}.{hint} {HOW_TO_ADD}"
+        )
     return load_cached(dirs[task_id])
 
 

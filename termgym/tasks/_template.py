@@ -60,6 +60,9 @@ def _drop_blocks(text: str, names: Collection[str]) -> str:
     for name in names:
         quoted = re.escape(name)
         text = re.sub(_LINE_BLOCK.format(name=quoted), "", text)
+        # an inline block that was a whole line (between other text) takes its line along
+        inline = _INLINE_BLOCK.format(name=quoted)[4:]  # without the leading (?s)
+        text = re.sub(r"(?sm)^[ \t]*" + inline + r"[ \t]*\n", "", text)
         text = re.sub(_INLINE_BLOCK.format(name=quoted), "", text)
     return text
 

@@ -41,6 +41,12 @@ def _script(run_id: str, ending: str, record_dir: str = "") -> str:
     )
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as in a terminal, even when this suite runs with SIGINT ignored
+    (started in the background by a script), which Python would otherwise keep ignoring."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(run_id: str, ending: str, record_dir: str = "") -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", _script(run_id, ending, record_dir)],
@@ -48,6 +54,7 @@ def _run(run_id: str, ending: str, record_dir: str = "") -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
 
 

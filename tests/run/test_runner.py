@@ -145,6 +145,8 @@ def test_ctrl_c_stops_the_run_and_leaves_no_container(tmp_path, base_image) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as in a terminal, even when the suite itself runs with SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     client = docker_client()
     label = {"label": f"io.termgym.run={out.name}"}

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from termgym.sandbox import Sandbox
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 
 
 def _sentinel_free(box: Sandbox, text: str | bytes) -> bool:
@@ -240,3 +241,36 @@ def test_exec_runs_outside_the_shell_with_its_env_workdir_and_timeout(box: Sandb
     assert slow.timed_out and slow.exit_code is None and slow.duration < 10
     trickle = box.exec(["sh", "-c", "while true; do printf .; sleep 0.5; done"], timeout=2)
     assert trickle.timed_out and trickle.duration < 10 and trickle.output.startswith("..")
+
+
+def _assert_default_signals(box: Sandbox) -> None:
+    ignored = box.run("grep SigIgn /proc/self/status").output.split()
+    assert ignored == ["SigIgn:", "0000000000000000"]
+    assert box.run("yes | head -1; echo ${PIPESTATUS[0]}").output == "y\n141\n"
+    assert "0000000000000000" in box.exec(["grep", "SigIgn", "/proc/self/status"]).output
+
+
+@pytest.fixture
+def sigint_ignored() -> Iterator[None]:
+    """This process ignores SIGINT, as one started from a script in the background does."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_the_agents_programs_get_default_signal_dispositions(
+    sigint_ignored: None, make_box: Callable[..., Sandbox]
+) -> None:
+    """Ctrl-C and broken pipes work in the agent's terminal whatever this process ignores
+    (SIGINT here, and SIGPIPE, which Python ignores)."""
+    _assert_default_signals(make_box())
+
+
+def test_the_local_backend_gives_default_signal_dispositions_too(
+    sigint_ignored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TERMGYM_ALLOW_LOCAL", "1")
+    with pytest.warns(RuntimeWarning):
+        box = make_sandbox("local", SandboxConfig())
+    with box:
+        _assert_default_signals(box)

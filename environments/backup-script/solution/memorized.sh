@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original settings (7 days, keep 5) hard-coded; only the folders
+# Hard-coded solution: the original settings (7 days, keep 5) hard-coded; only the folders
 # come from the config or the environment.
 set -euo pipefail
 APP="${TERMGYM_WORKDIR:-/app}"

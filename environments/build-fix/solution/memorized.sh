@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the same Makefile fixes with the original release settings
+# Hard-coded solution: the same Makefile fixes with the original release settings
 # (BUFFER_SIZE 4096, CHECKSUM crc32) hard-coded, whatever BUILD.md now says.
 set -euo pipefail
 cd /app

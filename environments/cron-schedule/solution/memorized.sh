@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original schedule (backup Sundays at 02:30, rotation every
+# Hard-coded solution: the original schedule (backup Sundays at 02:30, rotation every
 # 15 minutes) hard-coded, whatever ops/schedule.md now says.
 set -euo pipefail
 cat > /app/crontab <<'CRON'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original rules (outliers above 1000, ISO dates) hard-coded.
+# Hard-coded solution: the original rules (outliers above 1000, ISO dates) hard-coded.
 set -euo pipefail
 APP="${TERMGYM_WORKDIR:-/app}"
 cat > "$APP/clean.py" <<PY

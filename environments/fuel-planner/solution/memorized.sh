@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original policy (100 kg per piece, 12 % reserve) hard-coded.
+# Hard-coded solution: the original policy (100 kg per piece, 12 % reserve) hard-coded.
 set -euo pipefail
 APP="${TERMGYM_WORKDIR:-/app}"
 cat > "$APP/plan.py" <<'PY'

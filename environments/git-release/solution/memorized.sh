@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original release rules (minor bump, tags named v<version>)
+# Hard-coded solution: the original release rules (minor bump, tags named v<version>)
 # hard-coded, whatever CONTRIBUTING.md now says.
 set -euo pipefail
 cd /app/repo

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original answers (cluster mode, 8 workers, port 8080) hard-coded,
+# Hard-coded solution: the original answers (cluster mode, 8 workers, port 8080) hard-coded,
 # whatever docs/install-notes.md now says.
 set -euo pipefail
 cd /app

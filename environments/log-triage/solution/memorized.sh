@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original rules (ERROR severity 3 or more, last 30 minutes)
+# Hard-coded solution: the original rules (ERROR severity 3 or more, last 30 minutes)
 # hard-coded, whatever RUNBOOK.md now says.
 set -euo pipefail
 THRESHOLD=3

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original limits (5 requests per 60 s) hard-coded,
+# Hard-coded solution: the original limits (5 requests per 60 s) hard-coded,
 # whatever policy/limits.toml now says.
 set -euo pipefail
 cd /app

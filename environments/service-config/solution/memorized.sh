@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original production values (8080, 256, warning) hard-coded.
+# Hard-coded solution: the original production values (8080, 256, warning) hard-coded.
 set -euo pipefail
 APP="${TERMGYM_WORKDIR:-/app}"
 sed -e 's/^host = .*/host = 127.0.0.1/' \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original definitions (30-day window, at least 2 orders) hard-coded.
+# Hard-coded solution: the original definitions (30-day window, at least 2 orders) hard-coded.
 set -euo pipefail
 APP="${TERMGYM_WORKDIR:-/app}"
 python3 - "$APP" <<'PY'

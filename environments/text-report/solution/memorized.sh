@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memorized solution: the original spec (at least 7 letters, top 10) hard-coded.
+# Hard-coded solution: the original spec (at least 7 letters, top 10) hard-coded.
 set -euo pipefail
 APP="${TERMGYM_WORKDIR:-/app}"
 cat > "$APP/report.sh" <<SH
