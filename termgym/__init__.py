@@ -8,24 +8,29 @@ env = termgym.make("fuel-planner", variant="contradicted")
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from termgym.agents._base import SUBMIT
 from termgym.errors import TermgymError
+
+if TYPE_CHECKING:
+    from termgym.env import TerminalEnv
+    from termgym.tasks import Task
 
 __version__ = "0.1.0"
 
 __all__ = ["SUBMIT", "TermgymError", "__version__", "make", "register_tasks"]
 
 
-def make(task: str, **kwargs: Any) -> Any:
-    """Make the environment of a task id or folder; see `termgym.env.TerminalEnv`."""
+def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
+    """Make the environment of a task id, task folder or loaded task; see `TerminalEnv`."""
     from termgym.env import make as _make
 
     return _make(task, **kwargs)
 
 
-def register_tasks(*folders: str) -> list[str]:
+def register_tasks(*folders: str | Path) -> list[str]:
     """Register bundled tasks, those on TERMGYM_TASKS_PATH and under `folders` with Gymnasium."""
     from termgym._registration import register_tasks as _register
 

@@ -41,6 +41,20 @@ class CheckRow:
     why: str = ""
     seconds: float = 0.0
 
+    @classmethod
+    def failed(
+        cls, task: str, variant: str, solution: str, expected: str, why: str, seconds: float = 0.0
+    ) -> CheckRow:
+        """A row for a check that could not run (nothing was graded)."""
+        return cls(task, variant, solution, expected, None, None, None, False, why, seconds)
+
+    @classmethod
+    def static(
+        cls, task: str, variant: str, solution: str, expected: str, ok: bool, why: str
+    ) -> CheckRow:
+        """A row decided without running anything (the spec alone says it)."""
+        return cls(task, variant, solution, expected, None, None, None, ok, why)
+
 
 def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float = 300.0) -> None:
     """Copy a solution script to a fresh temporary place and run it in the workdir.
@@ -91,17 +105,9 @@ def _row(
         ok = None
         why = "passes the hidden original rule" if own else "fails the hidden original rule"
     return CheckRow(
-        plan.task.id,
-        plan.variant,
-        solution,
-        expected,
-        own,
-        original,
-        report.episode_class,
-        ok,
-        why,
-        seconds,
-    )
+        task=plan.task.id, variant=plan.variant, solution=solution, expected=expected, own=own,
+        original=original, episode_class=report.episode_class, ok=ok, why=why, seconds=seconds,
+    )  # fmt: skip
 
 
 def _failures(report: GradeReport, name: str) -> str:
@@ -145,18 +151,14 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
                 report = grade(sandbox, plan, verifiers=source)
             except TermgymError as exc:
                 rows.append(
-                    CheckRow(
+                    CheckRow.failed(
                         task.id,
                         variant,
                         label,
                         expected,
-                        None,
-                        None,
-                        None,
-                        False,
                         str(exc)[:800],
                         time.perf_counter() - start,
-                    )
+                    )  # fmt: skip
                 )
                 continue
             rows.append(_row(plan, label, expected, report, time.perf_counter() - start))
@@ -170,31 +172,18 @@ def _static_rows(task: Task) -> list[CheckRow]:
     if "withheld" in task.spec.variants:
         leaks = withheld_leaks(task)
         rows.append(
-            CheckRow(
-                task.id,
-                "withheld",
-                "-",
-                "hidden",
-                None,
-                None,
-                None,
-                not leaks,
-                "; ".join(leaks),
-            )
+            CheckRow.static(task.id, "withheld", "-", "hidden", not leaks, "; ".join(leaks))
         )
     if "contradicted" in task.spec.variants and not task.spec.memorized:
         rows.append(
-            CheckRow(
+            CheckRow.static(
                 task.id,
                 "contradicted",
                 "memorized",
                 "stale",
-                None,
-                None,
-                None,
                 False,
                 "no memorized solution declared (field 'memorized')",
-            )
+            )  # fmt: skip
         )
     return rows
 
@@ -221,7 +210,7 @@ def check_tasks(
         try:
             images[task.id] = task_image(task)
         except TermgymError as exc:
-            add([CheckRow(task.id, "-", "-", "builds", None, None, None, False, str(exc)[:800])])
+            add([CheckRow.failed(task.id, "-", "-", "builds", str(exc)[:800])])
             continue
         work.extend((task, variant) for variant in task.spec.variants)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -230,18 +219,6 @@ def check_tasks(
             try:
                 found = future.result()
             except TermgymError as exc:
-                found = [
-                    CheckRow(
-                        task.id,
-                        variant,
-                        "-",
-                        "starts",
-                        None,
-                        None,
-                        None,
-                        False,
-                        str(exc)[:800],
-                    )
-                ]
+                found = [CheckRow.failed(task.id, variant, "-", "starts", str(exc)[:800])]
             add(found)
     return rows

@@ -18,6 +18,7 @@ from termgym.env._keys import parse_keys
 from termgym.env._spaces import TerminalText
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
+from termgym.tasks import Task
 
 MAX_ACTION_CHARS = 100_000
 MAX_OUTPUT_CHARS = 1_100_000
@@ -242,8 +243,8 @@ class TerminalEnv(gym.Env[dict[str, Any], str]):
             self._episode = None
 
 
-def make(task: str | Path, **kwargs: Any) -> TerminalEnv:
-    """Make the environment of a task id or task folder (no Gymnasium wrappers).
+def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
+    """Make the environment of a task id, task folder or loaded task (no Gymnasium wrappers).
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
     record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime.

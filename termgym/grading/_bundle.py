@@ -9,7 +9,6 @@ user's (AGENT_UID), loses setuid, setgid and sticky bits, and devices are left o
 
 from __future__ import annotations
 
-import io
 import json
 import secrets
 import shutil
@@ -18,8 +17,9 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from termgym.grading._plan import Manifest
 from termgym.sandbox._userns import AGENT_UID
 
 GRADE_ROOT = "var/lib/termgym-verifier"
@@ -53,7 +53,7 @@ def write_bundle(
     work: BinaryIO | None,
     task_graders: Path | None,
     files: Mapping[str, bytes],
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
 ) -> None:
     """Write the verifier's whole input (work first, then the grading folder) to `out`."""
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -99,12 +99,3 @@ def _private(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uname = info.gname = "root"
     info.mode = 0o700 if info.isdir() else (0o700 if info.mode & 0o100 else 0o600)
     return info
-
-
-def spool() -> tempfile.SpooledTemporaryFile[bytes]:
-    """A file for a bundle: in memory while small, on disk when the work is big."""
-    return tempfile.SpooledTemporaryFile(max_size=8 << 20)
-
-
-def as_bytes(data: bytes) -> io.BytesIO:
-    return io.BytesIO(data)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import tarfile
 import tempfile
 import time
@@ -22,10 +21,11 @@ from termgym.errors import (
     TaskError,
 )
 from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
+from termgym.grading._plan import GradingPlan, plan_grading
 from termgym.grading._report import new_key, parse
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
-from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, grader_kind, tail
+from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
 from termgym.sandbox import RunResult, Sandbox, SandboxConfig
 from termgym.sandbox._userns import AGENT_UID
 from termgym.tasks import EpisodePlan, RuleSet, Task
@@ -181,12 +181,12 @@ def grade_rulesets(
     folder = new_folder()
     key = new_key()
     start = time.perf_counter()
-    manifest, files, budget, kinds, canonical = _plan_jobs(task, rulesets)
-    _inject(sandbox, task, folder, None, files, manifest)
+    plan = plan_grading(task, rulesets)
+    _inject(sandbox, task, folder, None, plan)
     injected = time.perf_counter()
-    result = _run(sandbox, task, folder, key, budget)
+    result = _run(sandbox, task, folder, key, plan.budget)
     ran = time.perf_counter()
-    verdicts = _verdicts(result, key, budget, rulesets, kinds, canonical)
+    verdicts = _verdicts(result, key, rulesets, plan)
     return verdicts, {
         "inject": injected - start,
         "run": ran - injected,
@@ -207,7 +207,7 @@ def grade_rulesets_in(
     start = time.perf_counter()
     folder = new_folder()
     key = new_key()
-    manifest, files, budget, kinds, canonical = _plan_jobs(task, rulesets)
+    plan = plan_grading(task, rulesets)
     try:
         verifier = source.acquire(verifier_config(agent, network_of=network_of))
     except InfrastructureError:
@@ -217,17 +217,17 @@ def grade_rulesets_in(
     acquired = time.perf_counter()
     try:
         try:
-            _inject(verifier, task, folder, work, files, manifest)
+            _inject(verifier, task, folder, work, plan)
         except InfrastructureError:
             raise
         except (SandboxError, OSError, tarfile.TarError) as exc:
             raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
         injected = time.perf_counter()
-        result = _run(verifier, task, folder, key, budget)
+        result = _run(verifier, task, folder, key, plan.budget)
         ran = time.perf_counter()
     finally:
         source.release(verifier)
-    verdicts = _verdicts(result, key, budget, rulesets, kinds, canonical)
+    verdicts = _verdicts(result, key, rulesets, plan)
     return verdicts, {
         "verifier": acquired - start,
         "inject": injected - acquired,
@@ -237,72 +237,16 @@ def grade_rulesets_in(
 
 
 def _inject(
-    sandbox: Sandbox,
-    task: Task,
-    folder: GradingFolder,
-    work: BinaryIO | None,
-    files: dict[str, bytes],
-    manifest: dict[str, Any],
+    sandbox: Sandbox, task: Task, folder: GradingFolder, work: BinaryIO | None, plan: GradingPlan
 ) -> None:
     """Copy the work (if any) and the grading folder into `sandbox`, in one archive."""
     with _spool() as bundle:
         write_bundle(
-            bundle, folder, work=work, task_graders=task.root / "graders", files=files,
-            manifest=manifest,
+            bundle, folder, work=work, task_graders=task.root / "graders", files=plan.files,
+            manifest=plan.manifest,
         )  # fmt: skip
         bundle.seek(0)
         sandbox.import_archive(bundle)
-
-
-def _canonical(rulesets: Sequence[RuleSet]) -> dict[str, dict[str, str]]:
-    """grader name -> {rule-set name -> the first rule set giving that grader the same values}."""
-    out: dict[str, dict[str, str]] = {}
-    firsts: dict[tuple[str, str], str] = {}
-    for ruleset in rulesets:
-        key = json.dumps(dict(ruleset.rules), sort_keys=True, default=str)
-        for spec in ruleset.graders:
-            first = firsts.setdefault((spec.name, key), ruleset.name)
-            out.setdefault(spec.name, {})[ruleset.name] = first
-    return out
-
-
-def _plan_jobs(
-    task: Task, rulesets: Sequence[RuleSet]
-) -> tuple[dict[str, Any], dict[str, bytes], float, dict[str, Grader], dict[str, dict[str, str]]]:
-    """(manifest, support files, time budget, kinds by grader, canonical rule sets)."""
-    specs: dict[str, GraderSpec] = {}
-    for ruleset in rulesets:
-        for spec in ruleset.graders:
-            specs.setdefault(spec.name, spec)
-    canonical = _canonical(rulesets)
-    values = {r.name: dict(r.rules) for r in rulesets}
-    default_timeout = task.spec.limits.grading_timeout
-    jobs: list[dict[str, Any]] = []
-    kinds: dict[str, Grader] = {}
-    files: dict[str, bytes] = {}
-    budget = 30.0
-    for name, spec in specs.items():
-        kinds[name] = grader_kind(spec.kind)
-        job = kinds[name].job(spec, task.root)
-        files.update(job.files)
-        targets = sorted(set(canonical[name].values()), key=list(values).index)
-        # A batch runs every rule set in one go: its timeout covers them all.
-        timeout = (spec.timeout or default_timeout) * (len(targets) if job.batch else 1)
-        budget += timeout * (1 if job.batch and not job.call else len(targets))
-        jobs.append(
-            {
-                "id": name,
-                "argv": list(job.argv),
-                "call": job.call,
-                "kwargs": dict(job.kwargs),
-                "env": dict(job.env),
-                "batch": job.batch,
-                "timeout": timeout,
-                "rulesets": targets,
-            }
-        )
-    manifest = {"workdir": task.spec.workdir, "rulesets": values, "jobs": jobs}
-    return manifest, files, budget, kinds, canonical
 
 
 def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: float) -> RunResult:
@@ -323,17 +267,12 @@ def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: 
 
 
 def _verdicts(
-    result: RunResult,
-    key: str,
-    budget: float,
-    rulesets: Sequence[RuleSet],
-    kinds: dict[str, Grader],
-    canonical: dict[str, dict[str, str]],
+    result: RunResult, key: str, rulesets: Sequence[RuleSet], plan: GradingPlan
 ) -> dict[str, Verdict]:
     runs = parse(result.output, key)
     if runs is None:
         why = (
-            f"the grading run overran its {budget:.0f} s"
+            f"the grading run overran its {plan.budget:.0f} s"
             if result.timed_out
             else f"the grading run printed no authentic report (exit {result.exit_code}): "
             f"{tail(result.output, 800)}"
@@ -343,9 +282,9 @@ def _verdicts(
     for ruleset in rulesets:
         results = []
         for spec in ruleset.graders:
-            target = canonical[spec.name][ruleset.name]
+            target = plan.canonical[spec.name][ruleset.name]
             results.append(
-                _judge(kinds[spec.name], spec, runs.get(spec.name, []), target, ruleset.name)
+                _judge(plan.kinds[spec.name], spec, runs.get(spec.name, []), target, ruleset.name)
             )
         verdicts[ruleset.name] = Verdict(ruleset.name, dict(ruleset.rules), tuple(results))
     return verdicts
