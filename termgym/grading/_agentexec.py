@@ -4,8 +4,10 @@ Injected beside the runner as the module `termgym_agentexec` (stdlib only, Pytho
 `install()` wraps `subprocess.Popen` (and so `subprocess.run`, `check_output`, `os.popen`)
 and `os.system` in the grader's process: unless its command line names a file in the
 grader folder (a grader's own helper), a child runs as AGENT_UID with no supplementary
-groups, its environment stripped of TERMGYM_* and PYTEST_* variables, out-of-memory first
-in line, and at most AGENT_NPROC processes. Such a child cannot read the grader folder,
+groups, its environment stripped of TERMGYM_* and PYTEST_* variables, and out-of-memory
+first in line. (No RLIMIT_NPROC: it counts a user's processes across every sandbox of the
+machine, so one agent's fork bomb would starve another episode's grading; each sandbox's own
+pids limit holds a fork bomb, at the cost of that episode's grading only.) Such a child cannot read the grader folder,
 the manifest or the rule files (0700, root), cannot open the runner's or the grader's
 output (another user's /proc entries), and cannot signal or trace them.
 
@@ -34,7 +36,6 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 AGENT_UID = int(os.environ.get("TERMGYM_AGENT_UID", "60000"))
-AGENT_NPROC = 200
 GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
 AGENT_HOME = "/tmp/.termgym-agent-home"
 
@@ -106,12 +107,6 @@ def _child_setup() -> None:
         with open("/proc/self/oom_score_adj", "w") as handle:
             handle.write("1000")
     except OSError:
-        pass
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_NPROC, (AGENT_NPROC, AGENT_NPROC))
-    except (OSError, ValueError):
         pass
 
 
