@@ -7,9 +7,10 @@ grader folder (a grader's own helper), a child runs as AGENT_UID with no supplem
 groups, its environment stripped of TERMGYM_* and PYTEST_* variables, and out-of-memory
 first in line. (No RLIMIT_NPROC: it counts a user's processes across every sandbox of the
 machine, so one agent's fork bomb would starve another episode's grading; each sandbox's own
-pids limit holds a fork bomb, at the cost of that episode's grading only.) Such a child cannot read the grader folder,
-the manifest or the rule files (0700, root), cannot open the runner's or the grader's
-output (another user's /proc entries), and cannot signal or trace them.
+pids limit holds a fork bomb, at the cost of that episode's grading only.) Such a child
+cannot read the grader folder, the manifest or the rule files (0700, root), cannot open the
+runner's or the grader's output (another user's /proc entries), and cannot signal or trace
+them.
 
 Folders registered with `share()` (pytest's temporary folders) are handed to the agent's
 user before each such start, so the agent's program can read the inputs a test wrote and

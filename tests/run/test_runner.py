@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,7 @@ def test_unknown_tasks_are_named_with_what_exists(tmp_path) -> None:
 def test_ctrl_c_stops_the_run_and_leaves_no_container(tmp_path, base_image) -> None:
     from termgym.sandbox._engine import docker_client
 
-    out = tmp_path / "ctrlc-run"
+    out = tmp_path / f"ctrlc-{uuid.uuid4().hex[:8]}"  # the run id labels its containers
     proc = subprocess.Popen(
         [
             TERMGYM,
