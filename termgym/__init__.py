@@ -16,11 +16,20 @@ from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
     from termgym.env import TerminalEnv
+    from termgym.run import Trajectory
     from termgym.tasks import Task
 
 __version__ = "0.1.0"
 
-__all__ = ["SUBMIT", "TermgymError", "__version__", "make", "register_tasks"]
+__all__ = [
+    "SUBMIT",
+    "TermgymError",
+    "__version__",
+    "arollout",
+    "make",
+    "register_tasks",
+    "rollout",
+]
 
 
 def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
@@ -28,6 +37,20 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
     from termgym.env import make as _make
 
     return _make(task, **kwargs)
+
+
+def rollout(policy: Any, tasks: Any = "*", **options: Any) -> list[Trajectory]:
+    """Run episodes of a policy function and return trajectories; see `termgym.run.rollout`."""
+    from termgym.run._rollout import rollout as _rollout
+
+    return _rollout(policy, tasks, **options)
+
+
+async def arollout(policy: Any, tasks: Any = "*", **options: Any) -> list[Trajectory]:
+    """`rollout` from a running event loop; see `termgym.run.arollout`."""
+    from termgym.run._rollout import arollout as _arollout
+
+    return await _arollout(policy, tasks, **options)
 
 
 def register_tasks(*folders: str | Path) -> list[str]:

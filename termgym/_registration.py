@@ -13,6 +13,8 @@ from termgym._task_paths import add_folder, task_dirs
 
 NAMESPACE = "termgym"
 ENTRY_POINT = "termgym.env._env:TerminalEnv"
+MULTI_TASK_ID = f"{NAMESPACE}/multi-v0"
+"""One environment over a task set (`tasks=`, default every task), a task drawn per episode."""
 
 
 def env_id(task_id: str) -> str:
@@ -39,6 +41,8 @@ def register_tasks(*folders: str | Path) -> list[str]:
         gym.registry.pop(gid, None)
         gym.register(id=gid, entry_point=ENTRY_POINT, kwargs={"task": str(folder.resolve())})
         ids.append(gid)
+    gym.registry.pop(MULTI_TASK_ID, None)
+    gym.register(id=MULTI_TASK_ID, entry_point="termgym.env._multi:MultiTaskEnv")
     return ids
 
 

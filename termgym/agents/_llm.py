@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from termgym.agents._base import SUBMIT, EpisodeContext
-from termgym.agents._reference import as_keystrokes
+from termgym.chat._budget import truncate_middle
+from termgym.chat._parse import parse_reply, split_reasoning
 from termgym.errors import AgentError
 
 SYSTEM_PROMPT = """\
@@ -46,69 +46,6 @@ FORMAT_REMINDER = (
     "Your reply had no code block and was not SUBMIT. Reply with exactly one ```bash block "
     "holding the next command, or with the single word SUBMIT when the task is complete."
 )
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
-_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
-_SUBMIT_LINE = re.compile(r"^[\s*_`.!]*SUBMIT[\s*_`.!]*$", re.M)
-_COMMAND_LANGS = {"bash", "sh", "shell", "console", "zsh", ""}
-
-
-def truncate_middle(text: str, limit: int) -> str:
-    """Keep the head and the tail of `text` within `limit` characters, with a marker between."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 5
-    tail = limit - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}"
-
-
-def parse_reply(content: str, mode: str = "command") -> tuple[str | None, str]:
-    """Turn a model's reply into an action.
-
-    Returns (action, note): the action is a command, keystrokes, SUBMIT, or None when the reply
-    follows no protocol; the note says what was ignored (extra blocks), else "".
-    """
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(content)]
-    usable = [
-        (lang, body)
-        for lang, body in blocks
-        if lang in _COMMAND_LANGS or (mode == "keys" and lang == "keys")
-    ]
-    if not usable:
-        return (SUBMIT if _SUBMIT_LINE.search(content) else None), ""
-    lang, body = usable[0]
-    body = body.rstrip("\n")
-    if not body.strip():
-        return None, ""
-    note = ""
-    if len(usable) > 1:
-        note = f"Note: only the first of your {len(usable)} code blocks was run."
-    if mode == "keys":
-        return (body if lang == "keys" else as_keystrokes(body)), note
-    return body, note
-
-
-def split_reasoning(message: Any) -> tuple[str, str | None]:
-    """The content and the reasoning text of a chat-completion message.
-
-    Reasoning comes from a `reasoning_content` or `reasoning` field (vLLM, DeepSeek, Ollama,
-    OpenRouter), or from <think>...</think> inside the content.
-    """
-    content = message.content or ""
-    extra = getattr(message, "model_extra", None) or {}
-    reasoning = None
-    for key in ("reasoning_content", "reasoning"):
-        value = extra.get(key, getattr(message, key, None))
-        if isinstance(value, str) and value.strip():
-            reasoning = value
-            break
-    thoughts = _THINK.findall(content)
-    if thoughts:
-        content = _THINK.sub("", content).strip()
-        inline = "\n".join(t.strip() for t in thoughts)
-        reasoning = f"{reasoning}\n{inline}" if reasoning else inline
-    return content, reasoning
 
 
 class LLMAgent:

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from termgym._registration import env_id, register_tasks, registered_ids
 from termgym.env._env import TerminalEnv, make
+from termgym.env._async import AsyncEnvMixin, set_io_threads
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
+from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolStats, SandboxPool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
+from termgym.env._task_set import TaskSchedule, resolve_task_set
 from termgym.env._wrappers import DiscreteCommands, HashedText
 
 __all__ = [
     "NAMED_KEYS",
+    "AsyncEnvMixin",
     "DiscreteCommands",
     "HashedText",
+    "MultiTaskEnv",
     "PoolStats",
     "SandboxPool",
+    "TaskSchedule",
     "TerminalEnv",
     "TerminalText",
     "VariantSchedule",
@@ -25,4 +31,6 @@ __all__ = [
     "parse_keys",
     "register_tasks",
     "registered_ids",
+    "resolve_task_set",
+    "set_io_threads",
 ]

@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from termgym.agents._base import SUBMIT
+from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
 from termgym.env._spaces import TerminalText
@@ -26,8 +27,11 @@ MAX_INSTRUCTION_CHARS = 200_000
 MODES = ("command", "keys")
 
 
-class TerminalEnv(gym.Env[dict[str, Any], str]):
+class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
     """A terminal task in a real sandbox, graded by hidden graders when the episode ends.
+
+    `areset()`, `astep()`, `astop()` and `aclose()` are the same calls as coroutines that
+    do not block an event loop (termgym.env._async).
 
     Actions are text: a shell command (mode "command") or keystrokes in the notation of
     `termgym.env.parse_keys` (mode "keys"). The action "<submit>" ends the episode and has

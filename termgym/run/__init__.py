@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from termgym.run._episode import EpisodeResult, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
+from termgym.run._rollout import Policy, arollout, rollout
 from termgym.run._runner import RunConfig, Runner, RunSummary
+from termgym.run._trajectory import Trajectory, load_trajectories, save_trajectories
 
 __all__ = [
     "EpisodeResult",
     "Job",
+    "Policy",
     "RunConfig",
     "RunSummary",
     "Runner",
+    "Trajectory",
+    "arollout",
     "finished_episodes",
+    "load_trajectories",
     "plan_jobs",
+    "rollout",
     "run_episode",
+    "save_trajectories",
     "select_tasks",
 ]

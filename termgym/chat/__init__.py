@@ -1,0 +1,44 @@
+"""Chat and tool-call adapters: an episode as OpenAI-style messages, a reply as the action.
+
+from termgym.chat import ChatEnv
+chat = ChatEnv(termgym.make("fuel-planner", variant="contradicted"))
+messages, info = chat.reset(seed=0)
+new, reward, terminated, truncated, info = chat.step(reply)   # text or assistant message
+"""
+
+from __future__ import annotations
+
+from termgym.chat._budget import ObservationBudget, TokenCounter, truncate_middle
+from termgym.chat._env import ChatEnv, Message
+from termgym.chat._metadata import grading_metadata
+from termgym.chat._parse import (
+    BASH_TOOL,
+    KEYS_TOOL,
+    NO_ACTION,
+    SUBMIT_TOOL,
+    ParsedReply,
+    parse_message,
+    parse_reply,
+    parse_text,
+    split_reasoning,
+    tool_schemas,
+)
+
+__all__ = [
+    "BASH_TOOL",
+    "KEYS_TOOL",
+    "NO_ACTION",
+    "SUBMIT_TOOL",
+    "ChatEnv",
+    "Message",
+    "ObservationBudget",
+    "ParsedReply",
+    "TokenCounter",
+    "grading_metadata",
+    "parse_message",
+    "parse_reply",
+    "parse_text",
+    "split_reasoning",
+    "tool_schemas",
+    "truncate_middle",
+]

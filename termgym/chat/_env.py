@@ -1,0 +1,304 @@
+"""ChatEnv: an episode as an OpenAI-style conversation, a model's reply as the action.
+
+Trust boundary: the messages are what the model is shown, so they hold only what an agent
+may see: the rendered instruction, the outputs and screens of its own commands, and
+protocol notes. The variant, rule values, verdicts and classes travel in the infos and in
+`grading_metadata` for the trainer, never in a message; the end of an episode is announced
+without its score.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from termgym.agents._base import SUBMIT
+from termgym.chat._budget import ObservationBudget
+from termgym.chat._metadata import grading_metadata
+from termgym.chat._parse import ParsedReply, parse_message, split_reasoning, tool_schemas
+
+Message = dict[str, Any]
+"""An OpenAI-style chat message: {"role", "content", ...}."""
+
+StepResult = tuple[list[Message], float, bool, bool, dict[str, Any]]
+
+SYSTEM_PROMPT = """\
+You are working in a Linux terminal to complete a task.
+
+Run one shell command per turn: call the bash tool, or end your reply with exactly one \
+fenced code block:
+
+```bash
+<a shell command; it may span several lines>
+```
+
+It runs in a persistent bash shell (the working directory and variables carry over), and \
+you are shown its exit code and output. Use non-interactive commands only: no editors, \
+pagers or prompts. When the task is complete, call the submit tool or reply with the single \
+word SUBMIT; your work is then checked and the episode ends. You have at most {max_steps} \
+commands.
+"""
+
+KEYS_SYSTEM_PROMPT = """\
+You are typing into a Linux terminal to complete a task.
+
+Each turn, send keystrokes with the keys tool (plain characters, <Enter>, <Tab>, <Esc>, \
+<BS>, <Up>, <Down>, <Left>, <Right>, <C-c> for Ctrl+c, <M-x> for Alt+x, <lt> for a literal \
+"<"), or type a command line with the bash tool (Enter is pressed after it); a ```keys or \
+```bash block at the end of your reply does the same. You are shown the screen afterwards. \
+When the task is complete, call the submit tool or reply with the single word SUBMIT. You \
+have at most {max_steps} turns.
+"""
+
+ENDED = "The episode is over: your work was handed in for checking."
+NOT_RUN = "Not run: one action per turn, and only the first tool call of a reply runs."
+
+
+class ChatEnv:
+    """A TerminalEnv or MultiTaskEnv seen as a conversation.
+
+    `reset()` returns the opening messages (the system prompt, then the instruction as the
+    first user message). `step(reply)` takes the model's reply, as text or as an
+    OpenAI-style assistant message (tool calls included), reads the action with the shared
+    parser, runs it, and returns the new messages: a tool result for a tool call, a user
+    message for a fenced block. A reply without an action is answered with an error
+    message and uses a turn; the episode is stopped and graded when `max_turns` run out.
+
+    Args:
+        env: The environment (`termgym.make(...)` or a MultiTaskEnv).
+        budget: How much of each output or screen the model is shown (default 8000
+            characters); pass ObservationBudget(max_tokens=..., count_tokens=...) for tokens.
+        system_prompt: The system message (`{max_steps}` is filled in); None leaves it out.
+        max_turns: Replies per episode, valid or not (default: the task's step budget).
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        *,
+        budget: ObservationBudget | None = None,
+        system_prompt: str | None = "",
+        max_turns: int | None = None,
+    ) -> None:
+        if not hasattr(env, "attach_transcript"):  # Gymnasium's wrappers do not forward it
+            env = env.unwrapped
+        self.env = env
+        self.budget = budget if budget is not None else ObservationBudget()
+        self._system_prompt = system_prompt
+        self._max_turns = max_turns
+        self.messages: list[Message] = []
+        self.turns = 0
+        self.done = False
+        self.last_info: dict[str, Any] = {}
+        self.reward = 0.0
+
+    @property
+    def mode(self) -> str:
+        """'command' or 'keys', from the environment's options."""
+        return str(self.env.options.mode)
+
+    @property
+    def max_steps(self) -> int:
+        """The current task's step budget."""
+        return int(self.env.options.max_steps)
+
+    @property
+    def max_turns(self) -> int:
+        """Replies allowed this episode."""
+        return self._max_turns or self.max_steps
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The OpenAI `tools` to offer the model: bash, keys (keys mode), submit."""
+        return tool_schemas(self.mode)
+
+    def metadata(self) -> dict[str, Any]:
+        """The trainer's view of the episode so far (`grading_metadata` of the last info)."""
+        return grading_metadata(self.last_info, self.reward if self.done else None)
+
+    # -- sync -------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[list[Message], dict[str, Any]]:
+        """Start an episode; returns the opening messages and the reset info."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._opened(obs, info)
+
+    def step(self, reply: Any) -> StepResult:
+        """Act on the model's reply; returns (new messages, reward, terminated, truncated, info)."""
+        parsed = self._take(reply)
+        if parsed.action is None:
+            if self.turns >= self.max_turns:
+                return self._stepped(parsed, self.env.stop("turn limit"))
+            return self._refused(parsed)
+        result = self.env.step(parsed.action)
+        if not (result[2] or result[3]) and self.turns >= self.max_turns:
+            result = _out_of_turns(result, self.env.stop("turn limit"))
+        return self._stepped(parsed, result)
+
+    # -- async ------------------------------------------------------------------------
+
+    async def areset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[list[Message], dict[str, Any]]:
+        """`reset()` without blocking the event loop."""
+        obs, info = await self.env.areset(seed=seed, options=options)
+        return self._opened(obs, info)
+
+    async def astep(self, reply: Any) -> StepResult:
+        """`step()` without blocking the event loop."""
+        parsed = self._take(reply)
+        if parsed.action is None:
+            if self.turns >= self.max_turns:
+                return self._stepped(parsed, await self.env.astop("turn limit"))
+            return self._refused(parsed)
+        result = await self.env.astep(parsed.action)
+        if not (result[2] or result[3]) and self.turns >= self.max_turns:
+            result = _out_of_turns(result, await self.env.astop("turn limit"))
+        return self._stepped(parsed, result)
+
+    def close(self) -> None:
+        """Close the environment."""
+        self.env.close()
+
+    async def aclose(self) -> None:
+        """Close the environment without blocking the event loop."""
+        await self.env.aclose()
+
+    # -- the conversation ---------------------------------------------------------------
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The conversation as recording transcript entries (read by the trace audit)."""
+        entries, step = [], 0
+        for message in self.messages:
+            role = str(message.get("role"))
+            content, reasoning = split_reasoning(message)
+            if role == "assistant":
+                step += 1
+                content = "\n".join([content, *_call_texts(message)]).strip()
+            entries.append({"step": step, "role": role, "content": content, "reasoning": reasoning})
+        return entries
+
+    def _opened(self, obs: Mapping[str, Any], info: dict[str, Any]) -> tuple[list[Message], dict]:
+        self.turns, self.done, self.reward, self.last_info = 0, False, 0.0, dict(info)
+        self.messages = []
+        opening: list[Message] = []
+        if self._system_prompt is not None:
+            template = self._system_prompt or (
+                KEYS_SYSTEM_PROMPT if self.mode == "keys" else SYSTEM_PROMPT
+            )
+            opening.append({"role": "system", "content": template.format(max_steps=self.max_steps)})
+        ready = (
+            "The terminal is ready. Send your first keystrokes."
+            if self.mode == "keys"
+            else "The shell is ready. Send your first command."
+        )
+        task = f"Task:\n{str(obs['instruction']).strip()}\n\n{ready}"
+        opening.append({"role": "user", "content": task})
+        self.messages.extend(opening)
+        self.env.attach_transcript(self.transcript)
+        return [dict(m) for m in opening], dict(info)
+
+    def _take(self, reply: Any) -> ParsedReply:
+        if self.done:
+            raise RuntimeError("the episode is over; call reset() before step()")
+        if not self.messages:
+            raise RuntimeError("call reset() before step()")
+        message = _as_message(reply)
+        self.messages.append(message)
+        self.turns += 1
+        return parse_message(message, self.mode)
+
+    def _refused(self, parsed: ParsedReply) -> StepResult:
+        text = "\n\n".join(part for part in (parsed.note, parsed.error) if part)
+        left = self.max_turns - self.turns
+        text += f"\n\n{left} {'turn' if left == 1 else 'turns'} left."
+        new = self._answer(parsed, text)
+        info = {"step": self._steps(), "turn": self.turns, "action": None}
+        info["task_id"] = self.env.task_id
+        info["parse_error"] = parsed.error
+        self.last_info = info
+        return new, 0.0, False, False, dict(info)
+
+    def _stepped(self, parsed: ParsedReply, result: tuple[Any, ...]) -> StepResult:
+        obs, reward, terminated, truncated, info = result
+        info = dict(info)
+        info.setdefault("task_id", self.env.task_id)
+        info.update(turn=self.turns, action=parsed.action, parse_error=parsed.error)
+        self.last_info = info
+        if terminated or truncated:
+            self.done, self.reward = True, float(reward)
+            text = ENDED if parsed.action == SUBMIT else self._render(obs, info) + "\n\n" + ENDED
+            return self._answer(parsed, text), float(reward), terminated, truncated, info
+        return self._answer(parsed, self._render(obs, info)), float(reward), False, False, info
+
+    def _answer(self, parsed: ParsedReply, text: str) -> list[Message]:
+        new: list[Message] = []
+        if parsed.note and parsed.action is not None:
+            text = f"{parsed.note}\n\n{text}"
+        if parsed.tool_call_id is not None:
+            new.append({"role": "tool", "tool_call_id": parsed.tool_call_id, "content": text})
+        else:
+            new.append({"role": "user", "content": text})
+        new.extend(
+            {"role": "tool", "tool_call_id": call_id, "content": NOT_RUN}
+            for call_id in parsed.ignored_calls
+        )
+        self.messages.extend(new)
+        return [dict(m) for m in new]
+
+    def _render(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+        if self.mode == "keys":
+            screen, cut = self.budget.fit(str(obs.get("screen", "")).rstrip())
+            text = f"Screen:\n```\n{screen}\n```"
+        else:
+            output, cut = self.budget.fit(str(obs.get("output", "")))
+            code = obs.get("exit_code", -1)
+            status = "none (timed out or interrupted)" if code == -1 else str(code)
+            text = f"Exit code: {status}\nOutput:\n```\n{output}\n```"
+        left = self.max_turns - self.turns
+        if 0 < left <= 5:
+            text += f"\n\n{left} {'turn' if left == 1 else 'turns'} left; SUBMIT once done."
+        return text
+
+    def _steps(self) -> int:
+        episode = getattr(self.env, "episode", None)
+        return int(episode.steps) if episode is not None else 0
+
+
+def _out_of_turns(step: tuple[Any, ...], stop: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The last step's observation with the grading of the stop that follows it."""
+    info = {**step[4], **stop[4]}
+    return step[0], stop[1], False, True, info
+
+
+def _as_message(reply: Any) -> Message:
+    """An assistant message dict from a str, a dict, or an OpenAI message object."""
+    if isinstance(reply, str):
+        return {"role": "assistant", "content": reply}
+    if hasattr(reply, "model_dump"):
+        reply = reply.model_dump(exclude_none=True)
+    if not isinstance(reply, Mapping):
+        raise TypeError(
+            "a reply is the model's text, an assistant message dict or an OpenAI message "
+            f"object; got {type(reply).__name__}"
+        )
+    message = {k: v for k, v in reply.items() if v is not None}
+    message["role"] = "assistant"
+    message.setdefault("content", "")
+    return message
+
+
+def _call_texts(message: Mapping[str, Any]) -> list[str]:
+    """Tool calls written out, so the audit reads what the model asked to run."""
+    texts = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments)
+            texts.append(f"[tool call] {function.get('name')}({arguments})")
+    return texts

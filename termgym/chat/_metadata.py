@@ -1,0 +1,65 @@
+"""What an episode's end tells a trainer: variant, class and verdicts, flat and JSON-able.
+
+This is for the trainer's logs (stale-rule rates, reward by variant), never for the model:
+the chat adapter keeps it out of every message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
+
+
+def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> dict[str, Any]:
+    """The final info of an episode reduced to JSON-able values.
+
+    Keys: task_id, variant, class, reward, passed (the episode's own rules), passed_original
+    (the shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
+    rules_enforced, stale, adapted, grader_error, infra_error (skip such episodes), error,
+    episode_file. Values are None where the info has none (an episode not yet ended).
+    """
+    verdicts = {
+        str(name): {"passed": _passed(v.get("passed")), "score": _score(v.get("score"))}
+        for name, v in dict(info.get("verdicts") or {}).items()
+        if isinstance(v, Mapping)
+    }
+    variant = info.get("variant")
+    cls = info.get("class")
+    own = verdicts.get(str(variant)) if variant is not None else None
+    original = verdicts.get("original")
+    return {
+        "task_id": info.get("task_id"),
+        "variant": variant,
+        "class": cls,
+        "reward": float(reward) if reward is not None else None,
+        "passed": own["passed"] if own else None,
+        "passed_original": original["passed"] if original else None,
+        "verdicts": verdicts,
+        "rules_enforced": _jsonable(info.get("rules_enforced") or {}),
+        "stale": cls == "stale",
+        "adapted": cls == "adapted",
+        "grader_error": cls == GRADER_ERROR,
+        "infra_error": cls == INFRA_ERROR,
+        "error": info.get("error"),
+        "episode_file": info.get("episode_file"),
+    }
+
+
+def _score(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _passed(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
