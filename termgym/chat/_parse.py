@@ -177,6 +177,8 @@ def split_reasoning(message: Any) -> tuple[str, str | None]:
 
 def _read_call(call: Any) -> tuple[str, dict[str, Any], str | None]:
     function = call.get("function") if isinstance(call, Mapping) else None
+    if function is None and isinstance(call, Mapping) and "name" in call:
+        function = call  # the flat form {"id", "name", "arguments"} (verifiers, Anthropic-like)
     if not isinstance(function, Mapping):
         return "", {}, f"A tool call must hold a 'function' with a name; found {call!r:.200}."
     name = str(function.get("name") or "")

@@ -1,0 +1,110 @@
+"""ChatEnv on a real bwrap sandbox: messages in, messages out, verdicts kept from the model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import termgym
+from termgym.chat import ChatEnv, ObservationBudget
+
+from .conftest import READ_LIMIT, bash_call
+
+pytestmark = pytest.mark.bwrap
+
+
+def all_text(messages: list[dict]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+def test_a_tool_call_episode_is_graded_and_its_verdicts_stay_out_of_the_messages(
+    cargo: str, run_id: str
+) -> None:
+    chat = ChatEnv(termgym.make(cargo, variant="contradicted", backend="bwrap", run_id=run_id))
+    try:
+        opening, _ = chat.reset(seed=1)
+        assert [m["role"] for m in opening] == ["system", "user"]
+        assert opening[1]["content"].startswith("Task:\nThe loading desk")
+        new, reward, terminated, _, info = chat.step(bash_call("cat policy.txt"))
+        assert new[0]["role"] == "tool" and new[0]["tool_call_id"] == "c1"
+        assert "max_weight: 150" in new[0]["content"] and "Exit code: 0" in new[0]["content"]
+        assert (reward, terminated, info["action"]) == (0.0, False, "cat policy.txt")
+        chat.step(f"Writing it.\n```bash\n{READ_LIMIT}\n```")
+        new, reward, terminated, truncated, info = chat.step(
+            {"role": "assistant", "tool_calls": [{"id": "s", "function": {"name": "submit"}}]}
+        )
+        assert (reward, terminated, truncated) == (1.0, True, False)
+        assert info["class"] == "adapted" and new[0]["tool_call_id"] == "s"
+        meta = chat.metadata()
+        assert meta["variant"] == "contradicted" and meta["adapted"] and not meta["stale"]
+        assert meta["passed"] is True and meta["passed_original"] is False
+        text = all_text(chat.messages)
+        assert "contradicted" not in text and "adapted" not in text and "verdict" not in text
+    finally:
+        chat.close()
+
+
+def test_a_withheld_rule_appears_in_no_message(cargo: str, run_id: str) -> None:
+    chat = ChatEnv(termgym.make(cargo, variant="withheld", backend="bwrap", run_id=run_id))
+    try:
+        chat.reset(seed=2)
+        chat.step(bash_call("cat policy.txt; ls"))
+        chat.step("```bash\necho 150 > answer\n```")
+        _, reward, *_ = chat.step("SUBMIT")
+        assert reward == 0.0
+        assert str(chat.metadata()["rules_enforced"]["max_weight"]) == "100"
+        text = all_text(chat.messages)
+        assert "100" not in text and "withheld" not in text
+    finally:
+        chat.close()
+
+
+def test_a_reply_without_an_action_gets_an_error_and_the_turn_budget_ends_it(
+    cargo: str, run_id: str
+) -> None:
+    chat = ChatEnv(termgym.make(cargo, backend="bwrap", run_id=run_id), max_turns=2)
+    try:
+        chat.reset(seed=3)
+        new, reward, terminated, truncated, info = chat.step("I am not sure what to do.")
+        assert new == [{"role": "user", "content": new[0]["content"]}]
+        assert "no tool call, no code block" in new[0]["content"] and "1 turn left" in new[0]["content"]
+        assert info["parse_error"] and (terminated, truncated) == (False, False)
+        new, reward, terminated, truncated, info = chat.step("Still thinking.")
+        assert (terminated, truncated) == (False, True)
+        assert info["class"] is None and info["stopped"] == "turn limit" and reward == 0.0
+        with pytest.raises(RuntimeError, match="episode is over"):
+            chat.step("SUBMIT")
+    finally:
+        chat.close()
+
+
+def test_a_long_output_is_cut_to_the_token_budget_with_a_visible_note(
+    cargo: str, run_id: str
+) -> None:
+    budget = ObservationBudget(max_chars=None, max_tokens=100, count_tokens=lambda s: len(s.split()))
+    chat = ChatEnv(termgym.make(cargo, backend="bwrap", run_id=run_id), budget=budget)
+    try:
+        chat.reset(seed=4)
+        new, *_ = chat.step(bash_call("seq 1 5000"))
+        content = new[0]["content"]
+        assert "characters omitted" in content and "\n1\n" in content and "5000" in content
+        assert len(content.split()) <= 100 + 20  # the output's budget plus the frame around it
+    finally:
+        chat.close()
+
+
+def test_the_async_chat_api_matches_the_sync_one(cargo: str, run_id: str) -> None:
+    async def episode() -> tuple[float, str | None, list[dict]]:
+        chat = ChatEnv(termgym.make(cargo, variant="contradicted", backend="bwrap", run_id=run_id))
+        try:
+            await chat.areset(seed=1)
+            await chat.astep(bash_call(READ_LIMIT))
+            _, reward, _, _, info = await chat.astep("SUBMIT")
+            return reward, info["class"], chat.transcript()
+        finally:
+            await chat.aclose()
+
+    reward, cls, transcript = asyncio.run(episode())
+    assert (reward, cls) == (1.0, "adapted")
+    assert transcript[2]["role"] == "assistant" and "[tool call] bash(" in transcript[2]["content"]

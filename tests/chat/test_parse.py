@@ -1,0 +1,101 @@
+"""The one reply parser: tool calls, fenced blocks, SUBMIT, and the observation budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from termgym import SUBMIT
+from termgym.agents._llm import parse_reply as llm_parse_reply
+from termgym.chat import ObservationBudget, parse_message, parse_reply, tool_schemas
+
+
+def call(name: str, arguments: object = None, call_id: str = "c1") -> dict:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def test_the_llm_agent_uses_the_shared_parser() -> None:
+    assert llm_parse_reply is parse_reply
+
+
+def test_a_bash_tool_call_is_the_action_and_extra_calls_are_not_run() -> None:
+    message = {"role": "assistant", "content": "", "tool_calls": [
+        call("bash", {"command": "ls -l"}), call("submit", call_id="c2")]}  # fmt: skip
+    parsed = parse_message(message)
+    assert (parsed.action, parsed.source, parsed.tool_call_id) == ("ls -l", "tool_call", "c1")
+    assert parsed.ignored_calls == ("c2",)
+    assert "only the first of your 2 tool calls" in parsed.note
+
+
+def test_the_flat_tool_call_form_of_verifiers_is_read() -> None:
+    message = {"role": "assistant", "tool_calls": [{"id": "x", "name": "submit", "arguments": "{}"}]}
+    assert parse_message(message).action == SUBMIT
+
+
+def test_keys_tool_types_keystrokes_and_bash_tool_presses_enter_in_keys_mode() -> None:
+    assert parse_message({"tool_calls": [call("keys", {"keys": "<C-c>"})]}, "keys").action == "<C-c>"
+    typed = parse_message({"tool_calls": [call("bash", {"command": "echo <x>"})]}, "keys")
+    assert typed.action == "echo <lt>x><Enter>"
+    assert [t["function"]["name"] for t in tool_schemas("keys")] == ["bash", "keys", "submit"]
+    assert [t["function"]["name"] for t in tool_schemas("command")] == ["bash", "submit"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "mode", "expected"),
+    [
+        ("bash", "{not json", "command", "not valid JSON"),
+        ("bash", {"cmd": "ls"}, "command", "expects {'command'"),
+        ("keys", {"keys": "q"}, "command", "use the bash tool here"),
+        ("python", {"code": "1"}, "command", "There is no tool 'python'; the tools are bash, submit"),
+        ("bash", "[1, 2]", "command", "must be a JSON object"),
+    ],
+)
+def test_a_bad_tool_call_is_an_error_to_show_not_an_exception(
+    tool: str, arguments: object, mode: str, expected: str
+) -> None:
+    parsed = parse_message({"tool_calls": [call(tool, arguments)]}, mode)
+    assert parsed.action is None and parsed.tool_call_id == "c1"
+    assert expected in (parsed.error or "")
+
+
+def test_text_replies_fenced_blocks_submit_and_thoughts() -> None:
+    assert parse_message("Let me look.\n```bash\ncat policy.txt\n```").action == "cat policy.txt"
+    assert parse_message({"role": "assistant", "content": "**SUBMIT**"}).action == SUBMIT
+    thought = "<think>```bash\nrm -rf /app\n```</think>Done thinking.\n```bash\nls\n```"
+    assert parse_message(thought).action == "ls"
+    assert parse_message({"content": [{"type": "text", "text": "```sh\npwd\n```"}]}).action == "pwd"
+    missing = parse_message("I would rather not.")
+    assert missing.action is None and "no tool call, no code block" in (missing.error or "")
+    assert "empty" in (parse_message("```bash\n\n```").error or "")
+
+
+def test_a_character_budget_cuts_the_middle_visibly() -> None:
+    text = "H" * 5000 + "T" * 5000
+    cut, was_cut = ObservationBudget(max_chars=1000).fit(text)
+    assert was_cut and len(cut) < 1100
+    assert cut.startswith("H" * 400) and cut.endswith("T" * 600)
+    assert "[... 9000 characters omitted ...]" in cut
+    assert ObservationBudget(max_chars=1000).fit("short") == ("short", False)
+
+
+def test_a_token_budget_uses_the_callers_counter() -> None:
+    words = " ".join(f"w{i}" for i in range(3000))
+    budget = ObservationBudget(max_chars=None, max_tokens=200, count_tokens=lambda s: len(s.split()))
+    cut, was_cut = budget.fit(words)
+    assert was_cut and len(cut.split()) <= 200
+    assert "characters omitted" in cut and cut.startswith("w0 w1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_tokens": 100}, "max_tokens needs count_tokens"),
+        ({"max_chars": 10}, "expected at least 64"),
+        ({"max_chars": "many"}, "expected an int or None"),
+    ],
+)
+def test_a_bad_budget_says_what_was_expected(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ObservationBudget(**kwargs)
