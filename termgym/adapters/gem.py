@@ -57,9 +57,7 @@ class TermgymGemEnv(gem.Env):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         env_options.setdefault("agent", "gem")
-        self._env = MultiTaskEnv(
-            tasks, task_schedule=task_schedule, variant=variant, **env_options
-        )
+        self._env = MultiTaskEnv(tasks, task_schedule=task_schedule, variant=variant, **env_options)
         self.chat = ChatEnv(
             self._env,
             budget=ObservationBudget(max_chars=max_output_chars),

@@ -43,7 +43,14 @@ ENV_OPTIONS = (
     "pool_size",
     "runtime",
 )
-ENV_CONFIG_KEYS = ("tasks", "task_schedule", "variant", *ENV_OPTIONS, "max_output_chars", "system_prompt")
+ENV_CONFIG_KEYS = (
+    "tasks",
+    "task_schedule",
+    "variant",
+    *ENV_OPTIONS,
+    "max_output_chars",
+    "system_prompt",
+)
 
 
 class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
@@ -63,7 +70,9 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         config = _plain(env_config)
         unknown = sorted(set(config) - set(ENV_CONFIG_KEYS))
         if unknown:
-            raise ValueError(f"termgym env_config: unknown key(s) {unknown}; expected {ENV_CONFIG_KEYS}")
+            raise ValueError(
+                f"termgym env_config: unknown key(s) {unknown}; expected {ENV_CONFIG_KEYS}"
+            )
         self.extras = _plain(extras)
         env_options = {k: config[k] for k in ENV_OPTIONS if k in config}
         if env_options.get("record_dir"):
@@ -96,7 +105,9 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
             if self.extras.get(key) is not None:
                 options[key] = self.extras[key]
         seed = options.get("seed")
-        messages, info = self.chat.reset(seed=int(seed) if seed is not None else None, options=options)
+        messages, info = self.chat.reset(
+            seed=int(seed) if seed is not None else None, options=options
+        )
         self.max_turns = self.chat.max_turns
         system = [dict(m) for m in prompt or () if m.get("role") == "system"]
         if system:
@@ -147,7 +158,9 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         if counted:
             out["reward"] = sum(float(m.get("reward") or 0.0) for m in counted) / len(counted)
             out["pass_rate"] = sum(bool(m.get("passed")) for m in counted) / len(counted)
-            out["grader_error_rate"] = sum(bool(m.get("grader_error")) for m in counted) / len(counted)
+            out["grader_error_rate"] = sum(bool(m.get("grader_error")) for m in counted) / len(
+                counted
+            )
         if shifted:
             out["stale_rate"] = sum(bool(m.get("stale")) for m in shifted) / len(shifted)
             out["adaptation_rate"] = sum(bool(m.get("adapted")) for m in shifted) / len(shifted)

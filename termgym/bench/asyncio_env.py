@@ -113,11 +113,12 @@ def bench_async(quick: bool = False) -> Section:
     finally:
         for env in envs:
             env.close()
+    each = f"one call (reset, step, submit) of {count} concurrent"
     rows: tuple[Row, ...] = (
-        timings_row(f"asyncio: one call (reset, step, submit) of {count} concurrent", step_times["asyncio"]),
-        timings_row(f"threads: one call (reset, step, submit) of {count} concurrent", step_times["threads"]),
+        timings_row(f"asyncio: {each}", step_times["asyncio"]),
+        timings_row(f"threads: {each}", step_times["threads"]),
         timings_row("asyncio: lateness of a 10 ms timer on the loop meanwhile", lags or [0.0]),
-    )  # fmt: skip
+    )
     a, t = statistics.fmean(rates["asyncio"]), statistics.fmean(rates["threads"])
     notes = (
         f"{count} concurrent episodes of {TASK} on bwrap ({steps} commands + submit each, "

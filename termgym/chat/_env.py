@@ -216,9 +216,8 @@ class ChatEnv:
         left = self.max_turns - self.turns
         text += f"\n\n{left} {'turn' if left == 1 else 'turns'} left."
         new = self._answer(parsed, text)
-        info = {"step": self._steps(), "turn": self.turns, "action": None}
-        info["task_id"] = self.env.task_id
-        info["parse_error"] = parsed.error
+        info: dict[str, Any] = {"step": self._steps(), "turn": self.turns, "action": None}
+        info.update(task_id=self.env.task_id, parse_error=parsed.error)
         self.last_info = info
         return new, 0.0, False, False, dict(info)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from termgym._registration import env_id, register_tasks, registered_ids
-from termgym.env._env import TerminalEnv, make
 from termgym.env._async import AsyncEnvMixin, set_io_threads
+from termgym.env._env import TerminalEnv, make
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolStats, SandboxPool

@@ -39,11 +39,7 @@ def resolve_task_set(source: TaskSource) -> tuple[Task, ...]:
         TaskNotFound: a glob matches no task, an id is unknown, a folder holds no task.
         ValueError: the set is empty, or two tasks share an id.
     """
-    items: list[str | Path | Task]
-    if isinstance(source, str | Path | Task):
-        items = [source]
-    else:
-        items = list(source)
+    items = [source] if isinstance(source, str | Path | Task) else list(source)
     tasks: list[Task] = []
     for item in items:
         tasks.extend(_resolve_one(item))

@@ -18,8 +18,12 @@ READ_LIMIT = "sed -n 's/^max_weight: *//p' policy.txt > answer"
 def bash_call(command: str, call_id: str = "c1") -> dict:
     """An assistant message calling the bash tool."""
     arguments = json.dumps({"command": command})
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}]}  # fmt: skip
+    function = {"name": "bash", "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
 
 
 @pytest.fixture

@@ -96,7 +96,10 @@ def test_the_multi_task_env_draws_tasks_passes_check_env_and_is_registered(
     try:
         multi = env.unwrapped
         assert isinstance(multi, MultiTaskEnv)
-        assert multi.observation_space["step"].n == max(t.spec.limits.max_steps for t in multi.tasks) + 1
+        assert (
+            multi.observation_space["step"].n
+            == max(t.spec.limits.max_steps for t in multi.tasks) + 1
+        )
         seen = []
         for seed in range(4):
             obs, info = env.reset(seed=seed)

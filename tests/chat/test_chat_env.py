@@ -68,7 +68,10 @@ def test_a_reply_without_an_action_gets_an_error_and_the_turn_budget_ends_it(
         chat.reset(seed=3)
         new, reward, terminated, truncated, info = chat.step("I am not sure what to do.")
         assert new == [{"role": "user", "content": new[0]["content"]}]
-        assert "no tool call, no code block" in new[0]["content"] and "1 turn left" in new[0]["content"]
+        assert (
+            "no tool call, no code block" in new[0]["content"]
+            and "1 turn left" in new[0]["content"]
+        )
         assert info["parse_error"] and (terminated, truncated) == (False, False)
         new, reward, terminated, truncated, info = chat.step("Still thinking.")
         assert (terminated, truncated) == (False, True)
@@ -82,7 +85,9 @@ def test_a_reply_without_an_action_gets_an_error_and_the_turn_budget_ends_it(
 def test_a_long_output_is_cut_to_the_token_budget_with_a_visible_note(
     cargo: str, run_id: str
 ) -> None:
-    budget = ObservationBudget(max_chars=None, max_tokens=100, count_tokens=lambda s: len(s.split()))
+    budget = ObservationBudget(
+        max_chars=None, max_tokens=100, count_tokens=lambda s: len(s.split())
+    )
     chat = ChatEnv(termgym.make(cargo, backend="bwrap", run_id=run_id), budget=budget)
     try:
         chat.reset(seed=4)

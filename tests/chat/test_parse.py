@@ -30,12 +30,17 @@ def test_a_bash_tool_call_is_the_action_and_extra_calls_are_not_run() -> None:
 
 
 def test_the_flat_tool_call_form_of_verifiers_is_read() -> None:
-    message = {"role": "assistant", "tool_calls": [{"id": "x", "name": "submit", "arguments": "{}"}]}
+    message = {
+        "role": "assistant",
+        "tool_calls": [{"id": "x", "name": "submit", "arguments": "{}"}],
+    }
     assert parse_message(message).action == SUBMIT
 
 
 def test_keys_tool_types_keystrokes_and_bash_tool_presses_enter_in_keys_mode() -> None:
-    assert parse_message({"tool_calls": [call("keys", {"keys": "<C-c>"})]}, "keys").action == "<C-c>"
+    assert (
+        parse_message({"tool_calls": [call("keys", {"keys": "<C-c>"})]}, "keys").action == "<C-c>"
+    )
     typed = parse_message({"tool_calls": [call("bash", {"command": "echo <x>"})]}, "keys")
     assert typed.action == "echo <lt>x><Enter>"
     assert [t["function"]["name"] for t in tool_schemas("keys")] == ["bash", "keys", "submit"]
@@ -48,7 +53,12 @@ def test_keys_tool_types_keystrokes_and_bash_tool_presses_enter_in_keys_mode() -
         ("bash", "{not json", "command", "not valid JSON"),
         ("bash", {"cmd": "ls"}, "command", "expects {'command'"),
         ("keys", {"keys": "q"}, "command", "use the bash tool here"),
-        ("python", {"code": "1"}, "command", "There is no tool 'python'; the tools are bash, submit"),
+        (
+            "python",
+            {"code": "1"},
+            "command",
+            "There is no tool 'python'; the tools are bash, submit",
+        ),
         ("bash", "[1, 2]", "command", "must be a JSON object"),
     ],
 )
@@ -82,7 +92,9 @@ def test_a_character_budget_cuts_the_middle_visibly() -> None:
 
 def test_a_token_budget_uses_the_callers_counter() -> None:
     words = " ".join(f"w{i}" for i in range(3000))
-    budget = ObservationBudget(max_chars=None, max_tokens=200, count_tokens=lambda s: len(s.split()))
+    budget = ObservationBudget(
+        max_chars=None, max_tokens=200, count_tokens=lambda s: len(s.split())
+    )
     cut, was_cut = budget.fit(words)
     assert was_cut and len(cut.split()) <= 200
     assert "characters omitted" in cut and cut.startswith("w0 w1")

@@ -31,11 +31,15 @@ def test_a_sync_policy_rollout_records_a_run_that_reports_read(cargo: str, tmp_p
         episodes=2, concurrency=3, backend="bwrap", record_dir=out,
     )  # fmt: skip
     assert [t.episode_id for t in trajectories] == [
-        f"cargo-limit--{v}--{i:03d}" for v in ("original", "contradicted", "withheld") for i in (0, 1)
+        f"cargo-limit--{v}--{i:03d}"
+        for v in ("original", "contradicted", "withheld")
+        for i in (0, 1)
     ]
     by_variant = {t.variant: t for t in trajectories}
     assert by_variant["contradicted"].cls == "adapted" and by_variant["contradicted"].reward == 1.0
-    assert by_variant["withheld"].reward == 0.0 and by_variant["withheld"].metadata["passed"] is False
+    assert (
+        by_variant["withheld"].reward == 0.0 and by_variant["withheld"].metadata["passed"] is False
+    )
     first = trajectories[0]
     assert first.actions == (READ_LIMIT, termgym.SUBMIT) and first.rewards == (0.0, 1.0)
     assert first.messages[0]["role"] == "system" and first.messages[2]["tool_calls"]
@@ -45,13 +49,18 @@ def test_a_sync_policy_rollout_records_a_run_that_reports_read(cargo: str, tmp_p
     run = load_run(out)
     assert len(run.summaries) == 6 and list(run.metrics) == ["rollout"]
     assert {s.variant for s in run.summaries if s.shadow_class == "adapted"} == {"contradicted"}
-    with pytest.raises(ValueError, match=r"no task of the set offers the variant\(s\) \['swapped'\]"):
+    with pytest.raises(
+        ValueError, match=r"no task of the set offers the variant\(s\) \['swapped'\]"
+    ):
         termgym.rollout(honest, [cargo], variants=["swapped"], backend="bwrap")
 
 
 def test_an_async_policy_that_raises_is_a_graded_policy_error(cargo: str) -> None:
     async def flaky(messages: list[dict], tools: list[dict]) -> str:
-        if any(m["role"] == "tool" or m["role"] == "user" and "Exit code" in str(m["content"]) for m in messages):
+        if any(
+            m["role"] == "tool" or m["role"] == "user" and "Exit code" in str(m["content"])
+            for m in messages
+        ):
             raise ConnectionError("the inference server went away")
         await asyncio.sleep(0)
         return f"```bash\n{READ_LIMIT}\n```"
@@ -71,8 +80,10 @@ async def _rollout_inside_a_loop(cargo: str) -> None:
 
 
 def test_trajectories_round_trip_and_bad_lines_are_named(tmp_path: Path) -> None:
-    trajectory = Trajectory("e", "t", "original", 1, messages=({"role": "user", "content": "x"},),
-                            actions=("ls", None), rewards=(0.0, 1.0), reward=1.0, cls=None)  # fmt: skip
+    message = {"role": "user", "content": "x"}
+    trajectory = Trajectory(
+        "e", "t", "original", 1, messages=(message,), actions=("ls", None), rewards=(0.0, 1.0)
+    )
     assert Trajectory.from_dict(trajectory.to_dict()) == trajectory
     bad = tmp_path / "t.jsonl"
     bad.write_text('{"format": "termgym-trajectory/1", "episode_id": "e"}\n')
