@@ -33,6 +33,31 @@ HOW_TO_ADD = (
 )
 
 
+def _foreign(folder: Path) -> bool:
+    """A Terminal-Bench (task.yaml + run-tests.sh) or Harbor (task.toml + instruction.md)
+    task folder: converted on the fly (termgym.importing), cached by content."""
+    return (folder / "run-tests.sh").is_file() and (folder / SPEC_FILE).is_file() or (
+        (folder / "task.toml").is_file() and (folder / "instruction.md").is_file()
+    )
+
+
+def _is_task(folder: Path) -> bool:
+    return (folder / SPEC_FILE).is_file() or _foreign(folder)
+
+
+def _converted(folder: Path) -> Path | None:
+    """The termgym task converted from a foreign folder, or None (with a warning) when it
+    cannot be converted."""
+    from termgym.errors import TaskError
+    from termgym.importing import converted
+
+    try:
+        return converted(folder)
+    except TaskError as exc:
+        warnings.warn(f"{folder}: not imported: {exc}", UserWarning, stacklevel=4)
+        return None
+
+
 def check_folder(path: str | Path) -> Path:
     """`path` as a folder of tasks (or a task folder) that exists and holds at least one task.
 
@@ -45,12 +70,12 @@ def check_folder(path: str | Path) -> Path:
             f"Expected a folder of tasks (or a task folder) at {folder}; found "
             f"{'a file' if folder.exists() else 'nothing'} there."
         )
-    if not (folder / SPEC_FILE).is_file() and not any(
-        (child / SPEC_FILE).is_file() for child in folder.iterdir()
+    if not _is_task(folder) and not any(
+        child.is_dir() and _is_task(child) for child in folder.iterdir()
     ):
         raise TaskNotFound(
-            f"Expected {folder} to hold task folders (<id>/{SPEC_FILE}) or to be one "
-            f"({SPEC_FILE} in it); found no {SPEC_FILE} there."
+            f"Expected {folder} to hold task folders (<id>/{SPEC_FILE}, or Terminal-Bench or "
+            f"Harbor tasks) or to be one; found no {SPEC_FILE} or task.toml there."
         )
     return folder
 
@@ -82,15 +107,24 @@ def task_dirs(paths: Sequence[str | Path] | None = None) -> dict[str, Path]:
     folders when another root holds the same id (a task shadowing a bundled one, say)."""
     found: dict[str, Path] = {}
     for root in task_roots(paths):
-        if (root / SPEC_FILE).is_file():
-            _keep(found, root.name, root)
+        if _is_task(root):
+            _add(found, root)
             continue
         if not root.is_dir():
             continue
         for child in sorted(root.iterdir()):
-            if (child / SPEC_FILE).is_file():
-                _keep(found, child.name, child)
+            if child.is_dir() and _is_task(child):
+                _add(found, child)
     return found
+
+
+def _add(found: dict[str, Path], folder: Path) -> None:
+    if _foreign(folder):
+        converted = _converted(folder)
+        if converted is not None:
+            _keep(found, converted.name, converted)
+        return
+    _keep(found, folder.name, folder)
 
 
 def _keep(found: dict[str, Path], task_id: str, folder: Path) -> None:

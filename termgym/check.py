@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from termgym.errors import TermgymError
 from termgym.grading import ColdStarts, GradeReport, grade, prepare
@@ -66,7 +68,11 @@ def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: floa
         TermgymError: the script exited non-zero or timed out.
     """
     folder = f"/tmp/.termgym-solution-{secrets.token_hex(8)}"
-    sandbox.copy_in(plan.task.path(script), f"{folder}/solution.sh")
+    which = "oracle" if script == plan.task.spec.oracle else "memorized"
+    with tempfile.TemporaryDirectory(prefix="termgym-solution-") as tmp:
+        local = Path(tmp) / "solution.sh"
+        local.write_text(plan.solution(which), encoding="utf-8")
+        sandbox.copy_in(local, f"{folder}/solution.sh")
     env = {
         "TERMGYM_WITHHELD_RULES": json.dumps(dict(plan.withheld)),
         "TERMGYM_WORKDIR": plan.workdir,

@@ -18,7 +18,8 @@ The tree:
     │   └── ArchiveTooLarge          the agent's work to copy passed the size limit
     ├── TaskError                    a task could not be found or loaded
     │   ├── TaskNotFound
-    │   └── TaskSpecError            a task.yaml is malformed (file, field, expected)
+    │   ├── TaskSpecError            a task.yaml is malformed (file, field, expected)
+    │   └── ImportRefused            a Terminal-Bench or Harbor task cannot run here (why)
     ├── GraderError                  the final state could not be graded (a grader crashed,
     │   │                            hung or left no valid report): the agent's failure,
     │   │                            scored 0 with class "grader-error" and counted
@@ -90,6 +91,10 @@ class TaskNotFound(TaskError):
 
 class TaskSpecError(TaskError):
     """A task specification is malformed; the message names the file and the field."""
+
+
+class ImportRefused(TaskError):
+    """A Terminal-Bench or Harbor task cannot run here; the message says why."""
 
 
 class GraderError(TermgymError):

@@ -19,6 +19,8 @@ COMMANDS: list[str] = [
     "termgym.cli.task_cmds:check",
     "termgym.cli.run_cmds:run_command",
     "termgym.cli.run_cmds:play_command",
+    "termgym.cli.import_cmds:import_command",
+    "termgym.cli.import_cmds:overlay",
 ]
 
 

@@ -54,10 +54,10 @@ def _reference(env: TerminalEnv) -> Reference:
     episode = env.episode
     assert episode is not None
     task = env.options.task
-    memorized = task.spec.memorized
+    plan = episode.plan
     return Reference(
-        oracle_script=task.path(task.spec.oracle).read_text(),
-        memorized_script=task.path(memorized).read_text() if memorized else "",
+        oracle_script=plan.solution("oracle"),
+        memorized_script=plan.solution("memorized") if task.spec.memorized else "",
         withheld_rules=dict(episode.plan.withheld),
         workdir=task.spec.workdir,
     )

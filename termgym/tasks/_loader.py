@@ -15,6 +15,8 @@ import yaml
 from termgym._task_paths import SPEC_FILE
 from termgym.errors import TaskSpecError, TermgymError
 from termgym.kinds import GraderSpec
+from termgym.tasks._overlay import OVERLAY_FILE, Span, check_disjoint, find_spans, rewrite
+from termgym.tasks._overlay import read_overlay, rule_fields
 from termgym.tasks._spec import RuleSpec, RuleValue, TaskSpec
 from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
 
@@ -28,12 +30,19 @@ class Task:
         root: The task folder.
         templates: Workspace files, path relative to the workspace -> content (bytes).
         text_files: Which of `templates` are templates (UTF-8 text, not in raw_files).
+        spans: Where the overlay's rules occur (overlay.yaml), keyed as the overlay names
+            files: "instruction", "files/...", "graders/...", "solution/...".
     """
 
     spec: TaskSpec
     root: Path
     templates: Mapping[str, bytes] = field(default_factory=dict)
     text_files: frozenset[str] = frozenset()
+    spans: tuple[Span, ...] = ()
+
+    def spans_in(self, file: str) -> tuple[Span, ...]:
+        """The overlay spans of one file (keyed as the overlay names it)."""
+        return tuple(s for s in self.spans if s.file == file)
 
     @property
     def id(self) -> str:
@@ -83,6 +92,38 @@ def _pydantic_message(source: Path, error: pydantic.ValidationError) -> TaskSpec
     return TaskSpecError(f"{source}: " + "\n  ".join(lines))
 
 
+def _merge_overlay(source: Path, data: dict[str, object]) -> None:
+    """Add the rules of overlay.yaml beside `source` to the task.yaml fields, and the
+    variants they make possible (or those the overlay lists)."""
+    path = source.with_name(OVERLAY_FILE)
+    if not path.is_file():
+        return
+    overlay = read_overlay(path)
+    rules = data.setdefault("rules", {})
+    if not isinstance(rules, dict):
+        return  # TaskSpec validation reports it
+    for name, rule in overlay.rules.items():
+        if name in rules:
+            raise TaskSpecError(
+                f"{path}: rule {name!r}: expected a name task.yaml does not already declare, "
+                "found it in both"
+            )
+        rules[name] = {**rule_fields(name, rule), "overlay": True}
+    if overlay.grading is not None:
+        grading = data.setdefault("grading", {})
+        if isinstance(grading, dict):
+            grading["mode"] = overlay.grading
+    variants = data.get("variants") or ["original"]
+    if not isinstance(variants, list):
+        return
+    wanted = overlay.variants
+    if wanted is None:
+        wanted = ["original", "contradicted", "withheld", "sampled"]
+        if not any(r.withhold for r in overlay.rules.values()):
+            wanted.remove("withheld")
+    data["variants"] = list(dict.fromkeys([*variants, *wanted]))
+
+
 def _read_spec(source: Path) -> TaskSpec:
     if not source.is_file():
         raise TaskSpecError(f"{source}: expected a task spec file, found none")
@@ -92,6 +133,7 @@ def _read_spec(source: Path) -> TaskSpec:
         raise TaskSpecError(f"{source}: expected valid YAML, found: {exc}") from None
     if not isinstance(data, dict):
         raise TaskSpecError(f"{source}: expected a mapping of fields, found {type(data).__name__}")
+    _merge_overlay(source, data)
     try:
         return TaskSpec.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -113,7 +155,7 @@ def _read_files(root: Path, spec: TaskSpec, source: Path) -> tuple[dict[str, byt
             continue
         rel = path.relative_to(folder).as_posix()
         templates[rel] = path.read_bytes()
-        if any(fnmatch.fnmatch(rel, pattern) for pattern in spec.raw_files):
+        if spec.templates and any(fnmatch.fnmatch(rel, pattern) for pattern in spec.raw_files):
             continue
         try:
             templates[rel].decode("utf-8")
@@ -132,6 +174,8 @@ def _visible_texts(task: Task) -> dict[str, str]:
 
 
 def _check_templates(task: Task, source: Path) -> None:
+    if not task.spec.templates:
+        return  # shown verbatim: nothing in them is a placeholder
     rules = task.spec.rules
     for where, text in _visible_texts(task).items():
         try:
@@ -159,6 +203,8 @@ def _check_rules(task: Task, source: Path) -> None:
     texts = _visible_texts(task)
     files_prefix = task.spec.files.rstrip("/") + "/"
     for name, rule in task.spec.rules.items():
+        if rule.overlay:
+            continue  # stated by literal occurrences, resolved by _resolve_overlay
         where = f"field 'rules.{name}.stated_in'"
         for place in rule.stated_in:
             if place != "instruction":
@@ -207,10 +253,10 @@ def withheld_leaks(task: Task) -> list[str]:
     names = [n for n, r in task.spec.rules.items() if r.withhold]
     values = task.original_values
     texts = _visible_texts(task)
-    leaks = []
+    leaks = _overlay_leaks(task, names)
     for name in names:
         rule = task.spec.rules[name]
-        if rule.type == "bool":
+        if rule.type == "bool" or rule.overlay:
             continue
         text_value = format_value(rule.value)
         pattern = re.compile(rf"(?<![\w.]){re.escape(text_value)}(?![\w]|\.\d)")
@@ -227,6 +273,142 @@ def withheld_leaks(task: Task) -> list[str]:
                     f"{text_value!r}: {line.strip()!r}"
                 )
     return leaks
+
+
+def _overlay_leaks(task: Task, withheld: list[str]) -> list[str]:
+    """Lines that held a withheld overlay rule's pattern and still state its value."""
+    import dataclasses
+
+    leaks = []
+    prefix = task.spec.files.rstrip("/") + "/"
+    for span in task.spans:
+        if span.rule not in withheld:
+            continue
+        if not (span.file == "instruction" or span.file.startswith(prefix)):
+            continue
+        text = _raw_text(task, span.file)
+        start = text.rfind("\n", 0, span.pattern_start) + 1
+        end = text.find("\n", span.pattern_end)
+        end = len(text) if end < 0 else end
+        local = [
+            dataclasses.replace(
+                s,
+                start=s.start - start,
+                end=s.end - start,
+                pattern_start=s.pattern_start - start,
+                pattern_end=s.pattern_end - start,
+            )
+            for s in task.spans_in(span.file)
+            if s.pattern_start >= start and s.pattern_end <= end
+        ]
+        shown = rewrite(text[start:end], local, task.original_values, set(withheld))
+        value = format_value(task.original_values[span.rule])
+        if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", shown):
+            number = text.count("\n", 0, start) + 1
+            leaks.append(
+                f"{span.file} line {number} still states {span.rule}'s value {value!r} "
+                f"once its pattern is dropped: {shown.strip()!r}"
+            )
+    return leaks
+
+
+def _raw_text(task: Task, file: str) -> str:
+    """The text of a file as the overlay names it, before any rewriting."""
+    if file == "instruction":
+        return task.spec.instruction
+    prefix = task.spec.files.rstrip("/") + "/"
+    if file.startswith(prefix) and file[len(prefix) :] in task.templates:
+        return task.templates[file[len(prefix) :]].decode("utf-8")
+    return task.path(file).read_text(encoding="utf-8")
+
+
+def _overlay_texts(task: Task) -> dict[str, str]:
+    """Every text file an overlay may name: what the agent sees, the hidden graders and the
+    solutions."""
+    texts = {"instruction": task.spec.instruction}
+    prefix = task.spec.files.rstrip("/") + "/"
+    for rel in sorted(task.text_files):
+        texts[prefix + rel] = task.templates[rel].decode("utf-8")
+    for folder in ("graders", "solution"):
+        base = task.root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.is_file():
+                try:
+                    texts[path.relative_to(task.root).as_posix()] = path.read_text("utf-8")
+                except UnicodeDecodeError:
+                    continue
+    return texts
+
+
+def _resolve_overlay(task: Task, source: Path) -> Task:
+    """Resolve the overlay's occurrences to spans; fill each rule's `stated_in` from them;
+    hand the spans in graders/ to the graders that rewrite their files per rule set."""
+    path = source.with_name(OVERLAY_FILE)
+    if not path.is_file():
+        return task
+    import dataclasses
+
+    overlay = read_overlay(path)
+    texts = _overlay_texts(task)
+    spans: list[Span] = []
+    for name, rule in overlay.rules.items():
+        spans.extend(find_spans(name, rule, texts, str(path)))
+    check_disjoint(spans, str(path))
+    prefix = task.spec.files.rstrip("/") + "/"
+    rules = dict(task.spec.rules)
+    for name in overlay.rules:
+        visible = sorted(
+            {s.file for s in spans if s.rule == name and (s.file == "instruction"
+             or s.file.startswith(prefix))}
+        )
+        if not visible and "contradicted" in task.spec.variants:
+            raise TaskSpecError(
+                f"{path}: rule {name!r}: expected at least one occurrence in what the agent "
+                f"sees (the instruction or {prefix}...), found none: a contradicted episode "
+                "would enforce a value the agent is never told"
+            )
+        rules[name] = rules[name].model_copy(update={"stated_in": visible})
+    graders = _graders_with_spans(task, spans, path)
+    spec = task.spec.model_copy(update={"rules": rules, "graders": graders})
+    return dataclasses.replace(task, spec=spec, spans=tuple(spans))
+
+
+def _graders_with_spans(task: Task, spans: list[Span], path: Path) -> list[GraderSpec]:
+    from termgym.kinds import grader_kind
+
+    hidden = [s for s in spans if s.file.startswith("graders/")]
+    if not hidden:
+        return list(task.spec.graders)
+    out = []
+    taken = False
+    for spec in task.spec.graders:
+        try:
+            kind = grader_kind(spec.kind)
+        except TermgymError:
+            kind = None  # _check_graders names the unknown kind
+        if getattr(kind, "rewrites_files", False):
+            rewrite_param = [
+                {
+                    "file": s.file.removeprefix("graders/"),
+                    "rule": s.rule,
+                    "start": s.start,
+                    "end": s.end,
+                }
+                for s in hidden
+            ]
+            spec = GraderSpec.model_validate({**spec.model_dump(), "rewrite": rewrite_param})
+            taken = True
+        out.append(spec)
+    if not taken:
+        raise TaskSpecError(
+            f"{path}: {hidden[0].file}: expected a grader that rewrites its files per rule "
+            "set (kind imported-tests) to own this occurrence, found only kinds "
+            f"{sorted({g.kind for g in task.spec.graders})}: graders of those kinds read "
+            "the rules from `rules` / $TERMGYM_RULES instead"
+        )
+    return out
 
 
 def _check_graders(task: Task, source: Path) -> None:
@@ -309,6 +491,7 @@ def load_task(path: str | Path) -> Task:
         spec=spec, root=root, templates=MappingProxyType(templates), text_files=frozenset(text)
     )
     _check_paths(task, source)
+    task = _resolve_overlay(task, source)
     _check_templates(task, source)
     _check_rules(task, source)
     _check_graders(task, source)

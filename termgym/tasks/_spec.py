@@ -54,6 +54,8 @@ class RuleSpec(BaseModel):
     stated_in: list[str] = Field(default_factory=list)
     withhold: bool = True
     description: str = ""
+    overlay: bool = False
+    """Declared by the task's overlay.yaml: stated by literal occurrences, not placeholders."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RuleSpec:
@@ -74,11 +76,10 @@ class RuleSpec(BaseModel):
                     f"range: expected int bounds for an int rule, found {list(self.range)}"
                 )
         if self.choices is not None:
-            if self.type in ("int", "float", "bool"):
-                raise ValueError(
-                    f"choices: only str and choice rules take choices, this rule is "
-                    f"{self.type}; use range"
-                )
+            if self.type == "bool":
+                raise ValueError("choices: a bool rule takes no choices (sampled flips it)")
+            if self.range is not None:
+                raise ValueError("choices, range: expected one of them, found both")
             self.choices = [_check_type(self.type, c, "choices") for c in self.choices]
             if len(self.choices) < 1:
                 raise ValueError("choices: expected at least one choice, found an empty list")
@@ -167,6 +168,28 @@ class GradingSpec(BaseModel):
         return python
 
 
+class Provenance(BaseModel):
+    """Where an imported task came from (`termgym import`, docs/importing.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["terminal-bench", "harbor"]
+    original_id: str
+    source: str = ""
+    author: str = ""
+    difficulty: str = ""
+    category: str = ""
+    tags: list[str] = Field(default_factory=list)
+    base_image: str = ""
+    image_mapping: str = ""
+    approximate: list[str] = Field(default_factory=list)
+    """Why the import is not exactly the original's semantics (empty: faithful)."""
+    protection: Literal["clean", "agent-user"] = "clean"
+    """clean: the test script runs only recognized steps as root, every program the tests
+    start runs as the agent's user; agent-user: the whole test script runs as the agent's
+    user (it runs programs of the agent's work itself), see docs/importing.md."""
+
+
 class TaskSpec(BaseModel):
     """The whole of a task.yaml."""
 
@@ -181,6 +204,7 @@ class TaskSpec(BaseModel):
     dockerfile: str | None = None
     workdir: str = "/app"
     files: str = "files"
+    templates: bool = True
     raw_files: list[str] = Field(default_factory=list)
     setup: list[str] = Field(default_factory=list)
     rules: dict[str, RuleSpec] = Field(default_factory=dict)
@@ -191,6 +215,7 @@ class TaskSpec(BaseModel):
     memorized: str | None = None
     limits: Limits = Field(default_factory=Limits)
     grading: GradingSpec = Field(default_factory=GradingSpec)
+    provenance: Provenance | None = None
 
     @field_validator("rules")
     @classmethod

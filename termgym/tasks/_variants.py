@@ -12,6 +12,7 @@ from termgym._vocabulary import VARIANTS
 from termgym.errors import TaskError
 from termgym.kinds import GraderSpec
 from termgym.tasks._loader import Task
+from termgym.tasks._overlay import rewrite
 from termgym.tasks._spec import Limits, RuleSpec, RuleValue
 from termgym.tasks._template import render
 
@@ -70,6 +71,23 @@ class EpisodePlan:
         """The episode's own rule set."""
         return self.rulesets[0]
 
+    def solution(self, which: str) -> str:
+        """The text of a solution script for this episode: `oracle` with the overlay's
+        occurrences rewritten to the enforced values (what a solver who read this episode's
+        task would write), `memorized` as authored (the original values, hard-coded).
+
+        Raises:
+            TaskError: the task declares no such solution.
+        """
+        spec = self.task.spec
+        path = spec.oracle if which == "oracle" else spec.memorized
+        if which not in ("oracle", "memorized") or path is None:
+            raise TaskError(f"task {self.task.id!r} declares no {which} solution")
+        text = self.task.path(path).read_text(encoding="utf-8")
+        if which == "oracle":
+            text = rewrite(text, self.task.spans_in(path), self.rules_enforced)
+        return text
+
 
 def sample_value(rule: RuleSpec, rng: random.Random) -> RuleValue:
     """Draw a value for `rule` from its range or choices, different from its original value
@@ -112,13 +130,26 @@ def sampled_values(task: Task, seed: int) -> dict[str, RuleValue]:
     }
 
 
+def _shown(
+    task: Task, file: str, text: str, values: Mapping[str, RuleValue], withheld: set[str]
+) -> str:
+    """What the agent sees of one text: overlay occurrences rewritten (or dropped when
+    withheld), then the template filled unless the task is shown verbatim."""
+    spans = task.spans_in(file)
+    if spans:
+        text = rewrite(text, spans, values, withheld)
+    return render(text, values, withheld) if task.spec.templates else text
+
+
 def _render_files(
     task: Task, values: Mapping[str, RuleValue], withheld: set[str]
 ) -> dict[str, bytes]:
     files = {}
+    prefix = task.spec.files.rstrip("/") + "/"
     for rel, content in task.templates.items():
         if rel in task.text_files:
-            content = render(content.decode("utf-8"), values, withheld).encode("utf-8")
+            text = _shown(task, prefix + rel, content.decode("utf-8"), values, withheld)
+            content = text.encode("utf-8")
         files[rel] = content
     return files
 
@@ -171,7 +202,7 @@ def instantiate(task: Task, variant: str = "original", seed: int | None = None) 
         task=task,
         variant=variant,
         seed=seed,
-        instruction=render(task.spec.instruction, enforced, withheld),
+        instruction=_shown(task, "instruction", task.spec.instruction, enforced, withheld),
         files=MappingProxyType(_render_files(task, enforced, withheld)),
         rules_enforced=_frozen(enforced),
         rules_visible=_frozen(visible),

@@ -1,0 +1,296 @@
+"""Runs inside the clean verifier for an imported Terminal-Bench or Harbor task, as root.
+
+Injected as `termgym_imported.py` (stdlib only, Python 3.7+) and started once per rule set
+with the job's config (`termgym_imported.json`) beside it:
+
+1. Lays out the test folder as both harnesses do: the task's tests at /tests (TB also puts
+   run-tests.sh there), with the overlay's occurrences rewritten to this rule set's values,
+   and a fresh /logs/verifier. In `clean` protection both are root's, mode 0700: the
+   agent's programs, which the tests start as the agent's user, cannot read the tests or
+   write a reward.
+2. Runs the test script from the workdir under bash. `clean`: every line of it was
+   recognized at import (install steps moved to build time, cd/export/echo, pytest
+   invocations); it runs as root and each pytest invocation runs in-process here
+   (`pytest` below), with every program the tests start switched to the agent's user
+   (`termgym_agentexec`). `agent-user`: the script runs programs of the agent's work itself,
+   so the whole script runs as the agent's user (docs/importing.md says what that leaves
+   undefended).
+3. Writes the verdict for the host to `verdict.json` in the result folder:
+   Terminal-Bench: the tests listed in pytest's short test summary (in `clean` mode taken
+   from the reports of the pytest runs themselves, never from text a program could print);
+   Harbor: /logs/verifier/reward.txt or reward.json.
+
+`python3 termgym_imported.py pytest ARGS...` is the in-process pytest the script's pytest
+invocations are rewritten to.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = "/tests"
+LOGS = "/logs/verifier"
+_SUMMARY = re.compile(r"=+\s*short test summary info\s*=+", re.IGNORECASE)
+_STATUSES = ("PASSED", "FAILED", "SKIPPED", "XFAIL", "XPASS", "ERROR")
+_PASSING = ("PASSED", "SKIPPED", "XFAIL")
+
+
+def _fmt(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _rewrite(text, spans, rules):
+    out, cursor = [], 0
+    for span in sorted(spans, key=lambda s: s["start"]):
+        out.append(text[cursor : span["start"]])
+        out.append(_fmt(rules[span["rule"]]))
+        cursor = span["end"]
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def _fresh(path, mode, owner):
+    if os.path.islink(path) or os.path.isfile(path):
+        os.remove(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+    os.chmod(path, mode)
+    os.chown(path, owner, owner)
+
+
+def lay_out(config, rules, agent_uid):
+    """The tests at /tests (rewritten for `rules`) and an empty /logs/verifier."""
+    clean = config["protection"] == "clean"
+    _fresh(TESTS, 0o700 if clean else 0o755, 0)
+    source = os.path.join(HERE, "graders", "tests")
+    spans = {}
+    for span in config.get("rewrite", []):
+        spans.setdefault(span["file"], []).append(span)
+    if os.path.isdir(source):
+        for base, dirs, files in os.walk(source):
+            rel = os.path.relpath(base, source)
+            target = os.path.normpath(os.path.join(TESTS, rel))
+            os.makedirs(target, exist_ok=True)
+            for name in files:
+                src = os.path.join(base, name)
+                key = os.path.normpath(os.path.join("tests", rel, name))
+                dst = os.path.join(target, name)
+                if key in spans:
+                    with open(src, encoding="utf-8") as handle:
+                        text = _rewrite(handle.read(), spans[key], rules)
+                    with open(dst, "w", encoding="utf-8") as handle:
+                        handle.write(text)
+                else:
+                    shutil.copyfile(src, dst)
+                os.chmod(dst, 0o755)
+    script = os.path.join(HERE, "graders", config["script"])
+    with open(script, encoding="utf-8") as handle:
+        text = _rewrite(handle.read(), spans.get(config["script"], []), rules)
+    with open(config["script_at"], "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(config["script_at"], 0o755)
+    if not clean:
+        for base, dirs, files in os.walk(TESTS):
+            for name in [base] + [os.path.join(base, n) for n in files]:
+                os.chmod(name, 0o755 if os.path.isdir(name) else 0o644)
+    os.makedirs("/logs", exist_ok=True)
+    _fresh(LOGS, 0o700 if clean else 0o755, 0 if clean else agent_uid)
+
+
+def parse_summary(text):
+    """Terminal-Bench's pytest parser: test name -> status, from the first "short test
+    summary info" section; None when the output has none (a failure, not an error)."""
+    parts = _SUMMARY.split(text, maxsplit=1)
+    if len(parts) < 2:
+        return None
+    results = {}
+    for line in parts[1].splitlines():
+        line = line.strip()
+        if not line or " " not in line and line not in _STATUSES:
+            continue
+        status, _, rest = line.partition(" ")
+        if status not in _STATUSES:
+            continue
+        name = rest.split(" - ")[0].strip().split("::")[-1]
+        if name:
+            results[name] = status
+    return results
+
+
+def _verdict_tb(results, source):
+    if results is None:
+        return {"score": 0.0, "passed": False, "message": "no short test summary info in the "
+                "test output (Terminal-Bench counts that as a failure)", "source": source}
+    if not results:
+        return {"score": 0.0, "passed": False, "message": "the short test summary listed no "
+                "test", "source": source}
+    failed = sorted(n for n, s in results.items() if s not in _PASSING)
+    score = (len(results) - len(failed)) / len(results)
+    message = "failed: " + ", ".join(failed) if failed else "%d passed" % len(results)
+    return {"score": score, "passed": not failed, "message": message[:1500],
+            "tests": results, "source": source}
+
+
+def _verdict_harbor(exit_code):
+    for name in ("reward.txt", "reward.json"):
+        path = os.path.join(LOGS, name)
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            raw = handle.read(4096).strip()
+        try:
+            if name == "reward.txt":
+                value = float(raw)
+            else:
+                data = json.loads(raw)
+                if isinstance(data, dict) and "reward" in data:
+                    value = float(data["reward"])
+                elif isinstance(data, dict) and len(data) == 1:
+                    value = float(list(data.values())[0])
+                else:
+                    value = float(data)
+        except (ValueError, TypeError):
+            return {"error": "%s holds no number: %r" % (name, raw[:80])}
+        if value != value or value < 0:
+            return {"error": "%s holds %r: expected a reward in [0, 1]" % (name, raw[:80])}
+        value = min(value, 1.0)
+        return {"score": value, "passed": value >= 1.0, "source": name,
+                "message": "%s: %s (test script exit %s)" % (name, _fmt(value), exit_code)}
+    return {"score": 0.0, "passed": False, "source": "none",
+            "message": "the test script wrote neither reward.txt nor reward.json (exit %s)"
+            % exit_code}
+
+
+def run_script(config, env, results_dir):
+    """Run the test script; (exit code, its output)."""
+    log_path = os.path.join(results_dir, ".script.log")
+    argv = ["bash", config["script_at"]]
+    with open(log_path, "wb") as log:
+        if config["protection"] == "clean":
+            code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                   cwd=config["cwd"], stdin=subprocess.DEVNULL,
+                                   user=os.geteuid())
+        else:
+            import termgym_agentexec
+
+            termgym_agentexec.install()
+            code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
+                                   env=termgym_agentexec.agent_env(env), cwd=config["cwd"],
+                                   stdin=subprocess.DEVNULL)
+            termgym_agentexec.stop_agent_processes()
+    with open(log_path, encoding="utf-8", errors="replace") as handle:
+        output = handle.read()
+    os.remove(log_path)
+    return code, output
+
+
+def main():
+    with open(os.path.join(HERE, "termgym_imported.json")) as handle:
+        config = json.load(handle)
+    rules = json.loads(os.environ.get("TERMGYM_RULES", "{}"))
+    results_dir = os.environ["TERMGYM_RESULT_DIR"]
+    import termgym_agentexec
+
+    lay_out(config, rules, termgym_agentexec.AGENT_UID)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TERMGYM_RULES")}
+    env.update(config.get("env", {}))
+    env["TEST_DIR"] = TESTS
+    env["TERMGYM_PYTEST"] = "%s %s pytest" % (sys.executable, os.path.abspath(__file__))
+    env["TERMGYM_PYTEST_LOG"] = os.path.join(results_dir, ".pytest-reports.jsonl")
+    config["cwd"] = os.environ.get("TERMGYM_WORKDIR", "/")
+    if not os.path.isdir(config["cwd"]):
+        config["cwd"] = "/"
+    code, output = run_script(config, env, results_dir)
+    if config["verdict"] == "harbor-reward":
+        verdict = _verdict_harbor(code)
+    elif config["protection"] == "clean":
+        verdict = _verdict_tb(_reports(env["TERMGYM_PYTEST_LOG"]), "pytest reports")
+    else:
+        verdict = _verdict_tb(parse_summary(output), "test output")
+    verdict["exit_code"] = code
+    verdict["output"] = output[-3000:]
+    with open(os.path.join(results_dir, "verdict.json"), "w") as handle:
+        json.dump(verdict, handle)
+
+
+def _reports(path):
+    """Test name -> status from the pytest runs of the script; None when none ran -rA-like
+    (Terminal-Bench reads the summary, which lists every test only with -rA)."""
+    if not os.path.isfile(path):
+        return None
+    results = {}
+    listed = False
+    with open(path) as handle:
+        for line in handle:
+            entry = json.loads(line)
+            listed = listed or entry.get("summary", False)
+            for name, status in entry.get("tests", {}).items():
+                results[name] = status
+    if not listed and all(s in _PASSING for s in results.values()):
+        return None  # no failure and no -rA: pytest printed no summary at all
+    if not listed:
+        return {n: s for n, s in results.items() if s not in _PASSING}
+    return results
+
+
+def pytest_main(args):
+    """pytest in this process, as root: the programs the tests start run as the agent's
+    user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
+    folder) as the short test summary would list it."""
+    sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())]
+    import termgym_agentexec
+
+    termgym_agentexec.install()
+    import pytest
+
+    class Recorder:
+        def __init__(self):
+            self.tests = {}
+            self.summary = False
+
+        def pytest_configure(self, config):
+            chars = getattr(config.option, "reportchars", "") or ""
+            self.summary = "A" in chars or ("p" in chars and "f" in chars)
+            factory = getattr(config, "_tmp_path_factory", None)
+            if factory is not None:
+                termgym_agentexec.share(str(factory.getbasetemp()))
+
+        def pytest_runtest_logreport(self, report):
+            name = report.nodeid.split("::")[-1]
+            if report.when == "call" or report.outcome != "passed":
+                status = report.outcome.upper()
+                if hasattr(report, "wasxfail"):
+                    status = "XFAIL" if report.skipped else "XPASS"
+                if report.when != "call" and report.failed:
+                    status = "ERROR"
+                if status != "PASSED" or name not in self.tests:
+                    self.tests[name] = status
+
+        def pytest_runtest_teardown(self, item):
+            termgym_agentexec.stop_agent_processes()
+
+        def pytest_collectreport(self, report):
+            if report.failed:
+                self.tests[report.nodeid or "collection"] = "ERROR"
+
+    recorder = Recorder()
+    code = pytest.main(list(args), plugins=[recorder])
+    log = os.environ.get("TERMGYM_PYTEST_LOG")
+    if log:
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"tests": recorder.tests, "summary": recorder.summary,
+                                     "exit": int(code)}) + "\n")
+    return int(code)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["pytest"]:
+        sys.exit(pytest_main(sys.argv[2:]))
+    main()

@@ -1,0 +1,79 @@
+"""`termgym import tb|harbor SOURCE... --out DIR` and `termgym overlay suggest TASK`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+
+@click.command("import")
+@click.argument("fmt", metavar="tb|harbor", type=click.Choice(["tb", "harbor"]))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder of tasks.")
+@click.option(
+    "--registry",
+    is_flag=True,
+    help="An image registry answers: build on each task's own base image (and pull "
+    "prebuilt images) instead of the local stand-ins.",
+)
+@click.option(
+    "--ca-bundle",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A CA bundle builds must trust (TLS interception); also $TERMGYM_CA_BUNDLE. The "
+    "host's bundle is always added.",
+)
+def import_command(
+    fmt: str, sources: tuple[Path, ...], out: Path, registry: bool, ca_bundle: Path | None
+) -> None:
+    """Convert Terminal-Bench or Harbor task folders (or folders of them) into termgym tasks.
+
+    Exit 1 when none could be converted; every refused task is listed with the reason."""
+    from termgym.errors import TaskError
+    from termgym.importing import FORMATS, import_tasks
+
+    start = time.perf_counter()
+    try:
+        report = import_tasks(list(sources), out, FORMATS[fmt], registry=registry, ca=ca_bundle)
+    except TaskError as exc:
+        raise click.ClickException(str(exc)) from None
+    seconds = time.perf_counter() - start
+    for done in report.converted:
+        flags = [done.protection]
+        if done.approximate:
+            flags.append("approximate")
+        click.echo(f"imported  {done.task_id:<40} {', '.join(flags)}")
+        for mapping in done.mappings:
+            click.echo(f"          base: {mapping}")
+    for folder, why in report.refused:
+        click.echo(f"refused   {folder.name:<40} {why}")
+    count = len(report.converted)
+    click.echo(
+        f"\n{count} imported, {len(report.refused)} refused into {out} in {seconds * 1000:.0f} ms"
+    )
+    if not count:
+        sys.exit(1)
+
+
+@click.group("overlay")
+def overlay() -> None:
+    """Rule overlays: perturb a task's rules without rewriting it."""
+
+
+@overlay.command("suggest")
+@click.argument("task", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--limit", default=8, show_default=True, help="At most this many candidates.")
+def suggest(task: Path, limit: int) -> None:
+    """Propose candidate rules: numbers and quoted constants that occur both in what the agent
+    sees and in the tests, each with a pattern unique in its file (a draft overlay.yaml)."""
+    from termgym.importing import suggest_overlay
+    from termgym.importing._suggest import as_overlay_yaml
+
+    found = suggest_overlay(task, limit=limit)
+    if not found:
+        click.echo("# no value occurs both in what the agent sees and in the tests", err=True)
+        sys.exit(1)
+    click.echo(as_overlay_yaml(found), nl=False)

@@ -1,0 +1,218 @@
+"""An imported task's Dockerfile: its bases mapped to local roots, a CA bundle for builds
+behind TLS interception, the test script's installs moved to build time, and where its
+COPY instructions put each file of the build context."""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+
+from termgym.errors import ImportRefused
+from termgym.sandbox._localbases import known_bases, map_base
+
+CA_FILE = "termgym-ca.pem"
+"""The CA bundle in the build context (the host's plus the user's)."""
+CA_PATH = "/etc/termgym/ca-bundle.pem"
+_CA_ENV = " ".join(
+    f"{name}={CA_PATH}"
+    for name in (
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "PIP_CERT",
+        "CURL_CA_BUNDLE",
+        "GIT_SSL_CAINFO",
+        "NODE_EXTRA_CA_CERTS",
+        "npm_config_cafile",
+    )
+)
+_CA_STEPS = (
+    f"COPY {CA_FILE} {CA_PATH}\n"
+    f"ENV {_CA_ENV} UV_NATIVE_TLS=1\n"
+    "RUN mkdir -p /etc/apt/apt.conf.d && printf 'Acquire::https::CAInfo \"%s\";\\n' "
+    f"{CA_PATH} > /etc/apt/apt.conf.d/99termgym-ca\n"
+)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    keyword: str
+    args: str
+    text: str
+
+
+def parse(text: str) -> list[Instruction]:
+    """Instructions with continuation lines joined (comments and blank lines kept as '#')."""
+    out: list[Instruction] = []
+    pending = ""
+    for raw in text.splitlines():
+        if not pending and (not raw.strip() or raw.lstrip().startswith("#")):
+            out.append(Instruction("#", "", raw))
+            continue
+        if raw.rstrip().endswith("\\"):
+            pending += raw + "\n"
+            continue
+        whole = pending + raw
+        pending = ""
+        parts = whole.strip().split(None, 1)
+        out.append(Instruction(parts[0].upper(), parts[1] if len(parts) > 1 else "", whole))
+    if pending:
+        parts = pending.strip().split(None, 1)
+        out.append(Instruction(parts[0].upper(), parts[1] if len(parts) > 1 else "", pending))
+    return out
+
+
+def _from_image(args: str) -> tuple[str, str]:
+    """(image, rest) of a FROM's arguments (--platform dropped, `AS name` kept)."""
+    words = [w for w in args.split() if not w.startswith("--platform")]
+    return words[0], " ".join(words[1:])
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """The Dockerfile as termgym builds it, and what was decided."""
+
+    text: str
+    bases: tuple[str, ...]
+    mappings: tuple[str, ...]
+    workdir: str
+
+
+def rewrite(
+    text: str,
+    task: str,
+    *,
+    registry: bool,
+    apt: tuple[str, ...],
+    pip: tuple[str, ...],
+    with_ca: bool,
+) -> Rewritten:
+    """Map every FROM to a local base (unless `registry`), add the CA steps after each FROM,
+    and append the moved installs to the final stage.
+
+    Raises:
+        ImportRefused: a base image no registry serves and termgym cannot stand in for.
+    """
+    stages: set[str] = set()
+    args: dict[str, str] = {}
+    lines: list[str] = []
+    bases: list[str] = []
+    mappings: list[str] = []
+    workdir = "/"
+    user_root = True
+    for ins in parse(text):
+        if ins.keyword == "ARG" and "=" in ins.args and not bases:
+            key, _, value = ins.args.partition("=")
+            args[key.strip()] = value.strip().strip("\"'")
+        if ins.keyword == "FROM":
+            image, rest = _from_image(ins.args)
+            image = re.sub(
+                r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: args.get(m.group(1), m.group(0)), image
+            )
+            if "$" in image:
+                raise ImportRefused(f"{task}: FROM {image}: expected a base image, found an unset ARG")
+            name = rest.split()[-1] if rest.lower().startswith("as ") else ""
+            workdir, user_root = "/", True
+            if image in stages or image == "scratch" or registry:
+                target = image
+            else:
+                mapping = map_base(image)
+                if mapping is None:
+                    raise ImportRefused(
+                        f"{task}: base image {image}: no image registry answers here and "
+                        f"termgym knows no local stand-in for it (known: {', '.join(known_bases())})"
+                    )
+                target = mapping.base.tag
+                mappings.append(mapping.describe())
+            bases.append(target)
+            if name:
+                stages.add(name)
+            lines.append(f"FROM {target}" + (f" {rest}" if rest else ""))
+            if with_ca and target not in stages and image != "scratch":
+                lines.append(_CA_STEPS.rstrip("\n"))
+            continue
+        if ins.keyword == "WORKDIR":
+            path = ins.args.strip().strip("\"'")
+            workdir = path if path.startswith("/") else posixpath.join(workdir, path)
+        if ins.keyword == "USER":
+            user_root = ins.args.strip().split(":")[0] in ("root", "0")
+        lines.append(ins.text)
+    if not bases:
+        raise ImportRefused(f"{task}: the Dockerfile has no FROM")
+    tail = []
+    if apt or pip:
+        tail.append("# termgym: the test script's installs, moved to build time (grading is offline)")
+        if not user_root:
+            tail.append("USER root")
+    if apt:
+        names = " ".join(shlex.quote(a) for a in apt)
+        tail.append(
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+            f"--no-install-recommends {names} && rm -rf /var/lib/apt/lists/*"
+        )
+    if pip:
+        names = " ".join(shlex.quote(p) for p in pip)
+        tail.append(
+            "RUN (/usr/bin/python3 -m pip --version >/dev/null 2>&1 || (apt-get update && "
+            "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+            "python3-pip)) && /usr/bin/python3 -m pip install --no-cache-dir "
+            f"--break-system-packages {names} || /usr/bin/python3 -m pip install "
+            f"--no-cache-dir {names}"
+        )
+    text_out = "\n".join(lines + tail) + "\n"
+    return Rewritten(text_out, tuple(bases), tuple(mappings), workdir)
+
+
+def copy_destinations(text: str) -> list[tuple[list[str], str, str]]:
+    """(sources, destination, workdir at that point) of every COPY/ADD of the final stage
+    that copies from the build context."""
+    found: list[tuple[list[str], str, str]] = []
+    workdir = "/"
+    for ins in parse(text):
+        if ins.keyword == "FROM":
+            found, workdir = [], "/"
+        elif ins.keyword == "WORKDIR":
+            path = ins.args.strip().strip("\"'")
+            workdir = path if path.startswith("/") else posixpath.join(workdir, path)
+        elif ins.keyword in ("COPY", "ADD"):
+            words = [w for w in _words(ins.args) if not w.startswith("--chown")]
+            if any(w.startswith("--from") for w in words) or len(words) < 2:
+                continue
+            words = [w for w in words if not w.startswith("--")]
+            found.append((words[:-1], words[-1], workdir))
+    return found
+
+
+def _words(args: str) -> list[str]:
+    args = args.strip()
+    if args.startswith("["):
+        import json
+
+        try:
+            return [str(w) for w in json.loads(args)]
+        except ValueError:
+            pass
+    try:
+        return shlex.split(args)
+    except ValueError:
+        return args.split()
+
+
+def destination(text: str, rel: str) -> str | None:
+    """Where the final image holds the build-context file `rel` (the last COPY wins), or
+    None when no COPY puts it in the image."""
+    where = None
+    for sources, dest, workdir in copy_destinations(text):
+        dest_abs = dest if dest.startswith("/") else posixpath.join(workdir, dest)
+        for src in sources:
+            src = posixpath.normpath(src.lstrip("./") or ".") if src not in (".", "./") else "."
+            if src == ".":
+                where = posixpath.join(dest_abs, rel)
+            elif rel == src or fnmatch.fnmatch(rel, src):
+                into_dir = dest.endswith("/") or len(sources) > 1
+                where = posixpath.join(dest_abs, posixpath.basename(rel)) if into_dir else dest_abs
+            elif rel.startswith(src.rstrip("/") + "/"):
+                where = posixpath.join(dest_abs, rel[len(src.rstrip("/")) + 1 :])
+    return where

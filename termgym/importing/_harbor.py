@@ -1,0 +1,102 @@
+"""Read a Harbor task folder: task.toml, instruction.md, environment/, tests/test.sh,
+solution/solve.sh. Undocumented and legacy keys are accepted, as Harbor accepts them."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from termgym.errors import ImportRefused, TaskSpecError
+from termgym.importing._compose import check_compose
+from termgym.importing._model import ForeignTask, parse_memory
+
+HARBOR_FILES = ("task.toml", "instruction.md")
+"""A folder holding both is a Harbor task."""
+
+
+def is_harbor(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in HARBOR_FILES)
+
+
+def _table(data: dict[str, Any], name: str, source: Path) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise TaskSpecError(f"{source}: [{name}]: expected a table, found {value!r}")
+    return value
+
+
+def _number(table: dict[str, Any], key: str, default: float, source: Path, where: str) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise TaskSpecError(f"{source}: {where}.{key}: expected seconds > 0, found {value!r}")
+    return float(value)
+
+
+def read_harbor(folder: Path) -> ForeignTask:
+    """Read and check a Harbor task folder.
+
+    Raises:
+        ImportRefused: the task cannot run here (the reason is in the message).
+        TaskSpecError: task.toml is malformed.
+    """
+    source = folder / "task.toml"
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskSpecError(f"{source}: expected TOML, found: {exc}") from None
+    meta = _table(data, "metadata", source)
+    verifier = _table(data, "verifier", source)
+    agent = _table(data, "agent", source)
+    environment = _table(data, "environment", source)
+    memory = 2048
+    for key in ("memory_mb", "memory"):
+        if key in environment:
+            try:
+                memory = parse_memory(environment[key], f"[environment].{key}")
+            except ValueError as exc:
+                raise TaskSpecError(f"{source}: {exc}") from None
+            break
+    env_dir = folder / "environment"
+    check_compose(env_dir / "docker-compose.yaml", folder.name)
+    dockerfile = env_dir / "Dockerfile"
+    image = environment.get("docker_image") or None
+    if not dockerfile.is_file() and not image:
+        raise ImportRefused(
+            f"{folder.name}: expected environment/Dockerfile or [environment].docker_image, "
+            "found neither"
+        )
+    test_sh = folder / "tests" / "test.sh"
+    if not test_sh.is_file():
+        raise ImportRefused(f"{folder.name}: expected tests/test.sh, found none")
+    solve = folder / "solution" / "solve.sh"
+    env = verifier.get("env", {})
+    if not isinstance(env, dict):
+        raise TaskSpecError(f"{source}: [verifier.env]: expected a table, found {env!r}")
+    approximate = []
+    if environment.get("gpus"):
+        approximate.append(f"[environment].gpus = {environment['gpus']}: no GPU is given")
+    return ForeignTask(
+        format="harbor",
+        root=folder,
+        original_id=folder.name,
+        instruction=(folder / "instruction.md").read_text(encoding="utf-8"),
+        context=env_dir,
+        dockerfile=dockerfile.read_text(encoding="utf-8") if dockerfile.is_file() else None,
+        docker_image=str(image) if image else None,
+        test_script=test_sh.read_text(encoding="utf-8"),
+        tests=folder / "tests",
+        solution=solve.read_text(encoding="utf-8") if solve.is_file() else None,
+        solution_name="solution/solve.sh",
+        agent_timeout=_number(agent, "timeout_sec", 600.0, source, "[agent]"),
+        test_timeout=_number(verifier, "timeout_sec", 600.0, source, "[verifier]"),
+        build_timeout=_number(environment, "build_timeout_sec", 600.0, source, "[environment]"),
+        memory_mb=memory,
+        network=bool(environment.get("allow_internet", True)),
+        verifier_env={str(k): str(v) for k, v in env.items()},
+        author=" ".join(str(meta.get(k, "")) for k in ("author_name", "author_email")).strip(),
+        difficulty=str(meta.get("difficulty", "")),
+        category=str(meta.get("category", "")),
+        tags=tuple(str(t) for t in meta.get("tags", []) or []),
+        approximate=tuple(approximate),
+    )

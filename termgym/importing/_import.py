@@ -1,0 +1,100 @@
+"""`termgym import`: read every task folder given (or found one level down), convert the
+ones that can run here, and say why each other one was refused."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from termgym.errors import ImportRefused, TaskError
+from termgym.importing._convert import Converted, convert
+from termgym.importing._harbor import is_harbor, read_harbor
+from termgym.importing._model import Format, ForeignTask
+from termgym.importing._tb import is_tb, read_tb
+
+
+def detect(folder: Path) -> Format | None:
+    """The format of a task folder, or None when it is neither."""
+    if is_harbor(folder):
+        return "harbor"
+    if is_tb(folder):
+        return "terminal-bench"
+    return None
+
+
+def read_foreign(folder: Path, fmt: Format | None = None) -> ForeignTask:
+    """Read a Terminal-Bench or Harbor task folder.
+
+    Raises:
+        TaskError: it is not a task of that format (ImportRefused: it cannot run here;
+            TaskSpecError: its files are malformed).
+    """
+    found = detect(folder)
+    fmt = fmt or found
+    if fmt is None or found != fmt:
+        expected = {
+            "terminal-bench": "task.yaml and run-tests.sh",
+            "harbor": "task.toml and instruction.md",
+            None: "a Terminal-Bench (task.yaml, run-tests.sh) or Harbor (task.toml, "
+            "instruction.md) task",
+        }[fmt]
+        raise TaskError(f"{folder}: expected {expected}, found {found or 'neither'}")
+    return read_harbor(folder) if fmt == "harbor" else read_tb(folder)
+
+
+def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
+    """Each source that is a task folder, else its children that are."""
+    out: list[Path] = []
+    for source in sources:
+        if not source.is_dir():
+            raise TaskError(f"expected a task folder or a folder of tasks at {source}, found "
+                            f"{'a file' if source.exists() else 'nothing'}")
+        if detect(source):
+            out.append(source)
+            continue
+        children = [c for c in sorted(source.iterdir()) if c.is_dir() and detect(c)]
+        if not children:
+            what = fmt or "Terminal-Bench or Harbor"
+            raise TaskError(f"expected {source} to be a {what} task or to hold some, found none")
+        out.extend(children)
+    return out
+
+
+@dataclass
+class ImportReport:
+    """What an import did: converted tasks, and refused ones with the reason."""
+
+    converted: list[Converted] = field(default_factory=list)
+    refused: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def import_tasks(
+    sources: Sequence[Path],
+    out: Path,
+    fmt: Format | None = None,
+    *,
+    registry: bool = False,
+    ca: Path | None = None,
+) -> ImportReport:
+    """Convert every task found in `sources` into `out` (ids made unique with -2, -3 ...)."""
+    out.mkdir(parents=True, exist_ok=True)
+    report = ImportReport()
+    taken: set[str] = set()
+    for folder in task_folders(sources, fmt):
+        try:
+            task = read_foreign(folder, fmt)
+            if task.task_id in taken:
+                import dataclasses
+
+                number = 2
+                while f"{task.task_id}-{number}" in taken:
+                    number += 1
+                task = dataclasses.replace(task, original_id=f"{task.original_id}-{number}")
+            done = convert(task, out, registry=registry, ca=ca)
+        except (ImportRefused, TaskError) as exc:
+            report.refused.append((folder, str(exc)))
+            continue
+        taken.add(done.task_id)
+        report.converted.append(done)
+    return report

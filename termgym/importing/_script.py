@@ -1,0 +1,196 @@
+"""Read a test script line by line: what moves to build time, what may run as root in the
+verifier, and what makes the script run as the agent's user.
+
+Terminal-Bench's and Harbor's test scripts are bash, run as root where the agent worked.
+termgym runs them in the clean verifier, where nothing of the agent's may run as root
+(docs/security.md). So every line is classified:
+
+- install: apt-get, pip, `uv add`, `uv pip install`: moved to the image build (grading
+  runs offline); uv's installer, `uv init`, `source $HOME/.local/bin/env` are dropped
+  (pytest runs from the image's python3 instead of a uv project).
+- pytest: `pytest`, `python -m pytest`, `uv run pytest` (and Terminal-Bench's shared
+  run-uv-pytest.sh): rewritten to `$TERMGYM_PYTEST`, an in-process pytest whose tests'
+  programs run as the agent's user and whose outcomes are recorded where only root writes.
+- plain shell: comments, cd, export, set, echo/printf, assignments, if/then/else/fi on
+  `[ ... ]` tests, exit, mkdir, writing a reward to /logs/verifier: kept, run as root.
+- anything else may run the agent's programs: then the script keeps its lines but runs,
+  whole, as the agent's user (`protection: agent-user`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from termgym.errors import ImportRefused
+
+_NETWORK = re.compile(r"\b(git\s+clone|wget\s|curl\s|pip\s+download|npm\s+install|go\s+get)")
+_LOCAL = re.compile(r"localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]")
+_UV_INSTALLER = re.compile(r"^(curl|wget)\b.*astral\.sh/uv.*\|\s*(ba)?sh\b")
+_DROP = (
+    re.compile(r"^(source|\.)\s+\"?\$HOME/\.local/bin/env\"?$"),
+    re.compile(r"^(source|\.)\s+\"?\$HOME/\.cargo/env\"?$"),
+    re.compile(r"^uv\s+(init|venv|sync)\b.*$"),
+    re.compile(r"^(source|\.)\s+\.venv/bin/activate$"),
+    re.compile(r"^(source|\.)\s+\"?\$TEST_DIR\"?/setup-uv-pytest\.sh$"),
+)
+_APT = re.compile(r"^(sudo\s+)?apt(-get)?\s+(update|install)\b(.*)$")
+_PIP = re.compile(
+    r"^(uv\s+add|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install)\s+(.*)$"
+)
+_PYTEST = re.compile(
+    r"^(uv\s+run\s+(?:--\S+(?:\s+[^-\s]\S*)?\s+)*)?(python3?\s+-m\s+)?pytest(?=\s|$)"
+)
+_RUN_UV_PYTEST = re.compile(r"^(bash\s+|sh\s+)?\"?\$TEST_DIR\"?/run-uv-pytest\.sh$")
+_SAFE = (
+    re.compile(r"^#.*$"),
+    re.compile(r"^set\s+[-+][a-zA-Z]+(\s+\w+)?(\s+[-+][a-zA-Z]+)*$"),
+    re.compile(r"^cd\s+[^;&|`$()]*$|^cd\s+\"?\$(TEST_DIR|HOME)\"?$"),
+    re.compile(r"^export\s+[A-Za-z_][A-Za-z0-9_]*=[^;&|`()]*$"),
+    re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(\$\?|[^;&|`()$]*)$"),
+    re.compile(r"^(echo|printf)\b[^;&|`()]*$"),
+    re.compile(r"^(if|elif)\s+\[\[?\s[^;&|`()]*\]\]?\s*;\s*then$"),
+    re.compile(r"^(then|else|fi)$"),
+    re.compile(r"^exit(\s+(\d+|\"?\$[A-Za-z_?][A-Za-z0-9_]*\"?))?$"),
+    re.compile(r"^mkdir\s+(-p\s+)?[^;&|`()$]*$|^mkdir\s+-p\s+\"?\$TEST_DIR\"?$"),
+)
+
+
+@dataclass(frozen=True)
+class ScriptPlan:
+    """What a test script becomes.
+
+    Attributes:
+        script: The script as the verifier runs it (installs removed, pytest rewritten).
+        apt: Debian packages its installs named (installed at build time).
+        pip: Python packages its installs named (installed at build time).
+        protection: clean | agent-user.
+        why: The first line that made it agent-user.
+        notes: What was moved or dropped, for the provenance.
+    """
+
+    script: str
+    apt: tuple[str, ...] = ()
+    pip: tuple[str, ...] = ()
+    protection: str = "clean"
+    why: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) with backslash continuations joined."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not pending:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            pending += raw.rstrip()[:-1] + " "
+            continue
+        out.append((start, pending + raw))
+        pending = ""
+    if pending:
+        out.append((start, pending))
+    return out
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command, comments=True)
+    except ValueError:
+        return command.split()
+
+
+def _packages(args: str) -> list[str]:
+    names = []
+    for word in _words(args):
+        if word.startswith("-") or word in ("install", "update", "&&"):
+            continue
+        names.append(word)
+    return names
+
+
+def plan_script(text: str, task: str, name: str) -> ScriptPlan:
+    """Classify every line of a test script (see the module docstring).
+
+    Raises:
+        ImportRefused: the script fetches from the network at test time in a way that
+            cannot move to build time (grading runs offline).
+    """
+    apt: list[str] = []
+    pip: list[str] = []
+    notes: list[str] = []
+    out: list[str] = []
+    why = ""
+    heredoc: str | None = None
+    for number, line in _logical_lines(text):
+        stripped = line.strip()
+        if heredoc is not None:
+            out.append(line)
+            if stripped == heredoc:
+                heredoc = None
+            continue
+        if number == 1 and stripped.startswith("#!"):
+            out.append(line)
+            continue
+        marker = re.search(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?", stripped)
+        if marker:
+            heredoc = marker.group(1)
+        if not stripped:
+            out.append(line)
+            continue
+        if _UV_INSTALLER.match(stripped):
+            notes.append(f"{name} line {number}: uv's installer dropped (pytest runs from the "
+                         "image's python3, installed at build time)")
+            continue
+        if any(p.match(stripped) for p in _DROP):
+            notes.append(f"{name} line {number}: `{stripped}` dropped (no uv project needed)")
+            if "setup-uv-pytest" in stripped:
+                pip.append("pytest")
+            continue
+        parts = [p.strip() for p in re.split(r"&&|;", stripped) if p.strip()]
+        if parts and all(_APT.match(p) or _PIP.match(p) for p in parts):
+            for part in parts:
+                apt_match, pip_match = _APT.match(part), _PIP.match(part)
+                if apt_match and apt_match.group(3) == "install":
+                    apt.extend(_packages(apt_match.group(4)))
+                elif pip_match:
+                    pip.extend(_packages(pip_match.group(2)))
+            notes.append(f"{name} line {number}: `{stripped}` moved to build time")
+            continue
+        if _RUN_UV_PYTEST.match(stripped):
+            out.append(line.replace(stripped, '$TERMGYM_PYTEST "$TEST_DIR/test_outputs.py" -rA'))
+            pip.append("pytest")
+            continue
+        pytest_match = _PYTEST.match(stripped)
+        if pytest_match:
+            indent = line[: len(line) - len(line.lstrip())]
+            rest = stripped[pytest_match.end() :]
+            out.append(f"{indent}$TERMGYM_PYTEST{rest}")
+            with_pkgs = re.findall(r"--with\s+(\S+)", pytest_match.group(1) or "")
+            pip.extend(["pytest", *with_pkgs])
+            continue
+        if _NETWORK.search(stripped) and not _LOCAL.search(stripped) and not heredoc:
+            raise ImportRefused(
+                f"{task}: {name} line {number} reaches the network at test time "
+                f"(`{stripped[:120]}`): grading runs offline and this step cannot move to "
+                "build time"
+            )
+        out.append(line)
+        if not any(p.match(stripped) for p in _SAFE) and not why:
+            why = f"{name} line {number}: `{stripped[:120]}`"
+    hit = _NETWORK.search("\n".join(out))
+    if hit and why and not _LOCAL.search("\n".join(out)):
+        raise ImportRefused(
+            f"{task}: {name} reaches the network at test time (`{hit.group(0).strip()}` in a "
+            "script it writes): grading runs offline"
+        )
+    return ScriptPlan(
+        script="\n".join(out) + "\n",
+        apt=tuple(dict.fromkeys(apt)),
+        pip=tuple(dict.fromkeys(pip)),
+        protection="agent-user" if why else "clean",
+        why=why,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,273 @@
+"""Importing Terminal-Bench and Harbor task folders: conversion, quirks, refusals, overlays.
+
+No sandbox here: conversions are file work. The fixtures under tests/fixtures/foreign are
+written for termgym, in the layouts both harnesses use (with their quirks)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from termgym.errors import ImportRefused, TaskError, TaskSpecError
+from termgym.importing import import_tasks, normalize_id, read_foreign, suggest_overlay
+from termgym.importing._script import plan_script
+from termgym.tasks import instantiate, load_task
+
+FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
+TB = FOREIGN / "tb" / "tb-weight-limit"
+HARBOR = FOREIGN / "harbor" / "harbor-weight-limit"
+
+
+@pytest.fixture
+def copy(tmp_path: Path):
+    def make(source: Path, name: str | None = None) -> Path:
+        target = tmp_path / "src" / (name or source.name)
+        shutil.copytree(source, target)
+        return target
+
+    return make
+
+
+def test_tb_task_converts_with_its_provenance_and_verbatim_instruction(tmp_path: Path) -> None:
+    report = import_tasks([TB], tmp_path / "out", "terminal-bench")
+    assert not report.refused
+    task = load_task(tmp_path / "out" / "tb-weight-limit")
+    prov = task.spec.provenance
+    assert prov is not None and prov.format == "terminal-bench"
+    assert prov.original_id == "tb-weight-limit" and prov.difficulty == "easy"
+    assert prov.tags == ["csv", "policy"] and prov.protection == "clean"
+    assert "python:3.11-slim-bookworm -> termgym/tb-python-3.11:" in prov.image_mapping
+    plan = instantiate(task, "original")
+    assert "{{ parcel }}" in plan.instruction  # shown verbatim, not a template
+    assert plan.instruction == yaml.safe_load((TB / "task.yaml").read_text())["instruction"]
+    assert task.spec.limits.agent_timeout == 300 and task.spec.limits.grading_timeout == 60
+
+
+def test_tb_boilerplate_installs_move_to_build_time_and_pytest_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    import_tasks([TB], tmp_path, "terminal-bench")
+    script = (tmp_path / "tb-weight-limit" / "graders" / "run-tests.sh").read_text()
+    assert "$TERMGYM_PYTEST $TEST_DIR/test_outputs.py -rA" in script
+    assert "astral.sh" not in script and "uv add" not in script and "apt-get" not in script
+    dockerfile = (tmp_path / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
+    assert dockerfile.startswith("FROM termgym/tb-python-3.11:")
+    assert "pip install --no-cache-dir --break-system-packages pytest==8.4.1" in dockerfile
+    assert "apt-get install -y --no-install-recommends curl" in dockerfile
+    assert "COPY termgym-ca.pem /etc/termgym/ca-bundle.pem" in dockerfile
+    assert not (tmp_path / "tb-weight-limit" / "environment" / "tests").exists()
+    assert not (tmp_path / "tb-weight-limit" / "environment" / "solution.sh").exists()
+
+
+def test_harbor_quirks_are_accepted(tmp_path: Path) -> None:
+    assert not (HARBOR / "tests" / "test.sh").stat().st_mode & 0o111  # no run bit
+    assert not (HARBOR / "solution" / "solve.sh").read_text().startswith("#!")
+    foreign = read_foreign(HARBOR)
+    assert foreign.memory_mb == 2048  # legacy memory = "2G"
+    assert foreign.docker_image and foreign.dockerfile  # both: the Dockerfile is built
+    report = import_tasks([HARBOR], tmp_path, "harbor")
+    assert not report.refused
+    task = load_task(tmp_path / "harbor-weight-limit")
+    grader = task.spec.graders[0]
+    assert grader.params["verdict"] == "harbor-reward"
+    assert grader.params["script_at"] == "/tests/test.sh"
+    assert "$TERMGYM_PYTEST /tests/test_outputs.py -rA" in (
+        tmp_path / "harbor-weight-limit" / "graders" / "run-tests.sh"
+    ).read_text()
+
+
+def test_ids_are_normalized_and_the_original_kept(tmp_path: Path, copy) -> None:
+    source = copy(TB, "Weird_Task.Name")
+    report = import_tasks([source], tmp_path / "out", "terminal-bench")
+    (done,) = report.converted
+    assert done.task_id == "weird-task-name" == normalize_id("Weird_Task.Name")
+    task = load_task(done.folder)
+    assert task.spec.provenance is not None
+    assert task.spec.provenance.original_id == "Weird_Task.Name"
+
+
+def test_multi_service_compose_is_refused_with_the_reason(tmp_path: Path, copy) -> None:
+    source = copy(TB)
+    (source / "docker-compose.yaml").write_text(
+        "services:\n  client:\n    build: {dockerfile: Dockerfile}\n  db:\n    image: postgres\n"
+    )
+    report = import_tasks([source], tmp_path / "out", "terminal-bench")
+    assert not report.converted
+    assert "2 services (client, db)" in report.refused[0][1]
+
+
+def test_unknown_base_image_is_refused(tmp_path: Path, copy) -> None:
+    source = copy(TB)
+    (source / "Dockerfile").write_text("FROM swebench/sweb.eval.x86_64.astropy:latest\n")
+    with pytest.raises(ImportRefused, match="no image registry answers here"):
+        from termgym.importing import convert
+
+        convert(read_foreign(source), tmp_path)
+
+
+def test_prebuilt_harbor_image_without_dockerfile_is_refused(tmp_path: Path, copy) -> None:
+    source = copy(HARBOR)
+    (source / "environment" / "Dockerfile").unlink()
+    report = import_tasks([source], tmp_path / "out", "harbor")
+    assert "cannot be pulled" in report.refused[0][1]
+
+
+def test_network_at_test_time_is_refused() -> None:
+    script = "#!/bin/bash\ngit clone https://github.com/google/googletest.git\npytest /tests\n"
+    with pytest.raises(ImportRefused, match="line 2 reaches the network at test time"):
+        plan_script(script, "t", "run-tests.sh")
+
+
+def test_a_script_that_runs_the_agents_programs_runs_as_the_agents_user() -> None:
+    plan = plan_script((FOREIGN / "tb/tb-greeting-summary/run-tests.sh").read_text(), "t", "x")
+    assert plan.protection == "agent-user"
+    assert "bash /app/greet.sh" in plan.why
+
+
+def test_other_parsers_are_refused(copy) -> None:
+    source = copy(TB)
+    spec = yaml.safe_load((source / "task.yaml").read_text())
+    spec["parser_name"] = "swebench"
+    (source / "task.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(ImportRefused, match="pytest parser only"):
+        read_foreign(source)
+
+
+def test_same_shell_is_marked_approximate_saying_why(tmp_path: Path) -> None:
+    report = import_tasks([FOREIGN / "tb" / "tb-greeting-summary"], tmp_path, "terminal-bench")
+    (done,) = report.converted
+    assert any("run_tests_in_same_shell" in a for a in done.approximate)
+    assert done.protection == "agent-user"
+
+
+def test_keystroke_solution_replays_through_a_terminal(tmp_path: Path) -> None:
+    import_tasks([FOREIGN / "tb" / "tb-greeting-summary"], tmp_path, "terminal-bench")
+    oracle = (tmp_path / "tb-greeting-summary" / "solution" / "oracle.sh").read_text()
+    assert "tmux send-keys" in oracle and "chmod +x /app/greet.sh" in oracle
+
+
+def test_overlay_variants_rewrite_visible_files_tests_and_oracle(tmp_path: Path) -> None:
+    import_tasks([TB], tmp_path, "terminal-bench")
+    task = load_task(tmp_path / "tb-weight-limit")
+    assert task.spec.variants == ["original", "contradicted", "withheld", "sampled"]
+    plan = instantiate(task, "contradicted", seed=1)
+    assert "no more than 150 kg" in plan.instruction
+    assert b'"max_weight": 150' in plan.files["policy.json"]
+    assert "LIMIT=150" in plan.solution("oracle")
+    assert "LIMIT=100" in plan.solution("memorized")
+    rewrite = task.spec.graders[0].params["rewrite"]
+    assert [r["file"] for r in rewrite] == ["tests/test_outputs.py"]
+    withheld = instantiate(task, "withheld")
+    assert "100" not in withheld.instruction and "within the dock's limit" in withheld.instruction
+    assert b'"max_weight": null' in withheld.files["policy.json"]
+    sampled = instantiate(task, "sampled", seed=3)
+    assert sampled.rules_enforced["max_weight"] in (150, 200, 250)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("no more than 999 kg", "found it 0 time"),
+        ("kg", "found it 2 time"),
+        ("dock policy", "hold rule max_weight's original value '100' once"),
+    ],
+)
+def test_overlay_errors_name_the_file_and_the_pattern(
+    tmp_path: Path, copy, pattern: str, message: str
+) -> None:
+    source = copy(TB)
+    overlay = yaml.safe_load((source / "overlay.yaml").read_text())
+    overlay["rules"]["max_weight"]["occurs"][0]["pattern"] = pattern
+    (source / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    import_tasks([source], tmp_path / "out", "terminal-bench")
+    with pytest.raises(TaskSpecError, match=message) as info:
+        load_task(tmp_path / "out" / "tb-weight-limit")
+    assert "instruction" in str(info.value) and repr(pattern) in str(info.value)
+
+
+def test_overlay_rules_that_overlap_are_an_error(tmp_path: Path, copy) -> None:
+    source = copy(TB)
+    overlay = yaml.safe_load((source / "overlay.yaml").read_text())
+    overlay["rules"]["unit_weight"] = {
+        "original": 100,
+        "choices": [7],
+        "occurs": [{"file": "instruction", "pattern": "more than 100"}],
+    }
+    (source / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    import_tasks([source], tmp_path / "out", "terminal-bench")
+    with pytest.raises(TaskSpecError, match="overlap"):
+        load_task(tmp_path / "out" / "tb-weight-limit")
+
+
+def test_overlay_on_a_file_the_dockerfile_does_not_copy_is_an_error(tmp_path: Path, copy) -> None:
+    source = copy(TB)
+    (source / "notes.txt").write_text("limit 100 kg\n")
+    overlay = yaml.safe_load((source / "overlay.yaml").read_text())
+    overlay["rules"]["max_weight"]["occurs"].append({"file": "notes.txt", "pattern": "limit 100"})
+    (source / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    report = import_tasks([source], tmp_path / "out", "terminal-bench")
+    assert "copied nowhere" in report.refused[0][1]
+
+
+def test_foreign_folders_on_the_path_convert_on_the_fly_and_are_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy
+) -> None:
+    from termgym.tasks import get_task, task_dirs
+
+    monkeypatch.setenv("TERMGYM_CACHE", str(tmp_path / "cache"))
+    source = copy(TB).parent
+    copy(HARBOR)
+    start = time.perf_counter()
+    dirs = task_dirs([source])
+    first = time.perf_counter() - start
+    assert {"tb-weight-limit", "harbor-weight-limit"} <= set(dirs)
+    start = time.perf_counter()
+    assert task_dirs([source])["tb-weight-limit"] == dirs["tb-weight-limit"]
+    assert time.perf_counter() - start < first  # cached: no conversion the second time
+    monkeypatch.setenv("TERMGYM_TASKS_PATH", str(source))
+    assert get_task("harbor-weight-limit").spec.provenance is not None
+
+
+def test_cli_import_and_check_folder(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from termgym.cli import main
+
+    result = CliRunner().invoke(main, ["import", "tb", str(FOREIGN / "tb"), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "2 imported, 0 refused" in result.output
+    bad = CliRunner().invoke(main, ["import", "harbor", str(FOREIGN / "tb"), "--out", str(tmp_path)])
+    assert bad.exit_code != 0 and "expected" in bad.output
+
+
+def test_overlay_suggest_finds_the_rule_in_instruction_and_tests() -> None:
+    found = suggest_overlay(TB)
+    values = {s.value: s for s in found}
+    assert 100 not in values  # 100 is too common to suggest by itself ...
+    source_texts = {f for s in found for f, _ in s.occurs}
+    assert source_texts  # ... but other shared constants are found
+
+
+def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
+    source = copy(HARBOR)
+    text = (source / "instruction.md").read_text().replace("100 kg", "120 kg")
+    (source / "instruction.md").write_text(text)
+    tests = source / "tests" / "test_outputs.py"
+    tests.write_text(tests.read_text().replace("MAX_WEIGHT = 100", "MAX_WEIGHT = 120"))
+    (found,) = [s for s in suggest_overlay(source) if s.value == 120]
+    files = {f for f, _ in found.occurs}
+    assert {"instruction", "tests/test_outputs.py"} <= files
+    for file, pattern in found.occurs:
+        text = (source / "instruction.md").read_text() if file == "instruction" else (
+            (source / file).read_text()
+        )
+        assert text.count(pattern) == 1
+
+
+def test_a_folder_without_tasks_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="to be a harbor task or to hold some"):
+        import_tasks([tmp_path], tmp_path / "out", "harbor")
