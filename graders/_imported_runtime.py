@@ -244,7 +244,7 @@ def pytest_main(args):
     """pytest in this process, as root: the programs the tests start run as the agent's
     user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
     folder) as the short test summary would list it."""
-    sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())]
+    sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())] + [HERE]
     import termgym_agentexec
 
     termgym_agentexec.install()
@@ -281,7 +281,14 @@ def pytest_main(args):
                 self.tests[report.nodeid or "collection"] = "ERROR"
 
     recorder = Recorder()
-    code = pytest.main(list(args), plugins=[recorder])
+    # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
+    # left there must not configure the tests (the tests folder's own ini still does).
+    own_ini = any(os.path.isfile(os.path.join(TESTS, n))
+                  for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"))
+    fixed = ["-p", "no:cacheprovider", "--rootdir", TESTS]
+    if not own_ini:
+        fixed += ["-c", os.devnull]
+    code = pytest.main(fixed + list(args), plugins=[recorder])
     log = os.environ.get("TERMGYM_PYTEST_LOG")
     if log:
         with open(log, "a") as handle:
