@@ -74,7 +74,7 @@ def lay_out(config, rules, agent_uid):
     for span in config.get("rewrite", []):
         spans.setdefault(span["file"], []).append(span)
     if os.path.isdir(source):
-        for base, dirs, files in os.walk(source):
+        for base, _dirs, files in os.walk(source):
             rel = os.path.relpath(base, source)
             target = os.path.normpath(os.path.join(TESTS, rel))
             os.makedirs(target, exist_ok=True)
@@ -97,7 +97,7 @@ def lay_out(config, rules, agent_uid):
         handle.write(text)
     os.chmod(config["script_at"], 0o755)
     if not clean:
-        for base, dirs, files in os.walk(TESTS):
+        for base, _dirs, files in os.walk(TESTS):
             for name in [base] + [os.path.join(base, n) for n in files]:
                 os.chmod(name, 0o755 if os.path.isdir(name) else 0o644)
     os.makedirs("/logs", exist_ok=True)
@@ -126,16 +126,30 @@ def parse_summary(text):
 
 def _verdict_tb(results, source):
     if results is None:
-        return {"score": 0.0, "passed": False, "message": "no short test summary info in the "
-                "test output (Terminal-Bench counts that as a failure)", "source": source}
+        return {
+            "score": 0.0,
+            "passed": False,
+            "message": "no short test summary info in the "
+            "test output (Terminal-Bench counts that as a failure)",
+            "source": source,
+        }
     if not results:
-        return {"score": 0.0, "passed": False, "message": "the short test summary listed no "
-                "test", "source": source}
+        return {
+            "score": 0.0,
+            "passed": False,
+            "message": "the short test summary listed no test",
+            "source": source,
+        }
     failed = sorted(n for n, s in results.items() if s not in _PASSING)
-    score = (len(results) - len(failed)) / len(results)
-    message = "failed: " + ", ".join(failed) if failed else "%d passed" % len(results)
-    return {"score": score, "passed": not failed, "message": message[:1500],
-            "tests": results, "source": source}
+    score = 0.0 if failed else 1.0  # Terminal-Bench resolves a task only when all pass
+    message = "failed: " + ", ".join(failed) if failed else f"{len(results)} passed"
+    return {
+        "score": score,
+        "passed": not failed,
+        "message": message[:1500],
+        "tests": results,
+        "source": source,
+    }
 
 
 def _verdict_harbor(exit_code):
@@ -157,15 +171,22 @@ def _verdict_harbor(exit_code):
                 else:
                     value = float(data)
         except (ValueError, TypeError):
-            return {"error": "%s holds no number: %r" % (name, raw[:80])}
+            return {"error": f"{name} holds no number: {raw[:80]!r}"}
         if value != value or value < 0:
-            return {"error": "%s holds %r: expected a reward in [0, 1]" % (name, raw[:80])}
+            return {"error": f"{name} holds {raw[:80]!r}: expected a reward in [0, 1]"}
         value = min(value, 1.0)
-        return {"score": value, "passed": value >= 1.0, "source": name,
-                "message": "%s: %s (test script exit %s)" % (name, _fmt(value), exit_code)}
-    return {"score": 0.0, "passed": False, "source": "none",
-            "message": "the test script wrote neither reward.txt nor reward.json (exit %s)"
-            % exit_code}
+        return {
+            "score": value,
+            "passed": value >= 1.0,
+            "source": name,
+            "message": f"{name}: {_fmt(value)} (test script exit {exit_code})",
+        }
+    return {
+        "score": 0.0,
+        "passed": False,
+        "source": "none",
+        "message": f"the test script wrote neither reward.txt nor reward.json (exit {exit_code})",
+    }
 
 
 def run_script(config, env, results_dir):
@@ -174,16 +195,27 @@ def run_script(config, env, results_dir):
     argv = ["bash", config["script_at"]]
     with open(log_path, "wb") as log:
         if config["protection"] == "clean":
-            code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   cwd=config["cwd"], stdin=subprocess.DEVNULL,
-                                   user=os.geteuid())
+            code = subprocess.call(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=config["cwd"],
+                stdin=subprocess.DEVNULL,
+                user=os.geteuid(),
+            )
         else:
             import termgym_agentexec
 
             termgym_agentexec.install()
-            code = subprocess.call(argv, stdout=log, stderr=subprocess.STDOUT,
-                                   env=termgym_agentexec.agent_env(env), cwd=config["cwd"],
-                                   stdin=subprocess.DEVNULL)
+            code = subprocess.call(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=termgym_agentexec.agent_env(env),
+                cwd=config["cwd"],
+                stdin=subprocess.DEVNULL,
+            )
             termgym_agentexec.stop_agent_processes()
     with open(log_path, encoding="utf-8", errors="replace") as handle:
         output = handle.read()
@@ -202,7 +234,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TERMGYM_RULES")}
     env.update(config.get("env", {}))
     env["TEST_DIR"] = TESTS
-    env["TERMGYM_PYTEST"] = "%s %s pytest" % (sys.executable, os.path.abspath(__file__))
+    env["TERMGYM_PYTEST"] = f"{sys.executable} {os.path.abspath(__file__)} pytest"
     env["TERMGYM_PYTEST_LOG"] = os.path.join(results_dir, ".pytest-reports.jsonl")
     config["cwd"] = os.environ.get("TERMGYM_WORKDIR", "/")
     if not os.path.isdir(config["cwd"]):
@@ -283,8 +315,10 @@ def pytest_main(args):
     recorder = Recorder()
     # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
     # left there must not configure the tests (the tests folder's own ini still does).
-    own_ini = any(os.path.isfile(os.path.join(TESTS, n))
-                  for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"))
+    own_ini = any(
+        os.path.isfile(os.path.join(TESTS, n))
+        for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+    )
     fixed = ["-p", "no:cacheprovider", "--rootdir", TESTS]
     if not own_ini:
         fixed += ["-c", os.devnull]
@@ -292,8 +326,12 @@ def pytest_main(args):
     log = os.environ.get("TERMGYM_PYTEST_LOG")
     if log:
         with open(log, "a") as handle:
-            handle.write(json.dumps({"tests": recorder.tests, "summary": recorder.summary,
-                                     "exit": int(code)}) + "\n")
+            handle.write(
+                json.dumps(
+                    {"tests": recorder.tests, "summary": recorder.summary, "exit": int(code)}
+                )
+                + "\n"
+            )
     return int(code)
 
 

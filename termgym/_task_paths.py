@@ -36,8 +36,10 @@ HOW_TO_ADD = (
 def _foreign(folder: Path) -> bool:
     """A Terminal-Bench (task.yaml + run-tests.sh) or Harbor (task.toml + instruction.md)
     task folder: converted on the fly (termgym.importing), cached by content."""
-    return (folder / "run-tests.sh").is_file() and (folder / SPEC_FILE).is_file() or (
-        (folder / "task.toml").is_file() and (folder / "instruction.md").is_file()
+    return (
+        (folder / "run-tests.sh").is_file()
+        and (folder / SPEC_FILE).is_file()
+        or ((folder / "task.toml").is_file() and (folder / "instruction.md").is_file())
     )
 
 

@@ -1,14 +1,14 @@
 """Write a ForeignTask out as a termgym task folder (a file conversion: milliseconds).
 
-    <id>/task.yaml             templates: false (shown verbatim), provenance, one
-                               `imported-tests` grader, limits from the original timeouts
-    <id>/environment/          the build context, its Dockerfile rewritten (_dockerfile)
-    <id>/graders/tests/        the original tests (copied to /tests in the verifier)
-    <id>/graders/run-tests.sh  the test script as the verifier runs it (_script)
-    <id>/solution/oracle.sh    the original solution (overlay occurrences rewritten per
-                               episode); solution/memorized.sh is it verbatim
-    <id>/files/                only files an overlay rewrites, at their place in the workdir
-    <id>/overlay.yaml          the overlay, its paths translated to this layout
+<id>/task.yaml             templates: false (shown verbatim), provenance, one
+                           `imported-tests` grader, limits from the original timeouts
+<id>/environment/          the build context, its Dockerfile rewritten (_dockerfile)
+<id>/graders/tests/        the original tests (copied to /tests in the verifier)
+<id>/graders/run-tests.sh  the test script as the verifier runs it (_script)
+<id>/solution/oracle.sh    the original solution (overlay occurrences rewritten per
+                           episode); solution/memorized.sh is it verbatim
+<id>/files/                only files an overlay rewrites, at their place in the workdir
+<id>/overlay.yaml          the overlay, its paths translated to this layout
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ _LIVE = re.compile(
     r"localhost|127\.0\.0\.1|\bpgrep\b|\bps\s+aux\b|\bpsutil\b|systemctl|/proc/\d|\bnetstat\b|"
     r"\bss\s+-|socket\.(create_)?connect|requests\.(get|post)\(\s*[\"']http"
 )
-_STATE = re.compile(r"[\"'](/(?:etc|root|home|opt|srv|var|usr/local|tmp|data|output|workspace|"
-                    r"logs?|mnt)[^\"'\s{}$*]*)[\"']")
+_STATE = re.compile(
+    r"[\"'](/(?:etc|root|home|opt|srv|var|usr/local|tmp|data|output|workspace|"
+    r"logs?|mnt)[^\"'\s{}$*]*)[\"']"
+)
 _SKIP_STATE = ("/tests", "/logs/verifier", "/usr/local/bin/python", "/var/lib/termgym")
 
 
@@ -59,8 +61,8 @@ def ca_bundle(user: Path | None) -> bytes:
     parts = []
     for path in (
         Path(os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")),
-        user or (Path(os.environ["TERMGYM_CA_BUNDLE"]) if os.environ.get("TERMGYM_CA_BUNDLE")
-                 else None),
+        user
+        or (Path(os.environ["TERMGYM_CA_BUNDLE"]) if os.environ.get("TERMGYM_CA_BUNDLE") else None),
     ):
         if path is not None and path.is_file():
             parts.append(path.read_bytes().strip() + b"\n")
@@ -252,9 +254,7 @@ def convert(
         overlay_path = overlay or (task.root / OVERLAY_FILE)
         grading_mode = "live" if _live(task.tests, plan.script) else "clean"
         if overlay_path.is_file():
-            translated = _translate_overlay(
-                task, overlay_path, staging, rewritten.text, workdir
-            )
+            translated = _translate_overlay(task, overlay_path, staging, rewritten.text, workdir)
             grading_mode = translated.pop("grading", None) or grading_mode
             (staging / OVERLAY_FILE).write_text(
                 yaml.safe_dump(translated, sort_keys=False), encoding="utf-8"

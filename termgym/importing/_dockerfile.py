@@ -109,10 +109,14 @@ def rewrite(
         if ins.keyword == "FROM":
             image, rest = _from_image(ins.args)
             image = re.sub(
-                r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: args.get(m.group(1), m.group(0)), image
+                r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+                lambda m: args.get(m.group(1), m.group(0)),
+                image,
             )
             if "$" in image:
-                raise ImportRefused(f"{task}: FROM {image}: expected a base image, found an unset ARG")
+                raise ImportRefused(
+                    f"{task}: FROM {image}: expected a base image, found an unset ARG"
+                )
             name = rest.split()[-1] if rest.lower().startswith("as ") else ""
             workdir, user_root = "/", True
             if image in stages or image == "scratch" or registry:
@@ -122,7 +126,8 @@ def rewrite(
                 if mapping is None:
                     raise ImportRefused(
                         f"{task}: base image {image}: no image registry answers here and "
-                        f"termgym knows no local stand-in for it (known: {', '.join(known_bases())})"
+                        "termgym knows no local stand-in for it (known: "
+                        f"{', '.join(known_bases())})"
                     )
                 target = mapping.base.tag
                 mappings.append(mapping.describe())
@@ -143,7 +148,9 @@ def rewrite(
         raise ImportRefused(f"{task}: the Dockerfile has no FROM")
     tail = []
     if apt or pip:
-        tail.append("# termgym: the test script's installs, moved to build time (grading is offline)")
+        tail.append(
+            "# termgym: the test script's installs, moved to build time (grading is offline)"
+        )
         if not user_root:
             tail.append("USER root")
     if apt:

@@ -10,7 +10,7 @@ from pathlib import Path
 from termgym.errors import ImportRefused, TaskError
 from termgym.importing._convert import Converted, convert
 from termgym.importing._harbor import is_harbor, read_harbor
-from termgym.importing._model import Format, ForeignTask
+from termgym.importing._model import ForeignTask, Format
 from termgym.importing._tb import is_tb, read_tb
 
 
@@ -48,8 +48,10 @@ def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
     out: list[Path] = []
     for source in sources:
         if not source.is_dir():
-            raise TaskError(f"expected a task folder or a folder of tasks at {source}, found "
-                            f"{'a file' if source.exists() else 'nothing'}")
+            raise TaskError(
+                f"expected a task folder or a folder of tasks at {source}, found "
+                f"{'a file' if source.exists() else 'nothing'}"
+            )
         if detect(source):
             out.append(source)
             continue

@@ -141,8 +141,10 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
             out.append(line)
             continue
         if _UV_INSTALLER.match(stripped):
-            notes.append(f"{name} line {number}: uv's installer dropped (pytest runs from the "
-                         "image's python3, installed at build time)")
+            notes.append(
+                f"{name} line {number}: uv's installer dropped (pytest runs from the "
+                "image's python3, installed at build time)"
+            )
             continue
         if any(p.match(stripped) for p in _DROP):
             notes.append(f"{name} line {number}: `{stripped}` dropped (no uv project needed)")

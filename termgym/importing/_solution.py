@@ -32,9 +32,9 @@ def keystroke_oracle(path: Path) -> str:
         "set -e",
         'session="oracle-$$"',
         'tmux new-session -d -s "$session" -x 120 -y 40 -c "$PWD"',
-        'trap \'tmux kill-session -t "$session" 2>/dev/null || true\' EXIT',
-        "wait_idle() { tmux send-keys -t \"$session\" \"tmux wait-for -S done-$$\" Enter; "
-        "timeout \"$1\" tmux wait-for \"done-$$\" || true; }",
+        "trap 'tmux kill-session -t \"$session\" 2>/dev/null || true' EXIT",
+        'wait_idle() { tmux send-keys -t "$session" "tmux wait-for -S done-$$" Enter; '
+        'timeout "$1" tmux wait-for "done-$$" || true; }',
     ]
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):

@@ -69,7 +69,9 @@ def read_tb(folder: Path) -> ForeignTask:
         data: Any = yaml.safe_load(source.read_text(encoding="utf-8"))
         spec = TBTask.model_validate(data if isinstance(data, dict) else {})
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise TaskSpecError(f"{source}: expected Terminal-Bench's task.yaml, found: {exc}") from None
+        raise TaskSpecError(
+            f"{source}: expected Terminal-Bench's task.yaml, found: {exc}"
+        ) from None
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
@@ -91,7 +93,10 @@ def read_tb(folder: Path) -> ForeignTask:
     approximate: list[str] = []
     solution, solution_name = None, ""
     if (folder / "solution.sh").is_file():
-        solution, solution_name = (folder / "solution.sh").read_text(encoding="utf-8"), "solution.sh"
+        solution, solution_name = (
+            (folder / "solution.sh").read_text(encoding="utf-8"),
+            "solution.sh",
+        )
     elif (folder / "solution.yaml").is_file():
         solution = keystroke_oracle(folder / "solution.yaml")
         solution_name = "solution.yaml"

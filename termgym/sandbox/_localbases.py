@@ -225,9 +225,7 @@ def _keyring(home: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="termgym-keyring-") as tmp:
         deb = Path(tmp) / "keyring.deb"
         deb.write_bytes(data)
-        done = subprocess.run(
-            ["dpkg-deb", "-x", str(deb), tmp], capture_output=True, check=False
-        )
+        done = subprocess.run(["dpkg-deb", "-x", str(deb), tmp], capture_output=True, check=False)
         found = Path(tmp) / "usr/share/keyrings/ubuntu-archive-keyring.gpg"
         if done.returncode != 0 or not found.is_file():
             raise ImageError(f"Could not unpack Ubuntu's keyring: {done.stderr.decode()[-500:]}")

@@ -15,8 +15,15 @@ import yaml
 from termgym._task_paths import SPEC_FILE
 from termgym.errors import TaskSpecError, TermgymError
 from termgym.kinds import GraderSpec
-from termgym.tasks._overlay import OVERLAY_FILE, Span, check_disjoint, find_spans, rewrite
-from termgym.tasks._overlay import read_overlay, rule_fields
+from termgym.tasks._overlay import (
+    OVERLAY_FILE,
+    Span,
+    check_disjoint,
+    find_spans,
+    read_overlay,
+    rewrite,
+    rule_fields,
+)
 from termgym.tasks._spec import RuleSpec, RuleValue, TaskSpec
 from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
 
@@ -360,8 +367,11 @@ def _resolve_overlay(task: Task, source: Path) -> Task:
     rules = dict(task.spec.rules)
     for name in overlay.rules:
         visible = sorted(
-            {s.file for s in spans if s.rule == name and (s.file == "instruction"
-             or s.file.startswith(prefix))}
+            {
+                s.file
+                for s in spans
+                if s.rule == name and (s.file == "instruction" or s.file.startswith(prefix))
+            }
         )
         if not visible and "contradicted" in task.spec.variants:
             raise TaskSpecError(

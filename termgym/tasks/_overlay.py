@@ -162,9 +162,7 @@ def _bounded(text: str, start: int, end: int) -> bool:
     )
 
 
-def find_spans(
-    name: str, rule: OverlayRule, texts: Mapping[str, str], where: str
-) -> list[Span]:
+def find_spans(name: str, rule: OverlayRule, texts: Mapping[str, str], where: str) -> list[Span]:
     """Resolve a rule's occurrences in `texts` (file -> text) to spans.
 
     Raises:

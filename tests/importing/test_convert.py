@@ -75,9 +75,10 @@ def test_harbor_quirks_are_accepted(tmp_path: Path) -> None:
     grader = task.spec.graders[0]
     assert grader.params["verdict"] == "harbor-reward"
     assert grader.params["script_at"] == "/tests/test.sh"
-    assert "$TERMGYM_PYTEST /tests/test_outputs.py -rA" in (
-        tmp_path / "harbor-weight-limit" / "graders" / "run-tests.sh"
-    ).read_text()
+    assert (
+        "$TERMGYM_PYTEST /tests/test_outputs.py -rA"
+        in (tmp_path / "harbor-weight-limit" / "graders" / "run-tests.sh").read_text()
+    )
 
 
 def test_ids_are_normalized_and_the_original_kept(tmp_path: Path, copy) -> None:
@@ -240,7 +241,9 @@ def test_cli_import_and_check_folder(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["import", "tb", str(FOREIGN / "tb"), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "2 imported, 0 refused" in result.output
-    bad = CliRunner().invoke(main, ["import", "harbor", str(FOREIGN / "tb"), "--out", str(tmp_path)])
+    bad = CliRunner().invoke(
+        main, ["import", "harbor", str(FOREIGN / "tb"), "--out", str(tmp_path)]
+    )
     assert bad.exit_code != 0 and "expected" in bad.output
 
 
@@ -262,8 +265,10 @@ def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
     files = {f for f, _ in found.occurs}
     assert {"instruction", "tests/test_outputs.py"} <= files
     for file, pattern in found.occurs:
-        text = (source / "instruction.md").read_text() if file == "instruction" else (
-            (source / file).read_text()
+        text = (
+            (source / "instruction.md").read_text()
+            if file == "instruction"
+            else ((source / file).read_text())
         )
         assert text.count(pattern) == 1
 

@@ -27,7 +27,9 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("task_id", ["tb-weight-limit", "harbor-weight-limit"])
-def test_check_proves_the_overlay_works(imported: Path, task_id: str, docker_available: None) -> None:
+def test_check_proves_the_overlay_works(
+    imported: Path, task_id: str, docker_available: None
+) -> None:
     task = load_task(imported / task_id)
     rows = check_tasks([task], "docker", jobs=2)
     failures = [r for r in rows if r.ok is False]
