@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from termgym.errors import ImportRefused, TaskSpecError
-from termgym.importing._dockerfile import CA_FILE, destination, rewrite
+from termgym.importing._dockerfile import CA_FILE, copy_destinations, destination, rewrite
 from termgym.importing._model import ForeignTask
 from termgym.importing._script import plan_script
 from termgym.tasks._overlay import OVERLAY_FILE, read_overlay
@@ -230,6 +230,14 @@ def convert(
         pip=pip,
         with_ca=bool(bundle),
     )
+    if task.format == "terminal-bench":
+        for sources, _, _ in copy_destinations(dockerfile_text):
+            hidden = [s for s in sources if s.strip("./").split("/")[0] in TB_HIDDEN]
+            if hidden:
+                raise ImportRefused(
+                    f"{task.original_id}: the Dockerfile copies {hidden[0]} into the image: the "
+                    "agent would see the hidden tests (or the solution) during its episode"
+                )
     workdir = rewritten.workdir if rewritten.workdir != "/" else "/app"
     dest = out / task_id
     staging = out / f".{task_id}.tmp{os.getpid()}"
