@@ -44,18 +44,17 @@ def test_a_program_that_trickles_output_forever_cannot_hold_the_step(attack) -> 
     assert (reward, info["class"]) == (0.0, "grader-error")
 
 
-@pytest.mark.parametrize("megabytes", [20, 400])
+@pytest.mark.parametrize("megabytes", [2, 400])
 def test_a_program_that_floods_its_output_scores_nothing(attack, megabytes: int) -> None:
-    """A small flood fails the test; one the grader cannot hold in memory is a grader-error."""
+    """A flood fails the test; one the grader cannot hold in memory or in its time is a
+    grader-error saying so. Either way the reward is 0 and grading ends."""
     episode = attack(ADVERSARY)
     program = f"import sys\nfor _ in range({megabytes}):\n    sys.stdout.write('x' * (1 << 20))\n"
     episode.run(put_file("/app/answer.py", program))
     reward, info = episode.submit()
-    assert reward == 0.0
+    assert reward == 0.0 and info["class"] in ("neither", "grader-error")
     if info["class"] == "grader-error":
-        assert megabytes > 20 and "killed" in info["error"]
-    else:
-        assert info["class"] == "neither"
+        assert "killed" in info["error"] or "timed out" in info["error"], info["error"]
 
 
 def test_writing_past_the_disk_limit_stops_at_the_limit(attack, backend: str) -> None:
