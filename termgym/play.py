@@ -22,11 +22,6 @@ from termgym.tasks import Task
 SUBMIT_KEY = b"\x1d"
 """Ctrl-] submits the episode for grading (as in telnet); `exit` in the shell does too."""
 
-PROMPT_SETUP = (
-    "stty sane; bind 'set enable-bracketed-paste off' 2>/dev/null; set -o emacs; "
-    "PS1='\\[\\e[1;32m\\]task\\[\\e[0m\\]:\\w\\$ '\r"
-)
-
 
 @dataclass(frozen=True)
 class PlayResult:
@@ -138,8 +133,7 @@ def play(
         stdout.write(banner.encode())
         stdout.flush()
         assert env.episode is not None
-        prompt = env.episode.sandbox.send_keys(PROMPT_SETUP.encode(), settle=0.2)
-        stdout.write(prompt.raw)
+        stdout.write(env.episode.opening)  # keys mode's shell is a person's: its prompt
         stdout.flush()
         session = _Session(env, stdout)
         _loop(session, stdin.fileno())

@@ -29,8 +29,13 @@ def resolve_task(task: Task | str | Path) -> Task:
     return task if isinstance(task, Task) else get_task(str(task))
 
 
-def sandbox_config(task: Task, run_id: str = "", runtime: str | None = None) -> SandboxConfig:
-    """The sandbox a task's episodes run in (its image is built first if it has a Dockerfile)."""
+def sandbox_config(
+    task: Task, run_id: str = "", runtime: str | None = None, *, interactive: bool = False
+) -> SandboxConfig:
+    """The sandbox a task's episodes run in (its image is built first if it has a Dockerfile).
+
+    `interactive`: the shell is a person's terminal (keys mode), not command mode's bare one.
+    """
     limits = task.spec.limits
     labels = {"io.termgym.task": task.id}
     if run_id:
@@ -43,6 +48,7 @@ def sandbox_config(task: Task, run_id: str = "", runtime: str | None = None) -> 
         disk_mb=limits.disk_mb,
         labels=labels,
         runtime=runtime,
+        interactive=interactive,
     )
 
 
@@ -87,7 +93,12 @@ class EpisodeOptions:
             backend=chosen,
             max_steps=int(max_steps or limits.max_steps),
             step_timeout=float(step_timeout or limits.agent_timeout),
-            config=sandbox_config(loaded, rest.get("run_id", ""), rest.get("runtime")),
+            config=sandbox_config(
+                loaded,
+                rest.get("run_id", ""),
+                rest.get("runtime"),
+                interactive=rest.get("mode") == "keys",
+            ),
             **rest,
         )
 
@@ -138,6 +149,8 @@ class Episode:
     finished: bool = False
     transcript: Callable[[], list[dict[str, Any]]] | None = None
     started: float = field(default_factory=time.monotonic)
+    opening: bytes = b""
+    """Keys mode: what the terminal showed before the first step (the shell's prompt)."""
 
     @classmethod
     def begin(cls, options: EpisodeOptions, *, variant: str, seed: int, episode_id: str) -> Episode:
@@ -152,6 +165,13 @@ class Episode:
             raise
         screen = TerminalScreen(options.config.cols, options.config.rows)
         episode = cls(options, plan, sandbox, pool, episode_id, seed, screen)
+        if options.mode == "keys":
+            try:  # the prompt the terminal shell printed once the task was laid out
+                episode.opening = sandbox.send_keys(b"", settle=0.05, timeout=1.0).raw
+            except BaseException:
+                pool.release(sandbox)
+                raise
+            screen.feed(episode.opening)
         if options.record_dir is not None:
             episode.writer = EpisodeWriter(options.record_dir, episode.header())
         return episode
@@ -178,6 +198,7 @@ class Episode:
             cols=self.options.config.cols,
             rows=self.options.config.rows,
             run_id=self.options.run_id,
+            initial_output=self.opening,
             extra={
                 "instruction": self.instruction,
                 "mode": self.options.mode,

@@ -49,6 +49,9 @@ class SandboxConfig:
             sandbox grading runs in: no shell, the capabilities in VERIFIER_CAPS).
         network_of: Join the network of another sandbox (its `network_handle()`): how a
             live-state verifier reaches the services an agent left running.
+        interactive: The agent's shell is a person's terminal (a prompt, echo, readline
+            line editing, history, completion), as keys mode and `termgym play` want; False
+            is the bare shell command mode runs commands in (no prompt, no echo).
     """
 
     image: str = BASE_IMAGE
@@ -66,6 +69,7 @@ class SandboxConfig:
     runtime: str | None = None
     role: Role = "agent"
     network_of: str = ""
+    interactive: bool = False
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ class ShellSandbox:
             preexec_fn=self._preexec,
             reclaim=self._reclaim,
             size=(self.config.rows, self.config.cols),
+            interactive=self.config.interactive,
         )
         self.shell.start()
 

@@ -8,6 +8,16 @@ the sentinel is printed in two halves so that even an echoed or traced copy of t
 never holds it whole. The previous exit status is restored before each command, so `$?`
 behaves as at a real prompt.
 
+A terminal shell (`interactive=True`, keys mode) is the same bash made into a person's: after
+the set-up above, one more line turns on echo, readline (emacs keys), history, completion,
+a `user@host:dir$ ` prompt and the system's bash completions where the image has them.
+`send_keys` types into it as a person would. `run` still works there: it types one line
+that first prints a start marker, so what readline echoed and redrew is cut away and only the
+command's own output is kept; the line starts with a space and HISTCONTROL=ignoreboth keeps
+it out of the history, and `!` is encoded so history expansion leaves it alone. A line the
+agent left half typed at the prompt is discarded first (Ctrl-E Ctrl-U); a program in the
+foreground (an editor) would get the line as keystrokes, as it would from a person.
+
 The command's stdin is the terminal: a command that waits for input waits until its
 timeout (then it is interrupted with Ctrl-C like any overrun), unless keystrokes are typed
 into it with `send_keys`.
@@ -46,6 +56,22 @@ INTERRUPT_GRACE = 1.0
 BASH_ARGV = ("bash", "--noprofile", "--norc", "--noediting", "-i")
 """How every backend starts the agent's shell: interactive, no rc files, no readline."""
 
+_TERMINAL = (
+    " stty sane 2>/dev/null; history -c; set -H -o history -o emacs; "
+    "HISTSIZE=1000; HISTFILESIZE=1000; "
+    "HISTCONTROL=ignoreboth; unset HISTFILE; shopt -s checkwinsize; "
+    "PS1='\\u@\\h:\\w\\$ '; PS2='> '; "
+    "bind 'set enable-bracketed-paste off' 2>/dev/null; "
+    "[ -r /usr/share/bash-completion/bash_completion ] && "
+    ". /usr/share/bash-completion/bash_completion; "
+)
+"""What makes the protocol shell a person's terminal (`interactive=True`): echo, readline,
+history, a prompt, completion. The sentinel line follows it on the same line, so readline
+takes over only after the shell has answered."""
+
+_CLEAR_LINE = b"\x05\x15"
+"""Ctrl-E Ctrl-U: readline drops what was typed at the prompt before a protocol line."""
+
 _HYGIENE = (
     "stty -echo 2>/dev/null; set +H +o history +o emacs +o vi; unset HISTFILE PROMPT_COMMAND; "
     "PS1=''; PS2=''; PS0=''; PS4='+ '; __tg_rc() { return $1; }\n"
@@ -58,6 +84,7 @@ def _quote_table() -> list[str]:
     table = [chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in range(256)]
     table[0x5C], table[0x27], table[0x0A] = "\\\\", "\\'", "\\n"
     table[0] = ""  # NUL cannot travel through a C string; it is dropped
+    table[0x21] = "\\x21"  # "!" would be history expansion in a terminal shell
     return table
 
 
@@ -227,6 +254,8 @@ class PersistentShell:
         preexec_fn: Run in the spawned child before exec (e.g. to join a cgroup).
         reclaim: Called when a fresh shell would not come up (a fork bomb holding every
             pid): stops the agent's leftover processes so one more start can succeed.
+        interactive: Make the shell a person's terminal (prompt, echo, readline, history,
+            completion) after the set-up, and again after every restart (keys mode).
 
     Not thread-safe: one caller at a time.
     """
@@ -245,8 +274,10 @@ class PersistentShell:
         size: tuple[int, int] = (24, 80),
         preexec_fn: Callable[[], None] | None = None,
         reclaim: Callable[[], None] | None = None,
+        interactive: bool = False,
     ) -> None:
         self.workdir = workdir
+        self.interactive = interactive
         self.reclaim = reclaim
         self.env = dict(env or {})
         self.output_limit = output_limit
@@ -266,6 +297,9 @@ class PersistentShell:
         self._sentinel = re.compile(
             rb"\r?\n" + (self._left + self._right).encode() + rb":(\d+):(-?\d+)\r?\n"
         )
+        self._start_marker = re.compile((self._left + self._right).encode() + rb":(\d+):go\r?\n")
+        self._awaiting_start: int | None = None
+        self._prompt_due = False
         self._seq = 0
         self._status = 0
         self._child: Channel | None = None
@@ -283,6 +317,7 @@ class PersistentShell:
         """Spawn the shell and set it up; raises SandboxError if it does not come up."""
         child = self._child = self.connect(self.size)
         self._status = 0
+        self._awaiting_start = None
         self._seq += 1
         init = self._init_script(self._seq)
         deadline = time.monotonic() + timeout
@@ -309,6 +344,7 @@ class PersistentShell:
             _HYGIENE
             + exports
             + f"mkdir -p $'{workdir}' 2>/dev/null; cd $'{workdir}'\n"
+            + (_TERMINAL if self.interactive else "")
             + self._done_line(seq, "$$")
         )
 
@@ -377,6 +413,7 @@ class PersistentShell:
                 self._status = 130
         if outcome.kind == "done" and not timed_out:
             exit_code = self._status = outcome.status if outcome.status is not None else 0
+        self._prompt_due = self.interactive
         if outcome.kind in ("died", "timeout"):
             status = self._death_status() if outcome.kind == "died" else None
             self._handle_death()
@@ -398,7 +435,7 @@ class PersistentShell:
         collector = _Collector(self.output_limit)
         self._drain(collector)
         deadline = began + timeout
-        alive = self._write(data, deadline)
+        alive = self._await_prompt(collector, deadline) and self._write(data, deadline)
         quiet_since = time.monotonic()
         notes: list[str] = []
         while alive:
@@ -450,13 +487,18 @@ class PersistentShell:
     def _command_lines(self, command: str, seq: int) -> bytes:
         parts = _chunks(ansi_c_quote(command))
         prefix = f"__tg_rc {self._status}; "
+        lead = ""
+        if self.interactive:  # see the module docstring: out of the history, echo cut away
+            lead = " "
+            prefix = f"builtin printf '%s%s:%s:go\\n' {self._left} {self._right} {seq}; " + prefix
+            self._awaiting_start = seq
         if len(parts) == 1:
-            line = f"{prefix}builtin eval $'{parts[0]}'; " + self._done_line(seq)
-            return line.encode()
-        lines = [f"__tg_c=$'{parts[0]}'\n"] + [f"__tg_c+=$'{p}'\n" for p in parts[1:]]
-        lines.append(f'{prefix}builtin eval "$__tg_c"; ' + self._done_line(seq).rstrip("\n"))
+            line = f"{lead}{prefix}builtin eval $'{parts[0]}'; " + self._done_line(seq)
+            return (_CLEAR_LINE if self.interactive else b"") + line.encode()
+        lines = [f"{lead}__tg_c=$'{parts[0]}'\n"] + [f"{lead}__tg_c+=$'{p}'\n" for p in parts[1:]]
+        lines.append(f'{lead}{prefix}builtin eval "$__tg_c"; ' + self._done_line(seq).rstrip("\n"))
         lines.append("; unset __tg_c\n")
-        return "".join(lines).encode()
+        return (_CLEAR_LINE if self.interactive else b"") + "".join(lines).encode()
 
     def _interrupt(self, collector: _Collector) -> _Outcome:
         """Ctrl-C the foreground job, then ask for a fresh sentinel; "done" if the shell answers."""
@@ -465,12 +507,16 @@ class PersistentShell:
             return _Outcome("died")
         time.sleep(0.05)
         self._seq += 1
-        if not self._write(self._done_line(self._seq).encode(), deadline):
+        self._awaiting_start = None
+        lead = " " if self.interactive else ""
+        if not self._write((lead + self._done_line(self._seq)).encode(), deadline):
             return _Outcome("died")
         outcome = self._read_until(collector, self._seq, deadline)
         if outcome.kind == "done":
             self._seq += 1
-            line = (_HYGIENE.rstrip("\n") + "; " + self._done_line(self._seq)).encode()
+            terminal = _TERMINAL if self.interactive else ""
+            setup = lead + _HYGIENE.rstrip("\n") + "; " + terminal
+            line = (setup + self._done_line(self._seq)).encode()
             if not self._write(line, deadline):
                 return _Outcome("died")
             quiet = _Collector(4096)
@@ -541,10 +587,43 @@ class PersistentShell:
             if not got:
                 continue
             collector.feed(got)
+            if self._awaiting_start is not None and not self._cut_echo(collector):
+                continue  # readline's echo of the line: kept whole until the marker cuts it
             status = self._strip_sentinels(collector, keep=seq, window=len(got))
             if status is not None:
                 return _Outcome("done", status)
             collector.trim()
+
+    def _await_prompt(self, collector: _Collector, deadline: float) -> bool:
+        """Terminal shell, after `run`: let readline draw its prompt before keys are typed, or
+        the terminal would echo them once itself and once more at the prompt (typeahead)."""
+        due, self._prompt_due = self._prompt_due, False
+        if not due:
+            return True
+        seen = bool(collector.buf)
+        quiet_since = time.monotonic()
+        while True:
+            now = time.monotonic()
+            wait = min(deadline, now + 1.0) - now if not seen else quiet_since + 0.02 - now
+            if wait <= 0:
+                return True
+            got = self._read_some(wait)
+            if got is None:
+                return False
+            if got:
+                seen = True
+                quiet_since = time.monotonic()
+                collector.feed(got)
+                self._strip_sentinels(collector, keep=None)
+
+    def _cut_echo(self, collector: _Collector) -> bool:
+        """Terminal shell: drop everything up to the command's start marker once it came."""
+        match = self._start_marker.search(collector.buf)
+        if match is None or int(match[1]) != self._awaiting_start:
+            return False
+        del collector.buf[: match.end()]
+        self._awaiting_start = None
+        return True
 
     def _strip_sentinels(
         self, collector: _Collector, keep: int | None, window: int | None = None

@@ -50,7 +50,7 @@ def test_a_person_plays_a_task_and_the_episode_is_recorded(tmp_path, base_image)
     )
     try:
         _wait_for(session, "Ctrl-] submits")
-        _wait_for(session, "task:/app#")
+        _wait_for(session, "root@sandbox:/app#")
         _tmux("send-keys", "-t", session, "echo played-$((6*7))", "Enter")
         _wait_for(session, "played-42")
         _tmux("send-keys", "-t", session, "C-]")
