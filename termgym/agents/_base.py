@@ -19,12 +19,15 @@ class Reference:
         memorized_script: The task's memorized solution (original values hard-coded).
         withheld_rules: Rule values withheld from the visible task in this episode (JSON-able).
         workdir: The task's working directory inside the sandbox.
+        rule_files: Workdir paths of the files that state the task's rules (what the task
+            shows; `termgym.tasks.rule_files`): the oracle reads them before it acts.
     """
 
     oracle_script: str
     memorized_script: str
     withheld_rules: Mapping[str, Any] = field(default_factory=dict)
     workdir: str = "/app"
+    rule_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Reference agents: oracle and memorizer run one of the task's solution scripts, then submit."""
+"""Reference agents: the oracle reads its task then takes its solution's steps; the memorizer
+takes the memorized solution's steps without reading anything."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from termgym.agents._base import SUBMIT, EpisodeContext, Reference
 from termgym.errors import AgentError
+from termgym.tasks import parse_solution
 
 
 def script_command(script: str, *, workdir: str, withheld_rules: Mapping[str, Any]) -> str:
@@ -49,18 +51,38 @@ def as_keystrokes(command: str) -> str:
     return command.replace("<", "<lt>").replace("\n", "<Enter>") + "<Enter>"
 
 
-class ScriptAgent:
-    """Runs one script from the episode's Reference as its first action, then submits.
+def typed_step(command: str) -> str:
+    """Keys mode: one step as a person would type it. A single plain line is typed as it is;
+    anything a terminal would change (several lines, a tab that completes, a `!` of history
+    expansion) is typed as one line that decodes and runs it in the shell itself."""
+    line = command.strip("\n")
+    if "\n" not in line and line.isprintable() and "!" not in line:
+        return as_keystrokes(line)
+    encoded = base64.b64encode(command.encode("utf-8")).decode("ascii")
+    return as_keystrokes(f'eval "$(echo {encoded} | base64 -d)" </dev/null')
 
-    Subclasses choose the script and the withheld rules it is told about.
+
+def _reading_steps(reference: Reference) -> list[str]:
+    """What an agent that reads its task does first: list the workdir, read the rule files."""
+    return ["ls -la", *(f"cat {shlex.quote(path)}" for path in reference.rule_files)]
+
+
+class ScriptAgent:
+    """Takes the steps of one of the episode's Reference scripts, one action each, then submits.
+
+    A script that marks its steps (`termgym.tasks.parse_solution`) is sent step by step to
+    the episode's shell; an agent that reads (`reads = True`) first lists the workdir and reads
+    the files that state the task's rules. A script without marks is sent whole, as one
+    command. Subclasses choose the script and the withheld rules it is told about.
     """
 
     name = "script"
     privileged = True
+    reads = False
 
     def __init__(self) -> None:
         self._context: EpisodeContext | None = None
-        self._acted = False
+        self._actions: list[str] = []
 
     def reset(self, context: EpisodeContext) -> None:
         """Start an episode; the context must carry a Reference."""
@@ -70,20 +92,34 @@ class ScriptAgent:
                 f"task's solution scripts, found None (task {context.task_id!r})"
             )
         self._context = context
-        self._acted = False
+        self._actions = self.plan(context.reference, context.mode)
 
     def act(self, observation: Mapping[str, Any]) -> str:
-        """First call: the script as one command (or keystrokes). Afterwards: SUBMIT."""
+        """The next step of the plan (a command, or keystrokes in keys mode); then SUBMIT."""
         if self._context is None or self._context.reference is None:
             raise AgentError(f"agent {self.name!r}: act() called before reset()")
-        if self._acted:
-            return SUBMIT
-        self._acted = True
-        ref = self._context.reference
-        script, rules = self.script(ref), self.withheld(ref)
-        if self._context.mode == "keys":
-            return as_keystrokes(script_oneliner(script, workdir=ref.workdir, withheld_rules=rules))
-        return script_command(script, workdir=ref.workdir, withheld_rules=rules)
+        return self._actions.pop(0) if self._actions else SUBMIT
+
+    def plan(self, reference: Reference, mode: str = "command") -> list[str]:
+        """Every action of an episode, in order (SUBMIT follows them)."""
+        text, rules = self.script(reference), self.withheld(reference)
+        script = parse_solution(text, f"agent {self.name!r}'s script")
+        reads = _reading_steps(reference) if self.reads else []
+        if not script.marked:
+            if mode == "keys":
+                whole = script_oneliner(text, workdir=reference.workdir, withheld_rules=rules)
+                return [*map(typed_step, reads), as_keystrokes(whole)]
+            return [*reads, script_command(text, workdir=reference.workdir, withheld_rules=rules)]
+        told = ""
+        if "TERMGYM_WITHHELD_RULES" in text:  # told as the whole-script run is told
+            rules_json = json.dumps(dict(rules), sort_keys=True, separators=(",", ":"))
+            told = f"export TERMGYM_WITHHELD_RULES={shlex.quote(rules_json)}\n"
+        steps = [
+            f"# {step.title}\n" + (told if index == 0 else "") + step.command
+            for index, step in enumerate(script.steps)
+        ]
+        actions = [*reads, *steps]
+        return [typed_step(a) for a in actions] if mode == "keys" else actions
 
     def transcript(self) -> list[dict[str, Any]]:
         """Reference agents write nothing besides their actions."""
@@ -99,9 +135,11 @@ class ScriptAgent:
 
 
 class OracleAgent(ScriptAgent):
-    """Runs the task's oracle solution, told the values of withheld rules: passes every variant."""
+    """Reads the task (lists the workdir, reads the files that state the rules), then applies
+    the oracle solution step by step, told the values of withheld rules: passes every variant."""
 
     name = "oracle"
+    reads = True
 
     def script(self, reference: Reference) -> str:
         if not reference.oracle_script.strip():
@@ -113,7 +151,8 @@ class OracleAgent(ScriptAgent):
 
 
 class MemorizerAgent(ScriptAgent):
-    """Runs the task's memorized solution (original rule values hard-coded), told nothing."""
+    """Reads nothing: applies the memorized solution (original rule values hard-coded) step by
+    step, told nothing."""
 
     name = "memorizer"
 

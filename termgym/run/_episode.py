@@ -13,6 +13,7 @@ from termgym.agents import SUBMIT, Agent, EpisodeContext, Reference
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.run._jobs import Job
+from termgym.tasks import rule_files
 
 INFRA_ERRORS = (InfrastructureError, SandboxError)
 """What a run retries and sets aside: termgym's machinery failing, never the agent."""
@@ -60,6 +61,7 @@ def _reference(env: TerminalEnv) -> Reference:
         memorized_script=plan.solution("memorized") if task.spec.memorized else "",
         withheld_rules=dict(episode.plan.withheld),
         workdir=task.spec.workdir,
+        rule_files=rule_files(task.spec),
     )
 
 

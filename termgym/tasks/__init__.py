@@ -8,6 +8,7 @@ from termgym.kinds import GraderSpec
 from termgym.tasks._image import image_tag, task_image
 from termgym.tasks._loader import Task, load_task, withheld_leaks
 from termgym.tasks._registry import get_task, list_tasks
+from termgym.tasks._solution import SolutionScript, SolutionStep, parse_solution, rule_files
 from termgym.tasks._spec import GradingSpec, Limits, RuleSpec, TaskSpec
 from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._variants import EpisodePlan, RuleSet, instantiate, sampled_values
@@ -23,6 +24,8 @@ __all__ = [
     "Limits",
     "RuleSet",
     "RuleSpec",
+    "SolutionScript",
+    "SolutionStep",
     "Task",
     "TaskSpec",
     "format_value",
@@ -30,8 +33,10 @@ __all__ = [
     "instantiate",
     "list_tasks",
     "load_task",
+    "parse_solution",
     "placeholders",
     "render",
+    "rule_files",
     "sampled_values",
     "task_dirs",
     "task_roots",

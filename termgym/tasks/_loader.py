@@ -24,6 +24,7 @@ from termgym.tasks._overlay import (
     rewrite,
     rule_fields,
 )
+from termgym.tasks._solution import parse_solution
 from termgym.tasks._spec import RuleSpec, RuleValue, TaskSpec
 from termgym.tasks._template import TemplateError, check_blocks, format_value, placeholders, render
 
@@ -473,6 +474,10 @@ def _check_paths(task: Task, source: Path) -> None:
             "field 'memorized'",
             f"expected a memorized solution at {spec.memorized}, found no such file",
         )
+    for name, script in (("oracle", spec.oracle), ("memorized", spec.memorized)):
+        if script is not None:  # its steps, as the reference agents will take them
+            text = task.path(script).read_text("utf-8", "replace")
+            parse_solution(text, f"{source}: field '{name}' ({script})")
     if spec.dockerfile is not None and not task.path(spec.dockerfile).is_file():
         raise _fail(
             source,

@@ -44,10 +44,11 @@ def _run(command: str) -> None:
     subprocess.run(["bash", "-c", command], check=True, cwd="/", timeout=30)
 
 
-def test_oracle_runs_its_script_with_withheld_rules_then_submits(tmp_path):
+def test_oracle_lists_the_workdir_then_runs_an_unmarked_script_whole_then_submits(tmp_path):
     agent = make_agent("oracle")
     agent.reset(_context(tmp_path, withheld={"max_weight": 150}))
-    command = agent.act({"output": "", "exit_code": -1})
+    assert agent.act({"output": "", "exit_code": -1}) == "ls -la"
+    command = agent.act({"output": "", "exit_code": 0})
     _run(command)
     assert (tmp_path / "result.txt").read_text() == "oracle limit=150\nstdin=empty\n"
     assert agent.act({"output": "", "exit_code": 0}) == SUBMIT
@@ -73,6 +74,7 @@ def test_reference_agent_without_reference_is_refused():
 def test_keys_mode_types_the_command_and_presses_enter(tmp_path):
     agent = make_agent("oracle")
     agent.reset(_context(tmp_path, mode="keys"))
+    assert agent.act({}) == "ls -la<Enter>"
     keys = agent.act({})
     assert keys.endswith("<Enter>") and keys.count("<Enter>") == 1
     assert "\n" not in keys and "\t" not in keys
@@ -82,6 +84,7 @@ def test_keys_mode_types_the_command_and_presses_enter(tmp_path):
 def test_keys_mode_line_runs_the_script_in_bash(tmp_path):
     agent = make_agent("oracle")
     agent.reset(_context(tmp_path, mode="keys", withheld={"max_weight": 7}))
+    agent.act({})  # ls -la
     line = agent.act({}).removesuffix("<Enter>").replace("<lt>", "<")
     _run(line)
     assert (tmp_path / "result.txt").read_text() == "oracle limit=7\nstdin=empty\n"

@@ -1,4 +1,4 @@
-"""The oracle's one command, run through a real Docker sandbox's persistent shell."""
+"""The oracle's actions, whole or in steps, run through a real Docker sandbox's persistent shell."""
 
 from __future__ import annotations
 
@@ -20,31 +20,63 @@ TERMGYM_SCRIPT
 
 
 @pytest.fixture(scope="module")
-def sandbox(base_image):
+def sandboxes(base_image):
+    """A command-mode sandbox and a keys-mode one (its shell a person's terminal)."""
     from termgym.sandbox import SandboxConfig, make_sandbox
 
-    box = make_sandbox("docker", SandboxConfig(image=base_image, workdir="/app"))
-    box.start()
-    yield box
-    box.close()
+    boxes = {
+        mode: make_sandbox(
+            "docker", SandboxConfig(image=base_image, workdir="/app", interactive=mode == "keys")
+        )
+        for mode in ("command", "keys")
+    }
+    for box in boxes.values():
+        box.start()
+    yield boxes
+    for box in boxes.values():
+        box.close()
+
+
+MARKED = """#!/usr/bin/env bash
+set -euo pipefail
+# step: make the folder
+mkdir -p out && cd out
+# step: write the limit the rules told (a tab, a `!` and a heredoc on the way)
+python3 - <<'PY'
+import json, os
+rules = json.loads(os.environ["TERMGYM_WITHHELD_RULES"])
+open("limit.txt", "w").write(str(rules.get("max_weight", "none")) + "\\n")
+PY
+printf 'quoted $HOME stays `literal`\\t!\\n' > policy.txt
+cd ..
+"""
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("mode", ["command", "keys"])
-def test_oracle_command_runs_in_the_sandbox_shell(sandbox, mode):
-    ref = Reference(SCRIPT, "", withheld_rules={"max_weight": 150}, workdir="/app")
+@pytest.mark.parametrize("script", [SCRIPT, MARKED], ids=["whole", "in-steps"])
+def test_oracle_actions_run_in_the_sandbox_shell(sandboxes, mode, script):
+    sandbox = sandboxes[mode]
+    ref = Reference(script, "", withheld_rules={"max_weight": 150}, workdir="/app")
     agent = make_agent("oracle")
     agent.reset(EpisodeContext("t", "i", 5, mode=mode, reference=ref))
-    action = agent.act({})
     sandbox.run("rm -rf /app/out", timeout=10)
-    if mode == "keys":
-        sandbox.send_keys(_keys_bytes(action), settle=1.0)
-    else:
-        result = sandbox.run(action, timeout=30)
-        assert result.exit_code == 0, result.output
+    actions = []
+    while (action := agent.act({})) != SUBMIT:
+        actions.append(action)
+        if mode == "keys":
+            sandbox.send_keys(_keys_bytes(action), settle=1.0)
+        else:
+            result = sandbox.run(action, timeout=30)
+            assert result.exit_code == 0, result.output
+    assert actions[0] in ("ls -la", "ls -la<Enter>")
+    assert len(actions) == (2 if script is SCRIPT else 3)
     check = sandbox.run("cat /app/out/limit.txt /app/out/policy.txt; pwd", timeout=10)
-    assert check.output.split("\n")[:3] == ["150", "quoted $HOME stays `literal`", "/app"]
-    assert agent.act({}) == SUBMIT
+    assert check.output.split("\n")[:2] == [
+        "150",
+        "quoted $HOME stays `literal`" + ("\t!" if script is MARKED else ""),
+    ]
+    assert check.output.split("\n")[2] == "/app"
     # the shell is still usable afterwards: the script did not eat its input
     assert sandbox.run("echo still-here", timeout=10).output.strip() == "still-here"
 

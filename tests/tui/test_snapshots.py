@@ -12,6 +12,7 @@ import pytest
 from termgym.tui.app import TermgymApp
 
 from .conftest import settle
+from .reference_runs import AGENTS, episode_file
 
 pytestmark = pytest.mark.asyncio
 
@@ -22,13 +23,20 @@ CASES = {
     "episode_vim_screen": ("fuel-0", ["g", "j", "j", "j", "j", "j"]),
     "rules_pane": ("fuel-0", ["3"]),
     "help": ("fuel-0", ["question_mark"]),
+    # the recorded reference runs (reference_runs.py): the oracle reads the policy first...
+    "oracle_reads_the_policy": ("ref:oracle", ["g", "j"]),
+    # ... the memorizer writes its remembered values at once
+    "memorizer_writes_at_once": ("ref:memorizer", ["g"]),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 async def test_screen_matches_its_committed_snapshot(name: str, run_dir: Path) -> None:
     target, keys = CASES[name]
-    path = run_dir if target == "run" else run_dir / "episodes" / f"{target}.jsonl"
+    if target.startswith("ref:"):
+        path = episode_file(target.removeprefix("ref:"))
+    else:
+        path = run_dir if target == "run" else run_dir / "episodes" / f"{target}.jsonl"
     app = TermgymApp(path)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
@@ -45,4 +53,31 @@ async def test_screen_matches_its_committed_snapshot(name: str, run_dir: Path) -
     assert svg == snapshot.read_text(encoding="utf-8"), (
         f"{name} differs from tests/tui/snapshots/{snapshot.name}; if intended, rerun with "
         "TERMGYM_UPDATE_SNAPSHOTS=1 and review the new SVG"
+    )
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_recorded_reference_runs_are_what_the_agents_do_now(agent: str) -> None:
+    from termgym.agents import SUBMIT, EpisodeContext, Reference, make_agent
+    from termgym.recording import read_episode
+    from termgym.tasks import get_task, rule_files
+
+    log = read_episode(episode_file(agent))
+    assert log.header is not None
+    task = get_task(log.header.task)
+    reference = Reference(
+        task.path(task.spec.oracle).read_text(),
+        task.path(task.spec.memorized or "").read_text(),
+        withheld_rules={},  # contradicted: nothing is withheld
+        workdir=task.spec.workdir,
+        rule_files=rule_files(task.spec),
+    )
+    live = make_agent(agent)
+    live.reset(EpisodeContext(task.id, "", 50, reference=reference))
+    actions = []
+    while (action := live.act({})) != SUBMIT:
+        actions.append(action)
+    assert [step.action for step in log.steps] == actions, (
+        "the agents or the task's scripts changed: re-record with "
+        "`.venv/bin/python tests/tui/reference_runs.py`, then update the snapshots"
     )

@@ -2,6 +2,8 @@
 # Hard-coded solution: the original settings (7 days, keep 5) hard-coded; only the folders
 # come from the config or the environment.
 set -euo pipefail
+
+# step: write backup.sh with the remembered settings (7 days, keep 5)
 APP="${TERMGYM_WORKDIR:-/app}"
 cat > "$APP/backup.sh" <<SH
 #!/usr/bin/env bash
@@ -15,5 +17,7 @@ ls -1 "\$DST" | grep -E '^backup-[0-9]{8}-[0-9]{6}\.tar\.gz\$' | sort -r | tail 
   | while read -r old; do rm -f -- "\$DST/\$old"; done
 echo "\$ARCHIVE"
 SH
+
+# step: make it executable and run it once
 chmod +x "$APP/backup.sh"
 bash "$APP/backup.sh"

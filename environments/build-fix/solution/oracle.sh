@@ -3,6 +3,8 @@
 # entry point), sets the release settings read from BUILD.md (withheld ones from
 # $TERMGYM_WITHHELD_RULES) as the Makefile defaults, and builds.
 set -euo pipefail
+
+# step: take the release settings BUILD.md states
 cd /app
 read -r SIZE CHECKSUM < <(python3 - <<'PY'
 import json, os, re
@@ -15,9 +17,13 @@ print(size.group(1) if size else withheld["buffer_size"],
       checksum.group(1) if checksum else withheld["checksum"])
 PY
 )
+
+# step: fix the Makefile and set those settings as its defaults
 sed -i -e 's/^        \$(PYTHON)/\t$(PYTHON)/' \
        -e 's/blocksum\.main:main/blocksum.cli:main/' \
        -e "s/^BUFFER_SIZE ?= .*/BUFFER_SIZE ?= $SIZE/" \
        -e "s/^CHECKSUM ?= .*/CHECKSUM ?= $CHECKSUM/" Makefile
+
+# step: build and show the tool's configuration
 make
 build/tool --config

@@ -2,6 +2,8 @@
 # Hard-coded solution: the original schedule (backup Sundays at 02:30, rotation every
 # 15 minutes) hard-coded, whatever ops/schedule.md now says.
 set -euo pipefail
+
+# step: write the crontab with the remembered schedule (Sundays 02:30, every 15 min)
 cat > /app/crontab <<'CRON'
 # Reporting host jobs (see ops/schedule.md)
 # m h dom mon dow command
@@ -9,4 +11,6 @@ cat > /app/crontab <<'CRON'
 */15 * * * * /opt/reports/bin/rotate-logs.sh
 45 7 * * mon-fri /opt/reports/bin/mail-report.sh --to analysts@example.com
 CRON
+
+# step: show it
 cat /app/crontab

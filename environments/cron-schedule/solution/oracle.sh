@@ -2,6 +2,8 @@
 # Reference solution: reads the backup day and hour and the rotation interval from
 # ops/schedule.md (withheld ones from $TERMGYM_WITHHELD_RULES) and writes the crontab.
 set -euo pipefail
+
+# step: write the crontab from the schedule ops/schedule.md states
 python3 - <<'PY'
 import json, os, re
 
@@ -25,4 +27,6 @@ with open("/app/crontab", "w") as f:
     f.write(f"*/{every} * * * * /opt/reports/bin/rotate-logs.sh\n")
     f.write("45 7 * * 1-5 /opt/reports/bin/mail-report.sh --to analysts@example.com\n")
 PY
+
+# step: show it
 cat /app/crontab

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Hard-coded solution: the original rules (outliers above 1000, ISO dates) hard-coded.
 set -euo pipefail
+
+# step: write clean.py with the remembered rules (1000, ISO dates)
 APP="${TERMGYM_WORKDIR:-/app}"
 cat > "$APP/clean.py" <<PY
 """Clean a sales export (CSV) into JSON."""
@@ -56,4 +58,6 @@ if __name__ == "__main__":
     main(args[0] or os.path.join(HERE, "data", "raw.csv"),
          args[1] or os.path.join(HERE, "data", "clean.json"))
 PY
+
+# step: clean the export
 python3 "$APP/clean.py"

@@ -2,6 +2,8 @@
 # Reference solution: read the threshold and the date format from data/README.md (or, for a
 # rule withheld from it, from $TERMGYM_WITHHELD_RULES) each time clean.py runs.
 set -euo pipefail
+
+# step: write clean.py, which reads data/README.md each time it runs
 APP="${TERMGYM_WORKDIR:-/app}"
 FALLBACK="${TERMGYM_WITHHELD_RULES:-{\}}"
 cat > "$APP/clean.py" <<PY
@@ -65,4 +67,6 @@ if __name__ == "__main__":
     main(args[0] or os.path.join(HERE, "data", "raw.csv"),
          args[1] or os.path.join(HERE, "data", "clean.json"))
 PY
+
+# step: clean the export
 python3 "$APP/clean.py"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Hard-coded solution: the original policy (100 kg per piece, 12 % reserve) hard-coded.
 set -euo pipefail
+
+# step: write the planner with the remembered policy (100 kg, 12 %)
 APP="${TERMGYM_WORKDIR:-/app}"
 cat > "$APP/plan.py" <<'PY'
 """Print the cargo and fuel plan for a flight manifest."""
@@ -21,3 +23,6 @@ print(json.dumps({
     "fuel": -(-manifest["trip_fuel"] * (100 + RESERVE_PCT) // 100),
 }))
 PY
+
+# step: try it on a sample manifest
+python3 "$APP/plan.py" "$APP/manifests/TG101.json"

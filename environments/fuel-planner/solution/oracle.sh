@@ -2,6 +2,8 @@
 # Reference solution: a planner that reads the policy file every time it runs. Rules withheld
 # from the policy fall back to the values in $TERMGYM_WITHHELD_RULES.
 set -euo pipefail
+
+# step: write the planner, which reads the policy each time it runs
 APP="${TERMGYM_WORKDIR:-/app}"
 FALLBACK="${TERMGYM_WITHHELD_RULES:-{\}}"
 cat > "$APP/plan.py" <<PY
@@ -36,4 +38,6 @@ def main(path):
 if __name__ == "__main__":
     main(sys.argv[1])
 PY
+
+# step: try it on a sample manifest
 python3 "$APP/plan.py" "$APP/manifests/TG101.json"

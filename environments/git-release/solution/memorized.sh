@@ -2,6 +2,8 @@
 # Hard-coded solution: the original release rules (minor bump, tags named v<version>)
 # hard-coded, whatever CONTRIBUTING.md now says.
 set -euo pipefail
+
+# step: bump the version the remembered way (minor) and date the changelog
 cd /app/repo
 BUMP=minor
 PREFIX=v
@@ -25,6 +27,8 @@ today = datetime.date.today().isoformat()
 log = log.replace("## [Unreleased]\n", f"## [Unreleased]\n\n## [{version}] - {today}\n", 1)
 open("CHANGELOG.md", "w").write(log)
 PY
+
+# step: commit and tag the release (tag v<version>)
 git add VERSION CHANGELOG.md src/hashring/__init__.py
 git commit -q -m "Release $VERSION"
 git tag -a "$PREFIX$VERSION" -m "Release $VERSION"

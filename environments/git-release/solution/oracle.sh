@@ -2,6 +2,8 @@
 # Reference solution: reads the version bump and the tag prefix from CONTRIBUTING.md
 # (withheld ones from $TERMGYM_WITHHELD_RULES) and cuts the release as it describes.
 set -euo pipefail
+
+# step: take the version bump and the tag prefix CONTRIBUTING.md states
 cd /app/repo
 read -r BUMP PREFIX < <(python3 - <<'PY'
 import json, os, re
@@ -13,6 +15,8 @@ print(bump.group(1) if bump else withheld["version_bump"],
       prefix.group(1) if prefix else withheld["tag_prefix"])
 PY
 )
+
+# step: bump the version and date the changelog
 VERSION=$(python3 - "$BUMP" <<'PY'
 import sys
 major, minor, patch = (int(p) for p in open("VERSION").read().split("."))
@@ -33,6 +37,8 @@ today = datetime.date.today().isoformat()
 log = log.replace("## [Unreleased]\n", f"## [Unreleased]\n\n## [{version}] - {today}\n", 1)
 open("CHANGELOG.md", "w").write(log)
 PY
+
+# step: commit and tag the release
 git add VERSION CHANGELOG.md src/hashring/__init__.py
 git commit -q -m "Release $VERSION"
 git tag -a "$PREFIX$VERSION" -m "Release $VERSION"

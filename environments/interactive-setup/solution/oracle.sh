@@ -2,6 +2,8 @@
 # Reference solution: reads the answers from docs/install-notes.md (withheld ones from
 # $TERMGYM_WITHHELD_RULES) and types them into the wizard through a pipe.
 set -euo pipefail
+
+# step: answer the wizard with what docs/install-notes.md says
 cd /app
 python3 - <<'PY' | python3 /app/setup_wizard.py
 import json, os, re

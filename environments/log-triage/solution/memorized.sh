@@ -2,6 +2,8 @@
 # Hard-coded solution: the original rules (ERROR severity 3 or more, last 30 minutes)
 # hard-coded, whatever RUNBOOK.md now says.
 set -euo pipefail
+
+# step: write bin/triage with the remembered rules (severity 3, 30 minutes)
 THRESHOLD=3
 WINDOW=30
 mkdir -p /app/bin /app/report
@@ -46,6 +48,8 @@ def main(logdir):
 if __name__ == "__main__":
     main(sys.argv[1])
 PY
+
+# step: run it on the logs
 chmod +x /app/bin/triage
 /app/bin/triage /app/logs > /app/report/incidents.txt
 head -3 /app/report/incidents.txt

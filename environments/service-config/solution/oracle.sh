@@ -2,6 +2,8 @@
 # Reference solution: take the production values from the deployment guide (or, for a value
 # withheld from it, from $TERMGYM_WITHHELD_RULES) and fill in the example config.
 set -euo pipefail
+
+# step: fill in the config from the deployment guide's production values
 APP="${TERMGYM_WORKDIR:-/app}"
 python3 - "$APP" <<'PY'
 import json, os, re, sys
@@ -28,4 +30,6 @@ for line in open(os.path.join(app, "etc", "webapp.ini.example")):
     lines.append(line)
 open(os.path.join(app, "etc", "webapp.ini"), "w").write("".join(lines))
 PY
+
+# step: check it
 python3 "$APP/webapp.py" --check "$APP/etc/webapp.ini"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Hard-coded solution: the original definitions (30-day window, at least 2 orders) hard-coded.
 set -euo pipefail
+
+# step: create the view with the remembered definitions (30 days, 2 orders)
 APP="${TERMGYM_WORKDIR:-/app}"
 python3 - "$APP" <<'PY'
 import os, sqlite3, sys

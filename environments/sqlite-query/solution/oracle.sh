@@ -2,6 +2,8 @@
 # Reference solution: read the window and the minimum from docs/definitions.md (or, for a
 # rule withheld from it, from $TERMGYM_WITHHELD_RULES), create the view, write the answer.
 set -euo pipefail
+
+# step: create the view from the definitions docs/definitions.md states, write the answer
 APP="${TERMGYM_WORKDIR:-/app}"
 python3 - "$APP" <<'PY'
 import json, os, re, sqlite3, sys

@@ -2,6 +2,8 @@
 # Reference solution: read the minimum length and the cut-off from SPEC.md (or, for a rule
 # withheld from it, from $TERMGYM_WITHHELD_RULES), write report.sh, and run it.
 set -euo pipefail
+
+# step: take the minimum length and the cut-off SPEC.md states
 APP="${TERMGYM_WORKDIR:-/app}"
 read -r MIN_LENGTH TOP_N < <(python3 - "$APP/SPEC.md" <<'PY'
 import json, os, re, sys
@@ -12,6 +14,8 @@ t = re.search(r"keeps the first (\d+) words", spec)
 print(m.group(1) if m else fallback["min_length"], t.group(1) if t else fallback["top_n"])
 PY
 )
+
+# step: write report.sh with them
 cat > "$APP/report.sh" <<SH
 #!/usr/bin/env bash
 # Long-word report: see SPEC.md.
@@ -31,5 +35,7 @@ ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:$TOP_N]
 out.write_text("".join(f"{w} {n}\n" for w, n in ranked))
 PY
 SH
+
+# step: make it executable and run it
 chmod +x "$APP/report.sh"
 bash "$APP/report.sh"
