@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -62,6 +63,18 @@ def typed_step(command: str) -> str:
     return as_keystrokes(f'eval "$(echo {encoded} | base64 -d)" </dev/null')
 
 
+KEYS_WAITS = 50
+"""Empty actions a keys-mode reference agent takes at most, per step, for the prompt to return."""
+
+_PROMPT = re.compile(r"^\S+@\S+:.*[#$]$")
+"""The last line of a keys-mode screen when the shell waits at its prompt (`user@host:dir# `)."""
+
+
+def _at_prompt(observation: Mapping[str, Any]) -> bool:
+    lines = [line for line in str(observation.get("screen", "")).splitlines() if line.strip()]
+    return bool(lines) and bool(_PROMPT.match(lines[-1].rstrip()))
+
+
 def _reading_steps(reference: Reference) -> list[str]:
     """What an agent that reads its task does first: list the workdir, read the rule files."""
     return ["ls -la", *(f"cat {shlex.quote(path)}" for path in reference.rule_files)]
@@ -83,6 +96,7 @@ class ScriptAgent:
     def __init__(self) -> None:
         self._context: EpisodeContext | None = None
         self._actions: list[str] = []
+        self._taken = self._waits = 0
 
     def reset(self, context: EpisodeContext) -> None:
         """Start an episode; the context must carry a Reference."""
@@ -93,11 +107,25 @@ class ScriptAgent:
             )
         self._context = context
         self._actions = self.plan(context.reference, context.mode)
+        self._taken = self._waits = 0
 
     def act(self, observation: Mapping[str, Any]) -> str:
-        """The next step of the plan (a command, or keystrokes in keys mode); then SUBMIT."""
-        if self._context is None or self._context.reference is None:
+        """The next step of the plan (a command, or keystrokes in keys mode); then SUBMIT.
+
+        Keys mode: a step ends once the terminal goes quiet, maybe before its command is
+        done; the agent then waits (the empty action) until the prompt is back, as a person
+        would, for up to KEYS_WAITS actions and while the step budget lasts.
+        """
+        context = self._context
+        if context is None or context.reference is None:
             raise AgentError(f"agent {self.name!r}: act() called before reset()")
+        if context.mode == "keys" and self._taken and not _at_prompt(observation):
+            budget = context.max_steps - int(observation.get("step", 0)) - len(self._actions)
+            if self._waits < KEYS_WAITS and budget > 1:
+                self._waits += 1
+                return ""
+        self._waits = 0
+        self._taken += 1
         return self._actions.pop(0) if self._actions else SUBMIT
 
     def plan(self, reference: Reference, mode: str = "command") -> list[str]:

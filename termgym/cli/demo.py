@@ -49,8 +49,10 @@ def run_demo(
     name, why = backend_choice(backend)
     console.print(f"[bold]termgym demo[/]: backend [bold]{name}[/] ({why}).")
     console.print(
-        "The oracle reads every rule from the task; the memorizer applies the original rule "
-        "values whatever the task now says, like a model that learned a hidden grader.\n"
+        "The oracle first reads what the task shows (it lists the workdir and reads the files "
+        "that state the rules), then applies its solution step by step; the memorizer skips "
+        "the reading and applies the original rule values whatever the task now says, like a "
+        "model that learned a hidden grader.\n"
     )
     summaries = []
     began = time.monotonic()

@@ -34,6 +34,10 @@ echo "rules=$TERMGYM_WITHHELD_RULES" >> result.txt
 """
 
 
+AT_PROMPT = {"screen": "root@sandbox:/app#"}
+"""A keys-mode observation of the shell waiting at its prompt (the step before is done)."""
+
+
 def _context(tmp_path, mode="command", withheld=None):
     ref = Reference(ORACLE, MEMORIZED, withheld_rules=withheld or {}, workdir=str(tmp_path))
     return EpisodeContext("fuel-planner", "Plan.", max_steps=5, mode=mode, reference=ref)
@@ -74,8 +78,8 @@ def test_reference_agent_without_reference_is_refused():
 def test_keys_mode_types_the_command_and_presses_enter(tmp_path):
     agent = make_agent("oracle")
     agent.reset(_context(tmp_path, mode="keys"))
-    assert agent.act({}) == "ls -la<Enter>"
-    keys = agent.act({})
+    assert agent.act(AT_PROMPT) == "ls -la<Enter>"
+    keys = agent.act(AT_PROMPT)
     assert keys.endswith("<Enter>") and keys.count("<Enter>") == 1
     assert "\n" not in keys and "\t" not in keys
     assert keys.endswith("</dev/null<Enter>".replace("<", "<lt>", 1))
@@ -84,8 +88,8 @@ def test_keys_mode_types_the_command_and_presses_enter(tmp_path):
 def test_keys_mode_line_runs_the_script_in_bash(tmp_path):
     agent = make_agent("oracle")
     agent.reset(_context(tmp_path, mode="keys", withheld={"max_weight": 7}))
-    agent.act({})  # ls -la
-    line = agent.act({}).removesuffix("<Enter>").replace("<lt>", "<")
+    agent.act(AT_PROMPT)  # ls -la
+    line = agent.act(AT_PROMPT).removesuffix("<Enter>").replace("<lt>", "<")
     _run(line)
     assert (tmp_path / "result.txt").read_text() == "oracle limit=7\nstdin=empty\n"
 

@@ -62,7 +62,7 @@ def test_oracle_actions_run_in_the_sandbox_shell(sandboxes, mode, script):
     agent.reset(EpisodeContext("t", "i", 5, mode=mode, reference=ref))
     sandbox.run("rm -rf /app/out", timeout=10)
     actions = []
-    while (action := agent.act({})) != SUBMIT:
+    while (action := agent.act({"screen": "root@sandbox:/app#"})) != SUBMIT:  # each step done
         actions.append(action)
         if mode == "keys":
             sandbox.send_keys(_keys_bytes(action), settle=1.0)

@@ -37,7 +37,7 @@ def _plan(name: str, mode: str = "command", withheld=None, files=("policy/limits
     agent = make_agent(name)
     agent.reset(EpisodeContext("t", "i", 20, mode=mode, reference=ref))
     actions = []
-    while (action := agent.act({})) != SUBMIT:
+    while (action := agent.act({"screen": "root@sandbox:/app#"})) != SUBMIT:
         actions.append(action)
     return actions
 
@@ -127,3 +127,52 @@ def test_every_bundled_task_shows_the_oracle_reading_and_the_memorizer_not(task_
     for step in memorized.steps:  # the memorizer never opens a file that states a rule
         assert not any(re.search(rf"\b(cat|less|head|open)\b.*{re.escape(f)}", step.command)
                        for f in files), step.title  # fmt: skip
+
+
+def test_in_keys_mode_the_agent_waits_for_the_prompt_before_its_next_step() -> None:
+    ref = Reference(ORACLE, MEMORIZED, {}, workdir="/app", rule_files=("policy/limits.json",))
+    agent = make_agent("oracle")
+    agent.reset(EpisodeContext("t", "i", 20, mode="keys", reference=ref))
+    opened = {"screen": "root@sandbox:/app#", "step": 0}
+    assert agent.act(opened) == "ls -la<Enter>"
+    running = {"screen": "root@sandbox:/app# ls -la\ntotal 8", "step": 1}
+    assert agent.act(running) == ""  # the listing is still coming: wait
+    back = {"screen": "root@sandbox:/app# ls -la\ntotal 8\nroot@sandbox:/app#", "step": 2}
+    assert agent.act(back) == "cat policy/limits.json<Enter>"
+    hurried = make_agent("oracle")  # with no budget left for waiting, it goes on
+    hurried.reset(EpisodeContext("t", "i", 4, mode="keys", reference=ref))
+    hurried.act(opened)
+    assert hurried.act({"screen": "still running", "step": 1}) != ""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("name", "expected"), [("oracle", "adapted"), ("memorizer", "stale")])
+def test_the_reference_agents_do_their_work_in_a_keys_mode_terminal(
+    name, expected, base_image
+) -> None:
+    import uuid
+
+    import termgym
+    from termgym.run._episode import _reference
+
+    env = termgym.make("fuel-planner", mode="keys", variant="contradicted", pool_size=0,
+                       run_id=f"test-{uuid.uuid4().hex[:10]}")  # fmt: skip
+    try:
+        obs, _ = env.reset(seed=0)
+        agent = make_agent(name)
+        agent.reset(EpisodeContext("fuel-planner", obs["instruction"], 50, mode="keys",
+                                   reference=_reference(env)))  # fmt: skip
+        typed = []
+        while True:
+            action = agent.act(obs)
+            typed.append(action)
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+    assert info["class"] == expected
+    steps = [a for a in typed if a not in ("", SUBMIT)]
+    assert (steps[:2] == ["ls -la<Enter>", "cat policy/fuel_policy.json<Enter>"]) is (
+        name == "oracle"
+    )
