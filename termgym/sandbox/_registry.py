@@ -50,10 +50,15 @@ def bwrap_works() -> bool:
     if path is None:
         return False
     probe = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
-    try:
-        return subprocess.run(probe, capture_output=True, timeout=10, check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    for patience in (15, 60):  # a loaded machine can take seconds to start a process
+        try:
+            done = subprocess.run(probe, capture_output=True, timeout=patience, check=False)
+        except subprocess.TimeoutExpired:
+            continue
+        except OSError:
+            return False
+        return done.returncode == 0
+    return False
 
 
 def default_backend() -> str:
