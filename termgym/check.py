@@ -19,7 +19,15 @@ from pathlib import Path
 from termgym.errors import TermgymError
 from termgym.grading import ColdStarts, GradeReport, grade, prepare
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
-from termgym.tasks import EpisodePlan, RuleSet, Task, instantiate, task_image, withheld_leaks
+from termgym.tasks import (
+    EpisodePlan,
+    RuleDraw,
+    RuleSet,
+    Task,
+    instantiate,
+    task_image,
+    withheld_leaks,
+)
 
 CHECK_SEED = 1
 """Seed of the sampled and swapped variants under check (fixed, so failures reproduce)."""
@@ -126,7 +134,8 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
     """Oracle (and memorized, on contradicted and withheld) in one container for the variant.
 
     On `swapped` the oracle is graded by every grader of the pool at once."""
-    plan = instantiate(task, variant, seed=CHECK_SEED)
+    # The authored contradict value: the one its author made the memorized solution fail.
+    plan = instantiate(task, variant, seed=CHECK_SEED, draw=RuleDraw(contradict="fixed"))
     if variant == "swapped":  # every grader of the pool must pass the oracle, not just one
         own = RuleSet("swapped", plan.rules_enforced, tuple(task.spec.grader_pool))
         plan = dataclasses.replace(plan, rulesets=(own, *plan.rulesets[1:]))

@@ -58,6 +58,10 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         run_id: Id of the run this environment records into.
         runtime: Docker runtime of the sandboxes, e.g. "runsc" for gVisor (docs/security.md);
             None is the engine's default.
+        rule_draw: How shifted variants draw their values: a `termgym.tasks.RuleDraw` or a
+            mapping of its fields (split "train"/"eval", contradict "drawn"/"fixed",
+            rotation: an evaluator's `Rotation`); docs/held-out-values.md. A schedule
+            stage's `split` overrides the split for its episodes.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -79,6 +83,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         allow_local: bool = False,
         run_id: str = "",
         runtime: str | None = None,
+        rule_draw: Any = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -99,6 +104,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             allow_local=allow_local,
             run_id=run_id,
             runtime=runtime,
+            rule_draw=rule_draw,
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -112,6 +118,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             }
         )
         self._episodes_started = 0
+        self._steps_taken = 0
         self._episode: Episode | None = None
 
     @property
@@ -136,9 +143,12 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         super().reset(seed=seed)
         self._finish_previous()
         options = dict(options or {})
-        variant = options.pop("variant", None) or self.options.pick_variant(
-            self.np_random, self._episodes_started
-        )
+        variant = options.pop("variant", None)
+        draw, switched = self.options.draw, {}
+        if not variant:
+            variant, draw, switched = self.options.pick(
+                self.np_random, self._episodes_started, self._steps_taken
+            )
         self._episodes_started += 1
         rule_seed = options.pop("seed", None)
         if rule_seed is None:
@@ -152,7 +162,12 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                 "expected 'variant', 'seed' or 'episode_id'"
             )
         self._episode = Episode.begin(
-            self.options, variant=variant, seed=int(rule_seed), episode_id=episode_id
+            self.options,
+            variant=variant,
+            seed=int(rule_seed),
+            episode_id=episode_id,
+            draw=draw,
+            switched=switched,
         )
         obs = self._observation(output="", exit_code=-1)
         return obs, {"episode_id": episode_id, "task_id": self.task_id, "step": 0}
@@ -169,6 +184,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         if action.strip() == SUBMIT:
             return self._end(output="", exit_code=-1, terminated=True, info={})
         keys = parse_keys(action) if self.options.mode == "keys" else None
+        self._steps_taken += 1
         try:
             result = episode.keys(action, keys) if keys is not None else episode.command(action)
         except SandboxCrashed as exc:  # the sandbox died under the command: grade what is left
@@ -251,6 +267,7 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
     """Make the environment of a task id, task folder or loaded task (no Gymnasium wrappers).
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
-    record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime.
+    record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
+    rule_draw.
     """
     return TerminalEnv(task, **kwargs)

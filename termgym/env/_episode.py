@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from termgym.grading import GradeReport, grade, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend
 from termgym.screen import TerminalScreen
-from termgym.tasks import EpisodePlan, Task, get_task, instantiate, task_image
+from termgym.tasks import EpisodePlan, RuleDraw, Task, get_task, instantiate, task_image
 
 
 def resolve_task(task: Task | str | Path) -> Task:
@@ -70,6 +70,7 @@ class EpisodeOptions:
     config: SandboxConfig
     run_id: str = ""
     runtime: str | None = None
+    draw: RuleDraw = field(default_factory=RuleDraw)
 
     @classmethod
     def build(
@@ -80,9 +81,10 @@ class EpisodeOptions:
         backend: str | None,
         max_steps: int | None,
         step_timeout: float | None,
+        rule_draw: Any = None,
         **rest: Any,
     ) -> EpisodeOptions:
-        """Resolve the task, the variant schedule and the backend once."""
+        """Resolve the task, the variant schedule, the rule draw and the backend once."""
         loaded = resolve_task(task)
         schedule = VariantSchedule.coerce(variant, loaded.spec)
         chosen = backend or default_backend()
@@ -99,12 +101,23 @@ class EpisodeOptions:
                 rest.get("runtime"),
                 interactive=rest.get("mode") == "keys",
             ),
+            draw=RuleDraw.coerce(rule_draw),
             **rest,
         )
 
     def pick_variant(self, rng: np.random.Generator, episode_index: int) -> str:
         """The variant of episode number `episode_index`, drawn from the schedule."""
         return self.schedule.draw(rng, episode_index)
+
+    def pick(
+        self, rng: np.random.Generator, episode_index: int, steps: int
+    ) -> tuple[str, RuleDraw, dict[str, Any]]:
+        """Variant, rule draw and rule switch of an episode, from the schedule's stage."""
+        variant, stage = self.schedule.pick(rng, episode_index, steps)
+        draw = self.draw
+        if stage.split is not None and stage.split != draw.split:
+            draw = replace(draw, split=stage.split)  # type: ignore[arg-type]
+        return variant, draw, stage.switched
 
 
 @dataclass(frozen=True)
@@ -153,9 +166,18 @@ class Episode:
     """Keys mode: what the terminal showed before the first step (the shell's prompt)."""
 
     @classmethod
-    def begin(cls, options: EpisodeOptions, *, variant: str, seed: int, episode_id: str) -> Episode:
+    def begin(
+        cls,
+        options: EpisodeOptions,
+        *,
+        variant: str,
+        seed: int,
+        episode_id: str,
+        draw: RuleDraw | None = None,
+        switched: dict[str, Any] | None = None,
+    ) -> Episode:
         """Instantiate the variant, take a warm sandbox, lay out the task, start recording."""
-        plan = instantiate(options.task, variant, seed)
+        plan = instantiate(options.task, variant, seed, draw or options.draw, switched)
         pool = shared_pool(options.backend, options.pool_size, options.allow_local)
         sandbox = pool.acquire(options.config)
         try:
@@ -206,6 +228,9 @@ class Episode:
                     path: data.decode("utf-8", "replace") for path, data in self.plan.files.items()
                 },
                 "max_steps": self.options.max_steps,
+                # never the secret: its fingerprint and the period (docs/held-out-values.md)
+                "draw": self.plan.draw.public(),
+                **({"switched": dict(self.plan.switched)} if self.plan.switched else {}),
             },
         )
 

@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from termgym.tasks._draw import SPLITS
+from termgym.tasks._spec import validation_message
+
 VARIANTS = ("original", "contradicted", "withheld", "swapped", "sampled")
 FORMS = (
     "a variant name, a {variant: weight} mix or a list of stages "
@@ -24,12 +27,33 @@ FORMS = (
 )
 
 
+STAGE_KEYS = ("mix", "episodes", "steps", "split", "rules")
+
+
 @dataclass(frozen=True)
 class Stage:
-    """A mix of variants used for `episodes` episodes (None: for the rest of training)."""
+    """A mix of variants used for `episodes` episodes or until `steps` environment steps
+    have been taken (neither: for the rest of training).
+
+    Attributes:
+        mix: (variant, weight) pairs.
+        episodes: Episodes the stage lasts.
+        steps: Environment steps (counted from the start of training) the stage lasts until.
+        split: "train" or "eval": which values shifted variants draw (None: the env's own).
+        rules: Rule values that replace the authored ones while the stage lasts: a rule
+            switch (the graders enforce them, the task states them).
+    """
 
     mix: tuple[tuple[str, float], ...]
     episodes: int | None = None
+    steps: int | None = None
+    split: str | None = None
+    rules: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def switched(self) -> dict[str, Any]:
+        """The stage's rule switch as a mapping (empty: the authored rules)."""
+        return dict(self.rules)
 
 
 @dataclass(frozen=True)
@@ -41,9 +65,13 @@ class VariantSchedule:
         {"original": 0.5, "contradicted": 0.5}       a mix, drawn per episode
         [{"episodes": 100, "mix": {"original": 1}},  a curriculum: 100 original episodes,
          {"mix": {"original": 0.5, "sampled": 0.5}}]  then a mix for the rest
+        [{"episodes": 200, "mix": "original"},       a rule switch: the rule max_weight is
+         {"mix": "original", "rules": {"max_weight": 200}}]  200 from episode 200 on
 
-    Episodes are counted per environment (each copy in a vector env counts its own resets);
-    once a curriculum's stages are used up, its last stage stays in force.
+    A stage may last `steps` environment steps instead of `episodes` episodes, draw held-out
+    values (`split: eval`), and switch rules (`rules: {name: value}`). Episodes and steps
+    are counted per environment (each copy in a vector env counts its own); once a
+    curriculum's stages are used up, its last stage stays in force.
     """
 
     stages: tuple[Stage, ...]
@@ -74,6 +102,9 @@ class VariantSchedule:
         else:
             raise ValueError(f"a variant schedule is {FORMS}; got {value!r}")
         schedule.validate(getattr(task, "variants", None) or VARIANTS)
+        rules = getattr(task, "rules", None)
+        if isinstance(rules, Mapping):
+            schedule.validate_rules(rules)
         return schedule
 
     @classmethod
@@ -124,27 +155,73 @@ class VariantSchedule:
                     )
             if sum(weight for _, weight in stage.mix) <= 0:
                 raise ValueError(f"stage {number}: expected a positive weight; they add up to 0")
-            if stage.episodes is None and number != len(self.stages) - 1:
+            if stage.episodes is None and stage.steps is None and number != len(self.stages) - 1:
                 raise ValueError(
-                    f"stage {number}: expected 'episodes' (only the last stage may omit it)"
+                    f"stage {number}: expected 'episodes' or 'steps' (only the last stage "
+                    "may omit both)"
                 )
+            if stage.split is not None and stage.split not in SPLITS:
+                raise ValueError(
+                    f"stage {number}: expected 'split' to be one of {', '.join(SPLITS)}; "
+                    f"got {stage.split!r}"
+                )
+        bounds = [s.steps for s in self.stages if s.steps is not None]
+        if bounds != sorted(bounds) or len(set(bounds)) != len(bounds):
+            raise ValueError(
+                f"expected the stages' 'steps' to increase (they count from the start of "
+                f"training); got {bounds}"
+            )
 
-    def stage_at(self, episode_index: int) -> Stage:
-        """The stage in force for the given (0-based) episode number."""
+    def validate_rules(self, rules: Mapping[str, Any]) -> None:
+        """Check every switched rule exists and every switched value fits its rule."""
+        for number, stage in enumerate(self.stages):
+            for name, value in stage.rules:
+                if name not in rules:
+                    close = difflib.get_close_matches(name, list(rules), n=1)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
+                    raise ValueError(
+                        f"stage {number}: unknown rule {name!r} in 'rules'; expected one of "
+                        f"{', '.join(sorted(rules))}.{hint}"
+                    )
+                data = rules[name].model_dump()
+                data["value"] = value
+                if data.get("contradict") == value:
+                    data["contradict"] = None
+                try:
+                    type(rules[name]).model_validate(data)
+                except ValueError as exc:
+                    raise ValueError(
+                        f"stage {number}: rules.{name} = {value!r}: {validation_message(exc)}"
+                    ) from None
+
+    def stage_at(self, episode_index: int, steps: int = 0) -> Stage:
+        """The stage in force for the given (0-based) episode number, after `steps`
+        environment steps."""
         remaining = episode_index
         for stage in self.stages:
+            if stage.steps is not None:
+                if steps < stage.steps:
+                    return stage
+                continue
             if stage.episodes is None or remaining < stage.episodes:
                 return stage
             remaining -= stage.episodes
         return self.stages[-1]
 
-    def draw(self, rng: np.random.Generator, episode_index: int = 0) -> str:
+    def draw(self, rng: np.random.Generator, episode_index: int = 0, steps: int = 0) -> str:
         """Draw the variant of one episode."""
-        names, weights = zip(*self.stage_at(episode_index).mix, strict=True)
+        return self.pick(rng, episode_index, steps)[0]
+
+    def pick(
+        self, rng: np.random.Generator, episode_index: int = 0, steps: int = 0
+    ) -> tuple[str, Stage]:
+        """Draw the variant of one episode; also return the stage it was drawn from."""
+        stage = self.stage_at(episode_index, steps)
+        names, weights = zip(*stage.mix, strict=True)
         if len(names) == 1:
-            return names[0]
+            return names[0], stage
         p = np.asarray(weights, dtype=float)
-        return str(names[int(rng.choice(len(names), p=p / p.sum()))])
+        return str(names[int(rng.choice(len(names), p=p / p.sum()))]), stage
 
     def variants(self) -> list[str]:
         """Every variant the schedule can draw (with a positive weight)."""
@@ -156,10 +233,10 @@ def _stage(value: Any, number: int) -> Stage:
         raise ValueError(
             f"stage {number}: expected a mapping {{'episodes': N, 'mix': {{...}}}}, got {value!r}"
         )
-    unknown = set(value) - {"mix", "episodes"}
+    unknown = set(value) - set(STAGE_KEYS)
     if unknown:
         raise ValueError(
-            f"stage {number}: expected the keys 'mix' and 'episodes'; got {sorted(unknown)}"
+            f"stage {number}: expected the keys {', '.join(STAGE_KEYS)}; got {sorted(unknown)}"
         )
     mix = value.get("mix")
     if isinstance(mix, str):
@@ -176,7 +253,26 @@ def _stage(value: Any, number: int) -> Stage:
         raise ValueError(
             f"stage {number}: expected 'episodes' to be a positive int or absent; got {episodes!r}"
         )
-    return Stage(tuple((str(k), _weight(v, str(k), number)) for k, v in mix.items()), episodes)
+    steps = value.get("steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0):
+        raise ValueError(
+            f"stage {number}: expected 'steps' to be a positive int or absent; got {steps!r}"
+        )
+    if steps is not None and episodes is not None:
+        raise ValueError(f"stage {number}: expected 'episodes' or 'steps', found both")
+    rules = value.get("rules") or {}
+    if not isinstance(rules, Mapping):
+        raise ValueError(
+            f"stage {number}: expected 'rules' to be a {{rule: value}} mapping; got {rules!r}"
+        )
+    split = value.get("split")
+    return Stage(
+        tuple((str(k), _weight(v, str(k), number)) for k, v in mix.items()),
+        episodes,
+        steps,
+        None if split is None else str(split),
+        tuple((str(k), v) for k, v in rules.items()),
+    )
 
 
 def _weight(value: Any, name: str, number: int) -> float:

@@ -11,9 +11,44 @@ from termgym.tasks._registry import get_task, list_tasks
 from termgym.tasks._solution import SolutionScript, SolutionStep, parse_solution, rule_files
 from termgym.tasks._spec import GradingSpec, Limits, RuleSpec, TaskSpec
 from termgym.tasks._template import format_value, placeholders, render
-from termgym.tasks._variants import EpisodePlan, RuleSet, instantiate, sampled_values
+from termgym.tasks._draw import (
+    CONTRADICT_MODES,
+    ROTATIONS,
+    SECRET_ENV,
+    SPLITS,
+    ContradictMode,
+    Rotation,
+    RotationScheme,
+    RuleDraw,
+    Split,
+    period_of,
+    secret_id,
+)
+from termgym.tasks._variants import (
+    EpisodePlan,
+    RuleSet,
+    contradicted_values,
+    draw_value,
+    instantiate,
+    sampled_values,
+    switch_rules,
+)
 
 __all__ = [
+    "CONTRADICT_MODES",
+    "ROTATIONS",
+    "SECRET_ENV",
+    "SPLITS",
+    "ContradictMode",
+    "Rotation",
+    "RotationScheme",
+    "RuleDraw",
+    "Split",
+    "contradicted_values",
+    "draw_value",
+    "period_of",
+    "secret_id",
+    "switch_rules",
     "BUNDLED",
     "SPEC_FILE",
     "TASKS_PATH_ENV",

@@ -51,6 +51,8 @@ class RuleSpec(BaseModel):
     range: tuple[float, float] | None = None
     choices: list[Any] | None = None
     contradict: Any = None
+    held_out: list[Any] | None = None
+    held_out_range: tuple[float, float] | None = None
     stated_in: list[str] = Field(default_factory=list)
     withhold: bool = True
     description: str = ""
@@ -94,7 +96,57 @@ class RuleSpec(BaseModel):
                     f"{self.value!r}, found the same {self.contradict!r}"
                 )
             self._within(self.contradict, "contradict")
+        self._held_out_consistent()
         return self
+
+    def _held_out_consistent(self) -> None:
+        """held_out: values of the rule kept for evaluation; held_out_range: a sub-range."""
+        if self.held_out is not None:
+            if self.type == "bool":
+                raise ValueError("held_out: a bool rule has no value to hold out")
+            if not self.held_out:
+                raise ValueError("held_out: expected at least one value, found an empty list")
+            self.held_out = [_check_type(self.type, v, "held_out") for v in self.held_out]
+            for value in self.held_out:
+                self._within(value, "held_out")
+            if self.value in self.held_out:
+                raise ValueError(
+                    f"held_out: expected values other than the authored value "
+                    f"{self.value!r}, found it among them"
+                )
+        if self.held_out_range is not None:
+            if self.range is None:
+                raise ValueError("held_out_range: only a rule with a range takes one")
+            low, high = self.held_out_range
+            if low > high or low < self.range[0] or high > self.range[1]:
+                raise ValueError(
+                    f"held_out_range: expected [low, high] within range "
+                    f"[{_num(self.range[0])}, {_num(self.range[1])}], found "
+                    f"[{_num(low)}, {_num(high)}]"
+                )
+            if low <= float(self.value) <= high:
+                raise ValueError(
+                    f"held_out_range: expected a sub-range without the authored value "
+                    f"{self.value!r}, found [{_num(low)}, {_num(high)}]"
+                )
+        if self.contradict is not None and self.is_held_out(self.contradict):
+            raise ValueError(
+                f"contradict: expected a training value, found the held-out value "
+                f"{self.contradict!r}"
+            )
+
+    def is_held_out(self, value: RuleValue) -> bool:
+        """Whether `value` is one of the rule's held-out values."""
+        if self.held_out is not None and value in self.held_out:
+            return True
+        if self.held_out_range is not None and not isinstance(value, bool | str):
+            return self.held_out_range[0] <= float(value) <= self.held_out_range[1]
+        return False
+
+    @property
+    def has_held_out(self) -> bool:
+        """Whether any value of the rule is kept for evaluation."""
+        return self.held_out is not None or self.held_out_range is not None
 
     def _within(self, value: RuleValue, what: str) -> None:
         if self.range is not None:
@@ -115,6 +167,14 @@ class RuleSpec(BaseModel):
         if self.range is not None:
             return self.range[0] != self.range[1]
         return self.choices is not None and len(set(map(str, self.choices))) > 1
+
+
+def validation_message(exc: ValueError) -> str:
+    """The messages of a pydantic ValidationError without its boilerplate."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    return "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in errors())
 
 
 def _num(x: float) -> str:

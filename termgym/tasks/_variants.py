@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import random
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
 from termgym._vocabulary import VARIANTS
 from termgym.errors import TaskError
 from termgym.kinds import GraderSpec
+from termgym.tasks._draw import RuleDraw, Split
 from termgym.tasks._loader import Task
 from termgym.tasks._overlay import rewrite
-from termgym.tasks._spec import Limits, RuleSpec, RuleValue
+from termgym.tasks._spec import Limits, RuleSpec, RuleValue, validation_message
 from termgym.tasks._template import render
 
 
@@ -41,6 +44,8 @@ class EpisodePlan:
         withheld: Withheld rules -> the values the graders still enforce.
         graders: The episode's own graders.
         rulesets: The episode's own rule set first, then the shadow ones.
+        draw: How shifted values were drawn (split, contradicted mode, secret).
+        switched: Rule values a schedule's rule switch put in place of the authored ones.
     """
 
     task: Task
@@ -53,6 +58,8 @@ class EpisodePlan:
     withheld: Mapping[str, RuleValue]
     graders: tuple[GraderSpec, ...]
     rulesets: tuple[RuleSet, ...]
+    draw: RuleDraw = field(default_factory=RuleDraw)
+    switched: Mapping[str, RuleValue] = field(default_factory=dict)
 
     @property
     def workdir(self) -> str:
@@ -90,28 +97,10 @@ class EpisodePlan:
 
 
 def sample_value(rule: RuleSpec, rng: random.Random) -> RuleValue:
-    """Draw a value for `rule` from its range or choices, different from its original value
-    whenever the range or choices hold another one."""
-    if rule.type == "bool":
-        return not rule.value
-    if rule.choices is not None:
-        others = [c for c in rule.choices if c != rule.value]
-        return rng.choice(others) if others else rule.value
-    if rule.range is None:
-        return rule.value
-    low, high = rule.range
-    if rule.type == "int":
-        low_i, high_i = int(low), int(high)
-        if low_i == high_i:
-            return low_i
-        drawn = rng.randint(low_i, high_i - 1)
-        return drawn + 1 if drawn >= rule.value else drawn
-    digits = max(2, _decimals(rule.value))
-    for _ in range(100):
-        number = round(rng.uniform(low, high), digits)
-        if low <= number <= high and number != rule.value:
-            return number
-    return rule.value
+    """Draw a training value for `rule` from its range or choices, different from its
+    original value whenever the range or choices hold another one."""
+    drawn = draw_value(rule, rng, "train")
+    return rule.value if drawn is None else drawn
 
 
 def _decimals(value: RuleValue) -> int:
@@ -119,15 +108,125 @@ def _decimals(value: RuleValue) -> int:
     return len(text.split(".")[1]) if "." in text and "e" not in text else 0
 
 
-def sampled_values(task: Task, seed: int) -> dict[str, RuleValue]:
-    """Rule values of the sampled variant for `seed` (same seed, same values)."""
-    rng = random.Random(f"termgym:{task.id}:{seed}")
-    return {
-        name: sample_value(task.rules[name], rng)
-        if task.rules[name].samplable
-        else task.rules[name].value
-        for name in sorted(task.rules)
-    }
+def draw_value(
+    rule: RuleSpec, rng: random.Random, split: Split, held_out: list[Any] | None = None
+) -> RuleValue | None:
+    """A value of `rule` other than the authored one, from the split's set; None when the
+    set is empty (a rule without held-out values under "eval", say).
+
+    Args:
+        rule: The rule.
+        rng: The episode's generator.
+        split: "train" (never a held-out value) or "eval" (only held-out values).
+        held_out: The held-out values in use (default: all of `rule.held_out`).
+    """
+    if split == "eval":
+        return _draw_held_out(rule, rng, rule.held_out if held_out is None else held_out)
+    if rule.type == "bool":
+        return not rule.value
+    if rule.choices is not None:
+        others = [c for c in rule.choices if c != rule.value and not rule.is_held_out(c)]
+        return rng.choice(others) if others else None
+    if rule.range is None:
+        return None
+    if not rule.has_held_out:
+        return _draw_in_range(rule, rng)
+    for _ in range(1000):
+        drawn = _draw_in_range(rule, rng)
+        if drawn is not None and not rule.is_held_out(drawn):
+            return drawn
+    return None
+
+
+def _draw_in_range(rule: RuleSpec, rng: random.Random) -> RuleValue | None:
+    assert rule.range is not None
+    low, high = rule.range
+    if rule.type == "int":
+        low_i, high_i = int(low), int(high)
+        if low_i == high_i:
+            return None if low_i == rule.value else low_i
+        drawn = rng.randint(low_i, high_i - 1)
+        return drawn + 1 if drawn >= rule.value else drawn
+    digits = max(2, _decimals(rule.value))
+    for _ in range(100):
+        number = round(rng.uniform(low, high), digits)
+        if low <= number <= high and number != rule.value:
+            return number
+    return None
+
+
+def _draw_held_out(
+    rule: RuleSpec, rng: random.Random, values: list[Any] | None
+) -> RuleValue | None:
+    listed = list(values or [])
+    span = rule.held_out_range
+    if span is not None and (not listed or rng.random() < 0.5):
+        low, high = span
+        if rule.type == "int":
+            return rng.randint(math.ceil(low), math.floor(high))
+        return round(rng.uniform(low, high), max(2, _decimals(rule.value)))
+    return rng.choice(listed) if listed else None
+
+
+def sampled_values(
+    task: Task, seed: int, draw: RuleDraw | None = None
+) -> dict[str, RuleValue]:
+    """Rule values of the sampled variant for `seed` (same seed and draw, same values)."""
+    draw = draw or RuleDraw()
+    rng = draw.rng(task.id, seed)
+    out: dict[str, RuleValue] = {}
+    for name in sorted(task.rules):
+        rule = task.rules[name]
+        drawn = None
+        if draw.split == "eval":
+            drawn = draw_value(rule, rng, "eval", _active(draw, task, name))
+        elif rule.samplable:
+            drawn = draw_value(rule, rng, "train")
+        out[name] = rule.value if drawn is None else drawn
+    return out
+
+
+def contradicted_values(task: Task, seed: int, draw: RuleDraw) -> dict[str, RuleValue]:
+    """Rule values of the contradicted variant: each rule with a `contradict` value gets a
+    non-original value of the split, drawn per episode (or the authored one, mode "fixed")."""
+    rng = draw.rng(task.id, seed, "contradicted")
+    out = dict(task.original_values)
+    for name in sorted(task.rules):
+        rule = task.rules[name]
+        if rule.contradict is None:
+            continue
+        if draw.split == "eval":
+            drawn = draw_value(rule, rng, "eval", _active(draw, task, name))
+            out[name] = rule.value if drawn is None else drawn
+        elif draw.contradict == "fixed":
+            out[name] = rule.contradict
+        else:
+            drawn = draw_value(rule, rng, "train")
+            out[name] = rule.contradict if drawn is None else drawn
+    return out
+
+
+def _active(draw: RuleDraw, task: Task, name: str) -> list[Any] | None:
+    rule = task.rules[name]
+    if rule.held_out is None:
+        return None
+    return draw.active_held_out(task.id, name, list(rule.held_out))
+
+
+def _check_split(task: Task, variant: str, draw: RuleDraw) -> None:
+    if draw.split != "eval" or variant not in ("sampled", "contradicted"):
+        return
+    eligible = [
+        n
+        for n, r in task.rules.items()
+        if r.has_held_out and (variant == "sampled" or r.contradict is not None)
+    ]
+    if not eligible:
+        what = "rule" if variant == "sampled" else "rule with a `contradict` value"
+        raise TaskError(
+            f"task {task.id!r}: split 'eval' of the {variant} variant needs a {what} with "
+            "held-out values (held_out or held_out_range in task.yaml), found none"
+        )
 
 
 def _shown(
@@ -158,16 +257,27 @@ def _frozen(mapping: Mapping[str, RuleValue]) -> Mapping[str, RuleValue]:
     return MappingProxyType(dict(mapping))
 
 
-def instantiate(task: Task, variant: str = "original", seed: int | None = None) -> EpisodePlan:
+def instantiate(
+    task: Task,
+    variant: str = "original",
+    seed: int | None = None,
+    draw: RuleDraw | None = None,
+    switched: Mapping[str, Any] | None = None,
+) -> EpisodePlan:
     """Decide one episode: rendered instruction and files, enforced rules, graders, shadows.
 
     Args:
         task: A loaded task.
         variant: One of the task's variants.
-        seed: Seeds the sampled values and the swapped grader; drawn at random when None.
+        seed: Seeds the drawn values and the swapped grader; drawn at random when None.
+        draw: Which value set shifted variants draw from, the contradicted mode, and the
+            evaluator's secret (default: training values, drawn, seeded publicly).
+        switched: Rule values that replace the authored ones for this episode (a schedule's
+            rule switch, docs/environment.md): the task is as if authored with them.
 
     Raises:
-        TaskError: the task does not offer `variant`.
+        TaskError: the task does not offer `variant`, a switched value does not fit its
+            rule, or split "eval" finds no held-out value to draw.
     """
     if variant not in task.spec.variants:
         known = (
@@ -178,22 +288,24 @@ def instantiate(task: Task, variant: str = "original", seed: int | None = None) 
         raise TaskError(f"task {task.id!r} has no variant {variant!r}: expected {known}")
     if seed is None:
         seed = secrets.randbelow(2**31)
+    draw = draw or RuleDraw()
+    if switched:
+        task = switch_rules(task, switched)
+    _check_split(task, variant, draw)
     original = task.original_values
     graders = tuple(task.spec.graders)
     enforced = dict(original)
     withheld: set[str] = set()
     own_graders = graders
     if variant == "contradicted":
-        enforced.update(
-            {n: r.contradict for n, r in task.rules.items() if r.contradict is not None}
-        )
+        enforced = contradicted_values(task, seed, draw)
     elif variant == "sampled":
-        enforced = sampled_values(task, seed)
+        enforced = sampled_values(task, seed, draw)
     elif variant == "withheld":
         withheld = {n for n, r in task.rules.items() if r.withhold}
     elif variant == "swapped":
         pool = task.spec.grader_pool
-        own_graders = (pool[random.Random(f"termgym:{task.id}:{seed}:pool").randrange(len(pool))],)
+        own_graders = (pool[draw.rng(task.id, seed, "pool").randrange(len(pool))],)
     rulesets = [RuleSet(variant, _frozen(enforced), own_graders)]
     if variant != "original":
         rulesets.append(RuleSet("original", _frozen(original), graders))
@@ -209,4 +321,34 @@ def instantiate(task: Task, variant: str = "original", seed: int | None = None) 
         withheld=_frozen({n: enforced[n] for n in sorted(withheld)}),
         graders=own_graders,
         rulesets=tuple(rulesets),
+        draw=draw,
+        switched=_frozen(dict(switched or {})),
     )
+
+
+def switch_rules(task: Task, values: Mapping[str, Any]) -> Task:
+    """The task as if authored with `values` in place of its rules' values.
+
+    Raises:
+        TaskError: a rule is unknown, or a value does not fit its rule (type, range, choices,
+            or it equals the rule's `contradict` value).
+    """
+    rules = dict(task.spec.rules)
+    for name, value in values.items():
+        if name not in rules:
+            raise TaskError(
+                f"rule switch: task {task.id!r} has no rule {name!r}; expected one of "
+                f"{sorted(rules)}"
+            )
+        data = rules[name].model_dump()
+        data["value"] = value
+        if data.get("contradict") == value:
+            data["contradict"] = task.spec.rules[name].value
+        try:
+            rules[name] = RuleSpec.model_validate(data)
+        except ValueError as exc:
+            raise TaskError(
+                f"rule switch: {task.id}.{name} = {value!r}: {validation_message(exc)}"
+            ) from None
+    spec = task.spec.model_copy(update={"rules": rules})
+    return replace(task, spec=spec)

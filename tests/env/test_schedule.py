@@ -86,8 +86,8 @@ def test_from_config_reads_yaml_and_json_files(tmp_path: Path) -> None:
         (["original"], r"stage 0: expected a mapping"),
         ([{"mix": {}}], "non-empty"),
         (
-            [{"mix": "original", "steps": 3}],
-            r"expected the keys 'mix' and 'episodes'; got \['steps'\]",
+            [{"mix": "original", "step": 3}],
+            r"expected the keys mix, episodes, steps, split, rules; got \['step'\]",
         ),
         (3, "a variant schedule is a variant name"),
     ],

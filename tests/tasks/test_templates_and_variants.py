@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from termgym.errors import TaskError
-from termgym.tasks import instantiate, load_task, render, sampled_values
+from termgym.tasks import RuleDraw, instantiate, load_task, render, sampled_values
 from termgym.tasks._spec import RuleSpec
 from termgym.tasks._template import TemplateError, check_blocks
 from termgym.tasks._variants import sample_value
@@ -47,8 +47,10 @@ def test_original_variant_enforces_and_shows_the_authored_value(task_folder):
     assert [r.name for r in plan.rulesets] == ["original"]
 
 
-def test_contradicted_variant_shows_and_enforces_the_contradict_value(task_folder):
-    plan = instantiate(load_task(task_folder()), "contradicted", seed=1)
+def test_contradicted_variant_in_fixed_mode_shows_and_enforces_the_contradict_value(task_folder):
+    plan = instantiate(
+        load_task(task_folder()), "contradicted", seed=1, draw=RuleDraw(contradict="fixed")
+    )
     assert dict(plan.rules_enforced) == {"limit": 20} == dict(plan.rules_visible)
     assert b"at most 20 items" in plan.files["policy.txt"]
     assert b"10" not in plan.files["policy.txt"]
