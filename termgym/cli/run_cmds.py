@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
 from termgym.run import RunConfig, Runner, RunSummary
+from termgym.tasks import CONTRADICT_MODES, ROTATIONS, SECRET_ENV, SPLITS, Rotation
 
 console = Console(stderr=True)
 
@@ -27,10 +28,18 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
-def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
-    """Run with a progress bar (unless quiet) and print a one-line outcome per problem."""
+def execute(config: RunConfig, *, quiet: bool = False, linger: float = 0.0) -> RunSummary:
+    """Run with a progress bar (unless quiet) and print a one-line outcome per problem.
+
+    With live metrics, the server keeps serving `linger` seconds after the last episode so
+    that a scraper sees the final counts, then stops.
+    """
     if quiet:
-        return Runner(config).run()
+        runner = Runner(config)
+        try:
+            return runner.run()
+        finally:
+            _linger(runner, linger)
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -62,6 +71,10 @@ def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
                     progress.console.print(
                         f"[yellow]{value.job.episode_id}[/]: {value.status}: {value.error}"
                     )
+            elif event == "metrics":
+                progress.console.print(
+                    f"[dim]live metrics: http://127.0.0.1:{value}/metrics (docs/monitoring.md)[/]"
+                )
             elif event == "retry":
                 counts["retries"] += 1
                 job, attempt, error = value
@@ -71,7 +84,68 @@ def execute(config: RunConfig, *, quiet: bool = False) -> RunSummary:
                 )
 
         runner = Runner(config, progress=hook)
-        return runner.run()
+        try:
+            summary = runner.run()
+        finally:
+            if runner.left_out:
+                progress.console.print(
+                    f"[yellow]left out of split 'eval'[/]: {'; '.join(runner.left_out)}"
+                )
+        _linger(runner, linger)
+        return summary
+
+
+def _linger(runner: Runner, seconds: float) -> None:
+    if runner.metrics_port is not None and seconds > 0:
+        time.sleep(seconds)
+    runner.close()
+
+
+def rotation_from(secret: str | None, scheme: str, period: str | None) -> Rotation | None:
+    """The evaluator's rotation from --secret / $TERMGYM_SECRET, --rotation and --period."""
+    if not secret:
+        if period:
+            raise click.BadParameter(
+                "a period only means something with a secret", param_hint="--period"
+            )
+        return None
+    try:
+        return Rotation(secret, period) if period else Rotation.current(secret, scheme)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--secret") from None
+
+
+secret_options = [
+    click.option(
+        "--secret",
+        envvar=SECRET_ENV,
+        show_envvar=True,
+        default=None,
+        help="The evaluator's secret: sampled and held-out values derive from it and the "
+        "rotation period. Never written into recordings, run.json or logs.",
+    ),
+    click.option(
+        "--rotation",
+        type=click.Choice(list(ROTATIONS)),
+        default="week",
+        show_default=True,
+        help="Rotation period of the secret's draws (ISO week by default).",
+    ),
+    click.option(
+        "--period",
+        default=None,
+        help="An explicit period (e.g. 2026-W49), to re-derive or audit a past evaluation.",
+    ),
+]
+
+
+def _with(options: list[Any]) -> Any:
+    def decorate(function: Any) -> Any:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
 
 
 def _status(counts: dict[str, int]) -> str:
@@ -146,6 +220,34 @@ def _status(counts: dict[str, int]) -> str:
 )
 @click.option("--no-shadow", is_flag=True, help="Grade against the episode's own rules only.")
 @click.option(
+    "--split",
+    type=click.Choice(list(SPLITS)),
+    default="train",
+    show_default=True,
+    help="Values the shifted variants draw: training values, or the held-out ones (eval).",
+)
+@click.option(
+    "--contradict",
+    type=click.Choice(list(CONTRADICT_MODES)),
+    default="drawn",
+    show_default=True,
+    help="contradicted: a non-original value drawn per episode, or the authored one (fixed).",
+)
+@_with(secret_options)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve the run's metrics live in Prometheus' format on 127.0.0.1:PORT/metrics.",
+)
+@click.option(
+    "--metrics-linger",
+    type=click.FloatRange(0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to keep serving the live metrics after the last episode.",
+)
+@click.option(
     "--report/--no-report", "show_report", default=True, help="Print the report at the end."
 )
 def run_command(
@@ -163,6 +265,13 @@ def run_command(
     agent_timeout: float | None,
     retries: int,
     no_shadow: bool,
+    split: str,
+    contradict: str,
+    secret: str | None,
+    rotation: str,
+    period: str | None,
+    metrics_port: int | None,
+    metrics_linger: float,
     show_report: bool,
 ) -> None:
     """Evaluate AGENT across tasks and rule variants; resumable, Ctrl-C safe."""
@@ -182,9 +291,13 @@ def run_command(
         shadow=not no_shadow,
         runtime=runtime,
         paths=paths,
+        split=split,  # type: ignore[arg-type]
+        contradict=contradict,  # type: ignore[arg-type]
+        rotation=rotation_from(secret, rotation, period),
+        metrics_port=metrics_port,
     )
     try:
-        summary = execute(config)
+        summary = execute(config, linger=metrics_linger)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from None
     console.print(

@@ -37,6 +37,8 @@ class EpisodeResult:
             or the infrastructure error.
         attempts: How many attempts the job took.
         episode_file: The episode's recording, when recorded.
+        passed: The episode passed its own graders.
+        shifted: Its enforced rules differ from the original ones (shadow grading ran).
     """
 
     job: Job
@@ -49,6 +51,8 @@ class EpisodeResult:
     error: str | None = None
     attempts: int = 1
     episode_file: str | None = None
+    passed: bool = False
+    shifted: bool = False
 
 
 def _reference(env: TerminalEnv) -> Reference:
@@ -72,12 +76,14 @@ def run_episode(
     *,
     agent_timeout: float | None = None,
     on_step: Callable[[Job, int], None] | None = None,
+    on_act: Callable[[Job, float], None] | None = None,
 ) -> EpisodeResult:
     """Reset `env` for the job, let `agent` act until it submits or runs out, grade.
 
     Infrastructure errors (InfrastructureError, a sandbox that fails) propagate so the
     caller may retry; an agent that raises gets status "agent-error" and its episode is
     still graded; a final state that cannot be graded is a counted grader-error.
+    `on_act(job, seconds)` hears how long each of the agent's choices took.
     """
     phases: dict[str, float] = {}
     started = time.monotonic()
@@ -110,7 +116,10 @@ def run_episode(
             result = env.stop(f"agent time limit of {limit:g} s")
             break
         try:
+            began = time.monotonic()
             action = agent.act(obs)
+            if on_act is not None:
+                on_act(job, time.monotonic() - began)
         except (AgentError, TermgymError, Exception) as exc:  # the agent's fault, not ours
             if isinstance(exc, INFRA_ERRORS):
                 raise
@@ -132,6 +141,14 @@ def run_episode(
     if info.get("class") == INFRA_ERROR:
         raise InfrastructureError(str(info.get("error")))
     grading_error = info.get("error") if info.get("class") == GRADER_ERROR else None
+    verdicts = info.get("verdicts") if isinstance(info.get("verdicts"), dict) else {}
+    own = verdicts.get(job.variant) if isinstance(verdicts.get(job.variant), dict) else {}
+    original = verdicts.get("original") if isinstance(verdicts.get("original"), dict) else {}
+    passed = bool(own["passed"]) if own.get("passed") is not None else float(result[1]) >= 1.0
+    old_rules = original.get("rules")
+    shifted = isinstance(old_rules, dict) and dict(old_rules) != dict(
+        info.get("rules_enforced") or {}
+    )
     return EpisodeResult(
         job=job,
         status="agent-error" if agent_error else "ok",
@@ -142,6 +159,8 @@ def run_episode(
         agent_timed_out=timed_out,
         error=agent_error or grading_error,
         episode_file=info.get("episode_file"),
+        passed=passed,
+        shifted=shifted,
     )
 
 

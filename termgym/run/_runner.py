@@ -20,7 +20,8 @@ from termgym.env._pool import close_all_pools
 from termgym.errors import TermgymError
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
-from termgym.tasks import get_task, list_tasks
+from termgym.run._live import LiveMetrics, MetricsServer, audit_recording
+from termgym.tasks import ContradictMode, Rotation, RuleDraw, Split, TaskSpec, get_task, list_tasks
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,13 @@ class RunConfig:
         pool_size: Warm sandboxes per configuration.
         runtime: Docker runtime of the sandboxes ("runsc" for gVisor), None for the default.
         paths: Folders of tasks searched before $TERMGYM_TASKS_PATH and the bundled ones.
+        split: "train" or "eval": which values the shifted variants draw
+            (docs/held-out-values.md); with "eval", a shifted variant of a task without
+            held-out values is left out of the run (`Runner.left_out` says which).
+        contradict: "drawn" (a non-original value per episode) or "fixed" (the authored one).
+        rotation: The evaluator's secret and period (never written anywhere), or None.
+        metrics_port: Serve the run's metrics live on this port (None: no server; 0: any
+            free port, see `Runner.metrics_port`).
     """
 
     agent: str
@@ -60,6 +68,15 @@ class RunConfig:
     pool_size: int = 1
     runtime: str | None = None
     paths: tuple[str, ...] = ()
+    split: Split = "train"
+    contradict: ContradictMode = "drawn"
+    rotation: Rotation | None = None
+    metrics_port: int | None = None
+
+    @property
+    def rule_draw(self) -> RuleDraw:
+        """How the run's shifted variants draw their values."""
+        return RuleDraw(self.split, self.contradict, self.rotation)
 
 
 @dataclass(frozen=True)
@@ -97,18 +114,32 @@ class Runner:
         self._progress = progress or (lambda event, value: None)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.left_out: list[str] = []
+        self.live = LiveMetrics(config.out.name, config.agent)
+        self._server: MetricsServer | None = None
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port the live metrics are served on while the run runs (None: not served)."""
+        return self._server.port if self._server is not None else None
 
     def jobs(self) -> list[Job]:
         """Every episode of the run, whether or not already finished."""
         paths = self.config.paths
         available = [task.id for task in list_tasks(paths)]
         task_ids = select_tasks(list(self.config.tasks), available)
-        variants = {
-            task_id: [
-                v for v in self.config.variants if v in get_task(task_id, paths).spec.variants
-            ]
-            for task_id in task_ids
-        }
+        variants: dict[str, list[str]] = {}
+        self.left_out = []
+        for task_id in task_ids:
+            spec = get_task(task_id, paths).spec
+            variants[task_id] = []
+            for variant in self.config.variants:
+                if variant not in spec.variants:
+                    continue
+                if self.config.split == "eval" and not _has_held_out(spec, variant):
+                    self.left_out.append(f"{task_id} {variant}: no held-out values to draw")
+                    continue
+                variants[task_id].append(variant)
         return plan_jobs(task_ids, variants, self.config.episodes, self.config.seed)
 
     def run(self) -> RunSummary:
@@ -121,6 +152,10 @@ class Runner:
         skipped = tuple(job.episode_id for job in jobs if job.episode_id in done)
         self._write_header(out, len(jobs))
         self._progress("total", (len(jobs), len(skipped)))
+        self.live.planned(len(jobs), len(skipped))
+        if self.config.metrics_port is not None and self._server is None:
+            self._server = MetricsServer(self.live, self.config.metrics_port).start()
+            self._progress("metrics", self._server.port)
         started = time.monotonic()
         results: list[EpisodeResult] = []
         try:
@@ -134,12 +169,19 @@ class Runner:
                         result = future.result()
                         results.append(result)
                         self._append_result(out, result)
+                        self.live.episode(result, audit_recording(result.episode_file))
                         self._progress("episode", result)
         except BaseException:
             self._stop.set()
             close_all_pools()
             raise
         return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
+
+    def close(self) -> None:
+        """Stop serving the live metrics (a run keeps serving them until closed)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
     def _attempts(self, job: Job) -> EpisodeResult:
         self._set_aside(job, "interrupted")  # a recording a crashed run left unfinished
@@ -157,6 +199,7 @@ class Runner:
                 if isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS):
                     break  # a task or agent that cannot be made fails the same way again
                 if attempt <= self.config.retries:
+                    self.live.retry(job.variant)
                     self._progress("retry", (job, attempt, last_error))
         return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
 
@@ -172,6 +215,7 @@ class Runner:
             pool_size=self.config.pool_size,
             run_id=self.config.out.name,
             runtime=self.config.runtime,
+            rule_draw=self.config.rule_draw,
         )
         try:
             return run_episode(
@@ -180,6 +224,7 @@ class Runner:
                 agent,
                 agent_timeout=self.config.agent_timeout,
                 on_step=lambda j, n: self._progress("step", (j, n)),
+                on_act=lambda j, seconds: self.live.step(j.variant, seconds),
             )
         finally:
             env.close()
@@ -210,6 +255,9 @@ class Runner:
             "backend": self.config.backend,
             "runtime": self.config.runtime,
             "seed": self.config.seed,
+            # never the secret: its fingerprint and the period (docs/held-out-values.md)
+            "draw": self.config.rule_draw.public(),
+            "left_out": list(self.left_out),
             "total_episodes": total,
             "termgym": termgym.__version__,
             "started": time.time(),
@@ -219,3 +267,12 @@ class Runner:
     def _append_result(self, out: Path, result: EpisodeResult) -> None:
         with self._lock, (out / "results.jsonl").open("a") as handle:
             handle.write(json.dumps(describe(result)) + "\n")
+
+
+def _has_held_out(spec: TaskSpec, variant: str) -> bool:
+    """Whether split "eval" can shift `variant` of the task (unshifted variants always can)."""
+    if variant == "sampled":
+        return any(r.has_held_out for r in spec.rules.values())
+    if variant == "contradicted":
+        return any(r.has_held_out and r.contradict is not None for r in spec.rules.values())
+    return True

@@ -103,7 +103,9 @@ class LocalSandbox(ShellSandbox):
     ) -> RunResult:
         """Run a host program in the mapped workdir."""
         cwd = self.host_path(workdir or self.config.workdir)
-        full_env = {**os.environ, **self._shell_env(), **(env or {})}
+        # an evaluator's secret (termgym.tasks.SECRET_ENV) never reaches a program run here
+        host = {k: v for k, v in os.environ.items() if k != "TERMGYM_SECRET"}
+        full_env = {**host, **self._shell_env(), **(env or {})}
         return run_host(
             argv, timeout=timeout, cwd=cwd, env=full_env, limit=self.config.output_limit,
             preexec_fn=default_signals,
