@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System pieces termgym needs: a Docker engine (installed and started where the machine
-# allows it, with gVisor's runsc registered as a runtime), bubblewrap, debootstrap and tmux.
+# allows it, with gVisor's runsc registered as a runtime), bubblewrap, debootstrap, tmux and
+# promtool/prometheus.
 # Where something cannot be had, say what is missing and carry on: the bubblewrap backend
 # works without Docker, and runsc is optional.
 set -uo pipefail
@@ -103,6 +104,9 @@ fi
 ensure_tool bwrap bubblewrap
 ensure_tool debootstrap debootstrap
 ensure_tool tmux tmux
+# promtool and a Prometheus server: the alerting rules' tests and the live-metrics scrape test
+# (docs/monitoring.md). Debian's package; the tests start their own server on loopback.
+ensure_tool promtool prometheus
 if ! command -v bwrap >/dev/null 2>&1 && ! docker_answers; then
     log "neither Docker nor bubblewrap is available: sandboxes cannot start here"
 fi
