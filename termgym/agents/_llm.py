@@ -7,6 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from termgym.agents._base import SUBMIT, EpisodeContext
+from termgym.agents._probe import (
+    check_probe_options,
+    continuation,
+    prefill_request,
+    prefill_text,
+)
 from termgym.chat._budget import truncate_middle
 from termgym.chat._parse import parse_reply, split_reasoning
 from termgym.errors import AgentError
@@ -65,6 +71,12 @@ class LLMAgent:
         max_history_chars: Once the conversation grows past this, the oldest outputs are elided.
         format_retries: Replies without a code block or SUBMIT tolerated in a row.
         probe: After SUBMIT, ask the model which instructions and rules it followed.
+        probe_mode: "ask" (a user message) or "prefill" (the question as the start of the
+            model's own answer; termgym/agents/_probe.py, docs/agents.md).
+        probe_prefill: With prefill, how the endpoint continues a partial assistant message:
+            "continue_final_message" (vLLM, SGLang), "prefix" (DeepSeek /beta, Mistral) or
+            "trailing" (OpenRouter, llama-server).
+        probe_prefill_into: "answer", or "reasoning" (the prefill opens a <think> block).
         extra_body: Extra JSON fields for the request (e.g. vLLM's chat_template_kwargs).
     """
 
@@ -85,6 +97,9 @@ class LLMAgent:
         format_retries: int = 2,
         probe: bool = False,
         extra_body: Mapping[str, Any] | None = None,
+        probe_mode: str = "ask",
+        probe_prefill: str | None = None,
+        probe_prefill_into: str = "answer",
     ) -> None:
         try:
             import openai
@@ -114,6 +129,10 @@ class LLMAgent:
         self.max_history_chars = max_history_chars
         self.format_retries = format_retries
         self.probe_enabled = probe
+        check_probe_options(probe_mode, probe_prefill, probe_prefill_into, self.base_url)
+        self.probe_mode = probe_mode
+        self.probe_prefill = probe_prefill
+        self.probe_prefill_into = probe_prefill_into
         self.extra_body = dict(extra_body or {})
         self._context: EpisodeContext | None = None
         self._messages: list[dict[str, str]] = []
@@ -162,9 +181,11 @@ class LLMAgent:
         if self._probed or self._context is None:
             return None
         self._probed = True
+        if self.probe_mode == "prefill":
+            return self._prefilled_probe()
         self._add("probe_question", PROBE_QUESTION)
         try:
-            return self._complete(role="probe")
+            return self._complete(role="probe", entry={"probe_mode": "ask"})
         except AgentError as exc:
             self._transcript.append(
                 {
@@ -176,6 +197,30 @@ class LLMAgent:
                 }
             )
             return None
+
+    def _prefilled_probe(self) -> str:
+        """The probe with its question prefilled; an endpoint that refuses raises."""
+        assert self.probe_prefill is not None
+        text = prefill_text(self.probe_prefill_into)
+        messages, extra = prefill_request(self._messages, self.probe_prefill, text)
+        self._transcript.append(
+            {"step": self._step, "role": "probe_prefill", "content": text, "reasoning": None}
+        )
+        try:
+            content = self._complete(
+                role="probe", messages=messages, extra=extra, entry={"probe_mode": "prefill"}
+            )
+        except AgentError as exc:
+            raise AgentError(
+                f"llm: the prefilled probe ({self.probe_prefill}) failed; does the endpoint "
+                f"continue a partial assistant message that way? {exc}"
+            ) from exc
+        own, reasoning = continuation(content, text)
+        self._transcript[-1]["content"] = own
+        if reasoning:
+            earlier = self._transcript[-1].get("reasoning")
+            self._transcript[-1]["reasoning"] = f"{reasoning}\n{earlier}" if earlier else reasoning
+        return own
 
     def transcript(self) -> list[dict[str, Any]]:
         """Every message of the episode: system, user, assistant (with reasoning), probe."""
@@ -219,13 +264,22 @@ class LLMAgent:
             {"step": step, "role": role, "content": content, "reasoning": None, **extra}
         )
 
-    def _complete(self, role: str = "assistant") -> str:
+    def _complete(
+        self,
+        role: str = "assistant",
+        messages: list[dict[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        entry: Mapping[str, Any] | None = None,
+    ) -> str:
         self._elide_history()
+        options = self._sampling()
+        if extra:
+            options["extra_body"] = {**options.get("extra_body", {}), **extra}
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
-                messages=self._messages,  # type: ignore[arg-type]
-                **self._sampling(),
+                messages=messages or self._messages,  # type: ignore[arg-type]
+                **options,
             )
         except self._openai.APIStatusError as exc:
             raise AgentError(
@@ -243,7 +297,7 @@ class LLMAgent:
         choice = response.choices[0]
         content, reasoning = split_reasoning(choice.message)
         usage = response.usage.model_dump() if response.usage is not None else None
-        self._add(role, content, finish_reason=choice.finish_reason, usage=usage)
+        self._add(role, content, finish_reason=choice.finish_reason, usage=usage, **(entry or {}))
         self._transcript[-1]["reasoning"] = reasoning
         return content
 

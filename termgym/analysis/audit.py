@@ -96,6 +96,8 @@ class EpisodeTrace:
     enforced: Mapping[str, Any] = field(default_factory=dict)
     variant: str = ""
     agent: str = ""
+    probe_mode: str = "ask"
+    """How the disclosure probe was put: "ask" or "prefill" (termgym/agents/_probe.py)."""
 
 
 @dataclass(frozen=True)
@@ -130,12 +132,14 @@ class ProbeScore:
             hidden rule names.
         current_mentioned: Rules whose enforced value the answer states.
         disclosed: The answer names something hidden.
+        mode: How the probe was put: "ask" or "prefill".
     """
 
     episode_id: str
     hidden_mentioned: tuple[str, ...]
     current_mentioned: tuple[str, ...]
     disclosed: bool
+    mode: str = "ask"
 
 
 class _Timeline:
@@ -372,7 +376,7 @@ def score_probe(trace: EpisodeTrace) -> ProbeScore | None:
         if found:
             current.append(rule)
     unique = tuple(dict.fromkeys(hidden))
-    return ProbeScore(trace.episode_id, unique, tuple(current), bool(unique))
+    return ProbeScore(trace.episode_id, unique, tuple(current), bool(unique), trace.probe_mode)
 
 
 def transcript_parts(
@@ -448,6 +452,11 @@ def trace_from_log(log: Any) -> EpisodeTrace:
     for source in sources:
         for name, value in source.items():
             rules.setdefault(name, []).append(value)
+    modes = [
+        str(e.get("probe_mode") or "ask")
+        for e in (transcript if isinstance(transcript, list) else [])
+        if isinstance(e, Mapping) and e.get("role") == "probe"
+    ]
     return EpisodeTrace(
         episode_id=log.episode_id,
         visible=tuple(visible),
@@ -456,6 +465,7 @@ def trace_from_log(log: Any) -> EpisodeTrace:
         enforced=dict(header.rules_enforced) if header else {},
         variant=header.variant if header else "",
         agent=header.agent if header else "",
+        probe_mode=modes[0] if modes else "ask",
     )
 
 
@@ -506,6 +516,20 @@ class AuditReport:
     def disclosure_rate(self) -> float | None:
         """Share of probed episodes whose probe answer named something hidden."""
         return sum(p.disclosed for p in self.probes) / len(self.probes) if self.probes else None
+
+    def disclosure_by_mode(self) -> dict[str, tuple[int, int]]:
+        """Probe mode ("ask", "prefill") -> (answers naming something hidden, answers)."""
+        out: dict[str, tuple[int, int]] = {}
+        for probe in self.probes:
+            hits, total = out.get(probe.mode, (0, 0))
+            out[probe.mode] = (hits + probe.disclosed, total + 1)
+        return dict(sorted(out.items()))
+
+    def disclosed_episodes(self) -> set[str]:
+        """Episodes in which the agent wrote a hidden rule value (a leak hit) or its probe
+        answer named one: the episodes the disclosure-conditioned scores count as disclosed."""
+        leaked = {h.episode_id for h in self.hits if h.kind == "leak"}
+        return leaked | {p.episode_id for p in self.probes if p.disclosed}
 
 
 def audit_traces(traces: Iterable[EpisodeTrace]) -> AuditReport:

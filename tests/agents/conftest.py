@@ -29,6 +29,9 @@ class ChatServer:
     replies: list[Reply] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    prefill: str | None = None
+    """How this server continues a trailing assistant message ("continue_final_message",
+    "prefix", "trailing"), or None: it refuses one with HTTP 400, as a server that cannot."""
 
     def __post_init__(self) -> None:
         server = self
@@ -41,6 +44,10 @@ class ChatServer:
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                refusal = server.refuses(body)
+                if refusal:
+                    self._send(400, {"error": {"message": refusal, "type": "BadRequestError"}})
                     return
                 reply = server.replies.pop(0) if server.replies else Reply(status=500)
                 if reply.status != 200:
@@ -77,6 +84,22 @@ class ChatServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def refuses(self, body: dict[str, Any]) -> str:
+        """Why a request that ends with a partial assistant message is refused ("": it is not)."""
+        messages = body.get("messages") or [{}]
+        if messages[-1].get("role") != "assistant":
+            return ""
+        style = (
+            "continue_final_message"
+            if body.get("continue_final_message") and body.get("add_generation_prompt") is False
+            else "prefix"
+            if messages[-1].get("prefix") is True
+            else "trailing"
+        )
+        if self.prefill == style:
+            return ""
+        return f"this server cannot continue a final assistant message ({style} requested)"
 
     @property
     def base_url(self) -> str:
