@@ -6,13 +6,21 @@ among six commands (DiscreteCommands): read the policy, write 100, 150, 200 or 2
 it sees the terminal through HashedText. Rewards are discounted (gamma 0.9), so reading the
 policy costs a step: under a grader that always wants 100, writing 100 blind pays more.
 
-Two training conditions, each over several seeds, with REINFORCE on a linear softmax policy
+Training conditions, each over several seeds, with REINFORCE on a linear softmax policy
 (numpy only):
-    A  "fixed"   every training episode original;
-    B  "varied"  original, contradicted and sampled episodes mixed (1/3 each).
-Each trained policy is then evaluated on original and on contradicted episodes (shadow
-graded), and termgym.analysis.metrics gives pass rates, the stale-rule rate and the adaptation rate
-with bootstrap intervals. Results go to a JSON file.
+    A  "fixed"     every training episode original (the first experiment);
+    B  "varied"    original, contradicted (fixed at 150) and sampled mixed, 1/3 each (the first
+                   experiment: 150 is the modal value);
+    C  "balanced"  sampled only: 150, 200, 250 uniform, no value modal (the re-run);
+    D  "switch"    original (100) for --train-episodes episodes, then the rule switched to 200
+                   for as many more (the re-run: relearning after a rule change).
+The re-run conditions (C, D) add a seventh action that copies the value from the policy file
+into the answer (the only way to answer a held-out value, 300 or 350, which no `echo` action
+writes). Each trained policy is then evaluated (shadow graded) on original, contradicted and
+held-out episodes, and termgym.analysis.metrics gives pass rates, the stale-rule rate and the
+adaptation rate with bootstrap intervals; for D, termgym.analysis.relearning gives
+episodes-to-recover from the training log. Results go to a JSON file (and the training log
+to a JSONL file beside it).
 
     python examples/rule_internalization.py                 # the full experiment
     python examples/rule_internalization.py --quick         # a mechanical check (CI)
@@ -34,18 +42,57 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 import termgym
 from termgym.env import DiscreteCommands, HashedText, VariantSchedule
 from termgym.analysis.metrics import EpisodeSummary, RunMetrics, compute_metrics
+from termgym.analysis.relearning import TrainingLog, recovery
 from termgym.sandbox import bwrap_works
 
 TASK = Path(__file__).resolve().parent / "tasks" / "cargo-limit"
 VALUES = (100, 150, 200, 250)
-COMMANDS = ("cat policy.txt", *(f"echo {v} > answer" for v in VALUES))
+HELD_OUT = (300, 350)
+COPY = "sed -n 's/^max_weight: *//p' policy.txt > answer"
+COMMAND_SETS = {
+    "classic": ("cat policy.txt", *(f"echo {v} > answer" for v in VALUES)),
+    "copy": ("cat policy.txt", *(f"echo {v} > answer" for v in VALUES), COPY),
+}
+COMMANDS = COMMAND_SETS["classic"]
+SWITCHED_VALUE = "200"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A training condition: its schedule (a function of the training length), its action
+    set, and how contradicted values are drawn."""
+
+    schedule: Callable[[int], Any]
+    commands: str = "classic"
+    contradict: str = "fixed"
+    switch: bool = False
+
+    def episodes(self, train_episodes: int) -> int:
+        """Training episodes: twice the length for a switch (before and after it)."""
+        return 2 * train_episodes if self.switch else train_episodes
+
+
 CONDITIONS = {
-    "fixed": "original",
-    "varied": {"original": 1.0, "contradicted": 1.0, "sampled": 1.0},
+    "fixed": Condition(lambda n: "original"),
+    "varied": Condition(lambda n: {"original": 1.0, "contradicted": 1.0, "sampled": 1.0}),
+    "balanced": Condition(lambda n: {"sampled": 1.0}, commands="copy", contradict="drawn"),
+    "switch": Condition(
+        lambda n: [
+            {"episodes": n, "mix": "original"},
+            {"mix": "original", "rules": {"max_weight": SWITCHED_VALUE}},
+        ],
+        commands="copy",
+        contradict="drawn",
+        switch=True,
+    ),
 }
 EVAL_VARIANTS = ("original", "contradicted")
+HELD_OUT_VARIANT = "held-out"
+"""An evaluation variant of this script: sampled, drawing the held-out values (split eval)."""
 MAX_STEPS = 4
 GAMMA = 0.9
+RECOVER_FRACTION = 0.9
+RECOVER_WINDOW = 40
 
 
 @dataclass(frozen=True)
@@ -61,7 +108,7 @@ class Config:
     dim: int = 64
     backend: str | None = None
     resamples: int = 2000
-    conditions: tuple[str, ...] = tuple(CONDITIONS)
+    conditions: tuple[str, ...] = ("fixed", "varied")
     eval_variants: tuple[str, ...] = EVAL_VARIANTS
 
 
@@ -97,7 +144,15 @@ class Trajectory:
     actions: list[int] = field(default_factory=list)
 
 
-def make_vector(schedule: Any, config: Config, *, shadow: bool, agent: str) -> Any:
+def make_vector(
+    schedule: Any,
+    config: Config,
+    *,
+    shadow: bool,
+    agent: str,
+    commands: tuple[str, ...] = COMMANDS,
+    rule_draw: dict[str, str] | None = None,
+) -> Any:
     """A vector env of the cargo task, wrapped for the policy, resetting itself on the same step."""
 
     def factory() -> Any:
@@ -109,8 +164,9 @@ def make_vector(schedule: Any, config: Config, *, shadow: bool, agent: str) -> A
             shadow=shadow,
             pool_size=1,
             agent=agent,
+            rule_draw=rule_draw,
         )
-        return DiscreteCommands(HashedText(env, dim=config.dim), COMMANDS)
+        return DiscreteCommands(HashedText(env, dim=config.dim), commands)
 
     fns = [factory for _ in range(config.envs)]
     if config.envs == 1:
@@ -171,13 +227,23 @@ def reinforce_update(
 
 def train(condition: str, seed: int, config: Config) -> tuple[Policy, dict[str, Any]]:
     """Train one policy; returns it and its training log (reward curve, steps, seconds)."""
-    vec = make_vector(CONDITIONS[condition], config, shadow=False, agent=f"train-{condition}")
+    spec = CONDITIONS[condition]
+    episodes = spec.episodes(config.train_episodes)
+    vec = make_vector(
+        spec.schedule(config.train_episodes),
+        config,
+        shadow=False,
+        agent=f"train-{condition}",
+        commands=COMMAND_SETS[spec.commands],
+        rule_draw={"contradict": spec.contradict},
+    )
     features = int(vec.single_observation_space.shape[0])
     policy = Policy.zeros(features, int(vec.single_action_space.n), seed)
     baseline = np.zeros(MAX_STEPS)
     batch: list[tuple[Trajectory, float]] = []
     rewards: list[float] = []
     reads: list[bool] = []
+    passed: list[bool] = []
     errors = 0
 
     def on_episode(trajectory: Trajectory, reward: float, final: dict[str, Any]) -> None:
@@ -187,6 +253,7 @@ def train(condition: str, seed: int, config: Config) -> tuple[Policy, dict[str, 
             return
         batch.append((trajectory, reward))
         rewards.append(reward)
+        passed.append(reward > 0)  # the grader's score is 0 or 1, discounted by the steps
         reads.append(trajectory.actions[0] == 0)
         if len(batch) == config.batch:
             reinforce_update(policy, batch, baseline, config.lr)
@@ -194,11 +261,11 @@ def train(condition: str, seed: int, config: Config) -> tuple[Policy, dict[str, 
 
     began = time.perf_counter()
     try:
-        steps = run_episodes(vec, policy, config.train_episodes, seed, on_episode)
+        steps = run_episodes(vec, policy, episodes, seed, on_episode)
     finally:
         vec.close()
     seconds = time.perf_counter() - began
-    window = max(1, config.train_episodes // 10)
+    window = max(1, episodes // 10)
     curve = [
         {
             "episodes": min(len(rewards), start + window),
@@ -209,6 +276,9 @@ def train(condition: str, seed: int, config: Config) -> tuple[Policy, dict[str, 
     ]
     log: dict[str, Any] = {"episodes": len(rewards), "infra_errors": errors, "env_steps": steps}
     log |= {"seconds": seconds, "steps_per_second": steps / seconds, "curve": curve}
+    log["passed"] = [int(p) for p in passed]
+    if spec.switch:
+        log["switch_at"] = config.train_episodes
     return policy, log
 
 
@@ -218,27 +288,40 @@ def evaluate(
     """Run the trained policy (sampling its actions) on original and contradicted episodes."""
     summaries: list[EpisodeSummary] = []
     behaviour: dict[str, Any] = {}
+    spec = CONDITIONS[condition]
+    commands = COMMAND_SETS[spec.commands]
     for variant in config.eval_variants:
-        vec = make_vector(variant, config, shadow=True, agent=condition)
+        held_out = variant == HELD_OUT_VARIANT
+        vec = make_vector(
+            "sampled" if held_out else variant,
+            config,
+            shadow=True,
+            agent=condition,
+            commands=commands,
+            rule_draw={"split": "eval" if held_out else "train", "contradict": spec.contradict},
+        )
         first_actions: list[int] = []
-        on_episode = _collector(summaries, first_actions, f"{condition}-{seed}-{variant}")
+        on_episode = _collector(
+            summaries, first_actions, f"{condition}-{seed}-{variant}", variant if held_out else ""
+        )
         try:
             run_episodes(vec, policy, config.eval_episodes, seed + 10_000, on_episode)
         finally:
             vec.close()
-        counts = np.bincount(first_actions, minlength=len(COMMANDS) + 1)
+        counts = np.bincount(first_actions, minlength=len(commands) + 1)
         behaviour[variant] = {
             "first_action": {
-                name: int(n) for name, n in zip([*COMMANDS, "<submit>"], counts, strict=True)
+                name: int(n) for name, n in zip([*commands, "<submit>"], counts, strict=True)
             }
         }
     return summaries, behaviour
 
 
 def _collector(
-    summaries: list[EpisodeSummary], first_actions: list[int], prefix: str
+    summaries: list[EpisodeSummary], first_actions: list[int], prefix: str, label: str = ""
 ) -> Callable[[Trajectory, float, dict[str, Any]], None]:
-    """An episode callback appending each evaluation episode's summary and first action."""
+    """An episode callback appending each evaluation episode's summary and first action
+    (`label` replaces the variant's name, e.g. "held-out" for sampled on held-out values)."""
     condition, seed = prefix.split("-")[0], prefix.split("-")[1]
 
     def on_episode(trajectory: Trajectory, reward: float, final: dict[str, Any]) -> None:
@@ -248,7 +331,7 @@ def _collector(
                 episode_id=f"{prefix}-{len(first_actions)}",
                 # the bootstrap's cluster key: the episodes of one trained policy
                 task=f"cargo-limit#seed{seed}",
-                variant=str(final["variant"]),
+                variant=label or str(final["variant"]),
                 agent=condition,
                 passed=reward >= 1.0,
                 shadow_class=final.get("class") or None,
@@ -267,6 +350,7 @@ def metrics_dict(metrics: RunMetrics) -> dict[str, Any]:
         "pass_rate[original]": metrics.pass_rate.get("original"),
         "pass_rate[contradicted]": metrics.pass_rate.get("contradicted"),
         "pass_rate[sampled]": metrics.pass_rate.get("sampled"),
+        "pass_rate[held-out]": metrics.pass_rate.get(HELD_OUT_VARIANT),
         "stale_rate": metrics.stale_rate,
         "adaptation_rate": metrics.adaptation_rate,
         "memorization_index": metrics.memorization_index,
@@ -283,6 +367,38 @@ def metrics_dict(metrics: RunMetrics) -> dict[str, Any]:
     return out
 
 
+def recovery_dict(per_seed: dict[int, Any], config: Config) -> dict[str, Any]:
+    """Episodes-to-recover after the switch, per seed and pooled (termgym.analysis.relearning)."""
+    log = TrainingLog(
+        {str(s): tuple(float(p) for p in r["train"]["passed"]) for s, r in per_seed.items()},
+        config.train_episodes,
+    )
+    found = recovery(
+        log, fraction=RECOVER_FRACTION, window=RECOVER_WINDOW, resamples=config.resamples
+    )
+    e = found.episodes
+    return {
+        "episodes": {"value": e.value, "low": e.low, "high": e.high, "n": e.n},
+        "per_seed": dict(found.per_seed),
+        "censored": found.censored,
+        "pre_rate": dict(found.pre_rate),
+        "fraction": found.fraction,
+        "window": found.window,
+        "switch_at": found.switch_at,
+        "text": found.format(),
+    }
+
+
+def write_training_log(results: dict[str, Any], path: Path) -> None:
+    """Every training episode's pass as JSONL, one line per (condition, seed, episode)."""
+    with path.open("w") as handle:
+        for condition, data in results["conditions"].items():
+            for seed, run in data["seeds"].items():
+                for episode, passed in enumerate(run["train"]["passed"]):
+                    line = {"condition": condition, "seed": seed, "episode": episode}
+                    handle.write(json.dumps({**line, "passed": bool(passed)}) + "\n")
+
+
 def run(config: Config) -> dict[str, Any]:
     """The whole experiment: train and evaluate every condition on every seed."""
     began = time.perf_counter()
@@ -292,12 +408,23 @@ def run(config: Config) -> dict[str, Any]:
         "commands": [*COMMANDS, termgym.SUBMIT],
         "gamma": GAMMA,
         "max_steps": MAX_STEPS,
-        "conditions": CONDITIONS,
+        "conditions": {
+            name: {
+                "schedule": c.schedule(config.train_episodes),
+                "commands": list(COMMAND_SETS[c.commands]),
+                "contradict": c.contradict,
+                "train_episodes": c.episodes(config.train_episodes),
+            }
+            for name, c in CONDITIONS.items()
+            if name in config.conditions
+        },
         "eval_variants": list(config.eval_variants),
+        "held_out": list(HELD_OUT),
+        "recover": {"fraction": RECOVER_FRACTION, "window": RECOVER_WINDOW},
     }
     results["conditions"] = {}
     for condition in config.conditions:
-        VariantSchedule.coerce(CONDITIONS[condition])  # fail early on a bad schedule
+        VariantSchedule.coerce(CONDITIONS[condition].schedule(config.train_episodes))
         everything: list[EpisodeSummary] = []
         per_seed = {}
         for seed in config.seeds:
@@ -316,6 +443,8 @@ def run(config: Config) -> dict[str, Any]:
             )
         pooled = compute_metrics(everything, resamples=config.resamples, seed=0)
         results["conditions"][condition] = {"seeds": per_seed, "pooled": metrics_dict(pooled)}
+        if CONDITIONS[condition].switch:
+            results["conditions"][condition]["recovery"] = recovery_dict(per_seed, config)
     results["wall_seconds"] = time.perf_counter() - began
     return results
 
@@ -332,12 +461,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("rule_internalization.json"))
     parser.add_argument(
-        "--conditions", nargs="+", choices=list(CONDITIONS), default=list(CONDITIONS)
+        "--conditions", nargs="+", choices=list(CONDITIONS), default=["fixed", "varied"]
     )
     parser.add_argument(
         "--eval-variants",
         nargs="+",
-        choices=["original", "contradicted", "sampled"],
+        choices=["original", "contradicted", "sampled", HELD_OUT_VARIANT],
         default=list(EVAL_VARIANTS),
     )
     args = parser.parse_args(argv)
@@ -367,6 +496,10 @@ def main(argv: list[str] | None = None) -> int:
     results = run(config)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=str))
+    write_training_log(results, args.out.with_suffix(".training.jsonl"))
+    for name, data in results["conditions"].items():
+        if "recovery" in data:
+            print(f"{name}: episodes to recover {data['recovery']['text']}")
     print(f"wrote {args.out} ({results['wall_seconds']:.0f} s)")
     return 0
 
