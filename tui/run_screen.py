@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from .disclosure_panel import DisclosurePanel
 from .help_screen import HelpScreen, describe
 from .messages import EpisodeChosen
 from .model import EpisodeRow, RunModel
@@ -36,6 +37,7 @@ class RunScreen(Screen[None]):
         Binding("r", "reverse", "Reverse", show=False),
         Binding("slash,f", "filter", "Filter"),
         Binding("c", "clear_filter", "Clear filter", show=False),
+        Binding("d", "toggle_disclosure", "Disclosure"),
         Binding("question_mark", "help", "Keys"),
     ]
 
@@ -45,9 +47,11 @@ class RunScreen(Screen[None]):
         self.sort_column = 6
         self.sort_reverse = False
         self.filter_text = ""
+        self._finished = -1
 
     def compose(self) -> ComposeResult:
         yield Static(id="title")
+        yield DisclosurePanel(id="disclosure")
         yield Static(id="skipped")
         table: DataTable[Text | str] = DataTable(cursor_type="row", zebra_stripes=True)
         yield table
@@ -99,6 +103,10 @@ class RunScreen(Screen[None]):
         if current is not None and str(current) in table.rows:
             table.move_cursor(row=table.get_row_index(str(current)))
         self.refresh_title()
+        finished = sum(r.cls != "running" for r in self.model.rows.values())
+        if finished != self._finished:  # the split changes only when an episode ends
+            self._finished = finished
+            self.query_one(DisclosurePanel).refresh_from(self.model.path)
 
     def refresh_title(self) -> None:
         rows = list(self.model.rows.values())
@@ -163,6 +171,10 @@ class RunScreen(Screen[None]):
         self.query_one(SearchBar).action_close()
         self.query_one(DataTable).focus()
         self.fill()
+
+    def action_toggle_disclosure(self) -> None:
+        panel = self.query_one(DisclosurePanel)
+        panel.display = not panel.display
 
     def action_clear_filter(self) -> None:
         self.filter_text = ""

@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
+from termgym.report._disclosure import disclosure_html, draw_text
 from termgym.report._load import RunData
 from termgym.report._svg import CLASS_COLORS, Bar, bar_chart, class_strip
 
@@ -207,6 +208,7 @@ def render_html(run: RunData) -> str:
 <p class="meta">agents: {escape(agents)} · {len(run.summaries)} episodes · intervals: {level}
 percentile bootstrap over {resamples} resamples (tasks, then episodes) · generated
 {escape(time.strftime("%Y-%m-%d %H:%M:%S"))}</p>
+<p class="meta" id="draws">values drawn: {escape(draw_text(run))}</p>
 <h2>Pass rate per variant</h2>
 {_pass_rate_chart(run)}
 <h2>Memorization metrics</h2>
@@ -218,6 +220,8 @@ percentile bootstrap over {resamples} resamples (tasks, then episodes) · genera
 {_task_table(run)}
 <h2>Trace audit</h2>
 {_audit_section(run)}
+<h2>Scores conditioned on disclosure</h2>
+{disclosure_html(run)}
 {skipped}
 </body></html>
 """

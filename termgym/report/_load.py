@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.analysis.audit import AuditReport, audit_logs
+from termgym.analysis.disclosure import DisclosureSplit, disclosure_split
 from termgym.analysis.metrics import EpisodeSummary, RunMetrics, metrics_by_agent, summary_from_log
 from termgym.errors import RecordingError
 from termgym.recording import read_run
@@ -25,6 +26,7 @@ class RunData:
         audit: The trace audit of every episode.
         metrics: Agent -> metrics of its episodes.
         skipped: Notes on what could not be read.
+        disclosure: Agent -> its pass rates split by disclosure (termgym.analysis.disclosure).
     """
 
     path: Path
@@ -34,6 +36,25 @@ class RunData:
     audit: AuditReport
     metrics: dict[str, RunMetrics]
     skipped: list[str] = field(default_factory=list)
+    disclosure: dict[str, DisclosureSplit] = field(default_factory=dict)
+
+
+def disclosure_by_agent(
+    summaries: tuple[EpisodeSummary, ...] | list[EpisodeSummary],
+    audit: AuditReport,
+    **options: Any,
+) -> dict[str, DisclosureSplit]:
+    """Each agent's pass rates on disclosed and undisclosed episodes and tasks."""
+    disclosed = audit.disclosed_episodes()
+    return {
+        agent: disclosure_split(
+            [s for s in summaries if s.agent == agent],
+            disclosed,
+            by_mode=audit.for_agent(agent).disclosure_by_mode(),
+            **options,
+        )
+        for agent in sorted({s.agent for s in summaries})
+    }
 
 
 def _results(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -83,15 +104,18 @@ def load_run(
                     run_id=log.run_id,
                 )
             )
+    audit = audit_logs(log.episodes)
+    options = {"resamples": resamples, "seed": seed, "confidence": confidence}
     return RunData(
         path=run_dir,
         run_id=log.run_id,
         header=dict(log.header or {}),
         summaries=tuple(summaries),
-        audit=audit_logs(log.episodes),
-        metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed, confidence=confidence),
+        audit=audit,
+        metrics=metrics_by_agent(summaries, **options),
         skipped=list(log.skipped)
         + [f"{ep.episode_id}: {note}" for ep in log.episodes for note in ep.skipped],
+        disclosure=disclosure_by_agent(summaries, audit, **options),
     )
 
 
@@ -141,4 +165,7 @@ def merge_runs(
         audit=audit,
         metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed, confidence=confidence),
         skipped=[note for r in runs for note in r.skipped],
+        disclosure=disclosure_by_agent(
+            summaries, audit, resamples=resamples, seed=seed, confidence=confidence
+        ),
     )

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
+from termgym.report._disclosure import disclosure_table
 from termgym.report._load import RunData
 
 CLASS_STYLES = {
@@ -162,6 +163,7 @@ def print_report(run: RunData, console: Console | None = None) -> None:
         class_table(run),
         task_table(run),
         audit_table(run),
+        disclosure_table(run),
     ):
         console.print(table)
     if run.skipped:

@@ -168,3 +168,35 @@ async def test_a_corrupt_episode_in_a_run_is_listed_and_what_was_skipped_is_said
         classes = dict(zip(_column(app, "episode"), _column(app, "class"), strict=True))
         assert classes["fuel-1"] == "running"  # no readable end line
         assert "skipped: fuel-1.jsonl: line 22: incomplete last line" in shown_text(app)
+
+
+async def test_the_disclosure_line_splits_pass_rates_and_d_toggles_it(tmp_path: Path) -> None:
+    from termgym.tui.disclosure_panel import DisclosurePanel
+
+    from termgym.recording import EpisodeEnd
+
+    run = tmp_path / "run"
+    for number, (passed, says) in enumerate([(True, "100"), (True, "100"), (False, "")]):
+        header = EpisodeHeader(
+            episode_id=f"e{number}", task=f"t{number}", task_version=1, variant="withheld",
+            rules_visible={}, rules_enforced={"max_weight": 100}, seed=number, agent="llm",
+            backend="none", versions={}, started=float(number),
+        )  # fmt: skip
+        probe = [{"step": 1, "role": "probe", "content": f"the limit was {says} kg"}]
+        with EpisodeWriter(run, header) as writer:
+            writer.end(
+                EpisodeEnd(
+                    reward=1.0 if passed else 0.0, terminated=True, truncated=False,
+                    verdicts={"withheld": {"passed": passed, "rules": {"max_weight": 100}}},
+                    cls=None, extra={"transcript": probe if says else []},
+                )
+            )  # fmt: skip
+    app = TermgymApp(run)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        panel = app.screen.query_one(DisclosurePanel)
+        text = shown_text(app)
+        assert "disclosed llm: episodes 100.0%" in text and "n=2 vs not 0.0%" in text
+        assert "(+100.0 pts" in text and "probe disclosures: ask 2/2" in text
+        await pilot.press("d")
+        assert not panel.display

@@ -1,0 +1,62 @@
+"""The run view's disclosure line: each agent's pass rate where it disclosed hidden rules, and not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.widgets import Static
+
+from termgym.analysis.metrics import Estimate
+
+RESAMPLES = 300
+"""Bootstrap resamples of the panel's intervals (the HTML report uses the run's setting)."""
+
+
+def _rate(e: Estimate) -> str:
+    return "n/a" if e.value is None else e.format()
+
+
+def _diff(e: Estimate) -> str:
+    if e.value is None:
+        return "n/a"
+    bounds = "" if e.low is None or e.high is None else f" [{e.low * 100:+.1f}, {e.high * 100:+.1f}]"
+    return f"{e.value * 100:+.1f} pts{bounds}"
+
+
+def disclosure_text(run_dir: Path) -> Text:
+    """One line per agent: disclosed vs not, over episodes and over tasks, and probe modes."""
+    from termgym.errors import RecordingError
+    from termgym.report import load_run
+
+    try:
+        run = load_run(run_dir, resamples=RESAMPLES)
+    except RecordingError as exc:
+        return Text(f"disclosure: {exc}", style="dim")
+    text = Text()
+    for number, (agent, split) in enumerate(run.disclosure.items()):
+        if number:
+            text.append("\n")
+        text.append("disclosed ", style="bold")
+        text.append(f"{agent or '(unnamed)'}: ")
+        for unit, d, u, diff in split.rows():
+            text.append(f"{unit} ")
+            text.append(f"{_rate(d)} n={d.n}", style="yellow")
+            text.append(" vs not ")
+            text.append(f"{_rate(u)} n={u.n}")
+            text.append(f" ({_diff(diff)})  ", style="bold" if diff.value else "")
+        modes = ", ".join(f"{m} {h}/{t}" for m, (h, t) in split.by_mode.items())
+        if modes:
+            text.append(f"probe disclosures: {modes}", style="dim")
+    return text
+
+
+class DisclosurePanel(Static):
+    """Shows `disclosure_text` of the run; `refresh_from` recomputes it."""
+
+    DEFAULT_CSS = """
+    DisclosurePanel { height: auto; padding: 0 1; color: $text-muted; }
+    """
+
+    def refresh_from(self, run_dir: Path) -> None:
+        self.update(disclosure_text(run_dir))
