@@ -13,6 +13,7 @@ from rich.table import Table
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
+    from termgym.analysis.metrics import Estimate
     from termgym.report import RunData
 
 
@@ -118,6 +119,21 @@ def report(
     type=click.Path(path_type=Path),
     help="Also write both runs' metrics in Prometheus text format to this file.",
 )
+@click.option(
+    "--decision",
+    type=click.Choice(["threshold", "bootstrap"]),
+    default="threshold",
+    show_default=True,
+    help="threshold: the point estimate's fall decides; bootstrap: the fall must also lie "
+    "beyond noise (a paired bootstrap interval of the change wholly below zero).",
+)
+@click.option(
+    "--paired",
+    type=click.Choice(["episodes", "tasks"]),
+    default="episodes",
+    show_default=True,
+    help="What the bootstrap decision pairs: episodes of the same id, or tasks.",
+)
 @_resamples
 @_seed
 def compare(
@@ -126,18 +142,33 @@ def compare(
     max_drop: float,
     max_rise: float | None,
     prom_path: Path | None,
+    decision: str,
+    paired: str,
     resamples: int,
     seed: int,
 ) -> None:
-    """Exit 1 when CANDIDATE regressed against BASE: a pass rate fell by more than --max-drop,
-    or the memorization index rose by more than --max-rise. Exit 0 otherwise."""
+    """Exit 1 when CANDIDATE regressed against BASE: a pass rate fell by more than --max-drop
+    (with --decision bootstrap: and beyond noise), or the memorization index rose by more
+    than --max-rise. Exit 0 otherwise."""
     from termgym.report import compare_runs, write_prometheus
 
     base_run, cand_run = _load(base, resamples, seed), _load(candidate, resamples, seed)
-    checks = compare_runs(base_run, cand_run, max_drop=max_drop, max_rise=max_rise)
+    checks = compare_runs(
+        base_run,
+        cand_run,
+        max_drop=max_drop,
+        max_rise=max_rise,
+        decision=decision,
+        paired=paired,
+        resamples=max(resamples, 1),
+        seed=seed,
+    )
     console = Console()
     table = Table(title=escape(f"{base.name} -> {candidate.name}"))
-    for name in ("agent", "metric", "base", "candidate", "change", "limit", ""):
+    columns = ["agent", "metric", "base", "candidate", "change", "limit"]
+    if decision == "bootstrap":
+        columns.append(f"paired change ({paired})")
+    for name in (*columns, ""):
         table.add_column(name, justify="left" if name in ("agent", "metric") else "right")
     for c in checks:
         change = "" if c.change is None else f"{c.change * 100:+.1f} pts"
@@ -146,15 +177,17 @@ def compare(
             if c.regressed
             else ("[dim]skipped[/]" if c.note else "[green]ok[/]")
         )
-        table.add_row(
+        cells = [
             escape(c.agent),
             escape(c.metric),
             c.base.format(),
             c.candidate.format(),
             change,
             f"{c.limit * 100:.1f} pts",
-            status,
-        )
+        ]
+        if decision == "bootstrap":
+            cells.append(_paired_cell(c.paired))
+        table.add_row(*cells, status)
     console.print(table)
     if prom_path is not None:
         write_prometheus([base_run, cand_run], prom_path)
@@ -164,3 +197,10 @@ def compare(
     if regressions:
         raise SystemExit(1)
     click.echo(f"no regression ({len(checks)} checks)")
+
+
+def _paired_cell(e: Estimate | None) -> str:
+    if e is None or e.value is None:
+        return ""
+    bounds = "" if e.low is None or e.high is None else f" [{e.low * 100:+.1f}, {e.high * 100:+.1f}]"
+    return f"{e.value * 100:+.1f}{bounds} n={e.n}"

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from termgym.analysis.metrics import Estimate, RunMetrics, order_variants
 from termgym.report._load import RunData
+from termgym.report._paired import PAIRINGS, paired_change
+
+DECISIONS = ("threshold", "bootstrap")
+__all__ = ["DECISIONS", "PAIRINGS", "Check", "compare_runs", "parse_fraction"]
 
 
 @dataclass(frozen=True)
@@ -18,8 +22,10 @@ class Check:
         base: The base run's estimate.
         candidate: The candidate run's estimate.
         limit: The largest change tolerated in the bad direction.
-        regressed: The change went past the limit in the bad direction.
+        regressed: The change went past the limit in the bad direction (with the bootstrap
+            decision: and its paired interval lies wholly below zero).
         note: Why the check could not be made, or "".
+        paired: The paired bootstrap's estimate of the change (decision "bootstrap"), or None.
     """
 
     agent: str
@@ -29,6 +35,7 @@ class Check:
     limit: float
     regressed: bool
     note: str = ""
+    paired: Estimate | None = None
 
     @property
     def change(self) -> float | None:
@@ -43,25 +50,42 @@ class Check:
             return f"{self.agent} {self.metric}: {self.note}"
         change = self.change or 0.0
         verb = "rose" if change > 0 else "fell"
+        noise = ""
+        if self.paired is not None and self.paired.low is not None and self.paired.high is not None:
+            noise = (
+                f"; paired change {self.paired.value * 100:+.1f} "  # type: ignore[operator]
+                f"[{self.paired.low * 100:+.1f}, {self.paired.high * 100:+.1f}] "
+                f"over {self.paired.n} pairs"
+            )
         return (
             f"{self.agent} {self.metric} {verb} {abs(change) * 100:.1f} points "
             f"({self.base.format()} -> {self.candidate.format()}; "
-            f"limit {self.limit * 100:.1f})"
+            f"limit {self.limit * 100:.1f}{noise})"
         )
 
 
-def _pairs(base: RunData, candidate: RunData) -> list[tuple[str, RunMetrics, RunMetrics]]:
+def _pairs(
+    base: RunData, candidate: RunData
+) -> list[tuple[str, RunMetrics, RunMetrics, tuple[str, str]]]:
     common = [a for a in base.metrics if a in candidate.metrics]
     if common:
-        return [(a, base.metrics[a], candidate.metrics[a]) for a in common]
+        return [(a, base.metrics[a], candidate.metrics[a], (a, a)) for a in common]
     if len(base.metrics) == 1 and len(candidate.metrics) == 1:
         (a, m), (b, n) = next(iter(base.metrics.items())), next(iter(candidate.metrics.items()))
-        return [(f"{a} -> {b}", m, n)]
+        return [(f"{a} -> {b}", m, n, (a, b))]
     return []
 
 
 def compare_runs(
-    base: RunData, candidate: RunData, *, max_drop: float, max_rise: float | None = None
+    base: RunData,
+    candidate: RunData,
+    *,
+    max_drop: float,
+    max_rise: float | None = None,
+    decision: str = "threshold",
+    paired: str = "episodes",
+    resamples: int = 2000,
+    seed: int | None = 0,
 ) -> list[Check]:
     """Every check of the gate.
 
@@ -69,7 +93,14 @@ def compare_runs(
     `max_drop`; the memorization index regresses when it rises by more than `max_rise`
     (default: `max_drop`). A candidate without counted episodes, or with none of an agent the
     base has, regresses too.
+
+    With `decision="bootstrap"`, a pass rate regresses only when, besides falling by more
+    than `max_drop`, the paired bootstrap interval of its change (pairs of `paired`:
+    "episodes" or "tasks", termgym/report/_paired.py) lies wholly below zero: a fall that
+    noise explains does not fail the gate. The memorization index keeps the point decision.
     """
+    if decision not in DECISIONS:
+        raise ValueError(f"decision: expected one of {', '.join(DECISIONS)}, found {decision!r}")
     max_rise = max_drop if max_rise is None else max_rise
     pairs = _pairs(base, candidate)
     empty = Estimate(None, None, None, 0)
@@ -87,7 +118,7 @@ def compare_runs(
             for a in list(base.metrics) or ["(any)"]
         ]
     checks: list[Check] = []
-    for agent, b, c in pairs:
+    for agent, b, c, names in pairs:
         if c.episodes == 0:
             checks.append(
                 Check(
@@ -112,9 +143,25 @@ def compare_runs(
                     Check(agent, name, be, ce, max_drop, False, "not measured in the candidate")
                 )
                 continue
-            checks.append(
-                Check(agent, name, be, ce, max_drop, be.value - ce.value > max_drop + 1e-12)
+            fell = be.value - ce.value > max_drop + 1e-12
+            if decision == "threshold":
+                checks.append(Check(agent, name, be, ce, max_drop, fell))
+                continue
+            change = paired_change(
+                base.summaries,
+                candidate.summaries,
+                agents=names,
+                metric=name,
+                paired=paired,
+                resamples=resamples,
+                seed=seed,
             )
+            if change.value is None:
+                note = f"no {paired} in both runs to pair"
+                checks.append(Check(agent, name, be, ce, max_drop, fell, note, change))
+                continue
+            beyond_noise = change.high is not None and change.high < 0
+            checks.append(Check(agent, name, be, ce, max_drop, fell and beyond_noise, "", change))
         be, ce = b.memorization_index, c.memorization_index
         if be.value is not None and ce.value is not None:
             checks.append(

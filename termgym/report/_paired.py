@@ -1,0 +1,79 @@
+"""A paired bootstrap of a pass rate's change between two runs, for the regression gate.
+
+Pairing by episodes matches the episodes both runs recorded under one id (the runner names
+them task--variant--index, and seeds them from the run seed, so two runs of one config
+share ids and rule values); each replicate draws pairs with replacement. Pairing by tasks
+matches the tasks both runs have, compares per-task pass rates, and draws tasks with
+replacement. Either way the replicates of (candidate - base) give the change's interval,
+and the noise the two runs share (the same hard task, the same drawn value) cancels.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from termgym.analysis.metrics import EpisodeSummary, Estimate
+
+PAIRINGS = ("episodes", "tasks")
+
+
+def _selected(summaries: Sequence[EpisodeSummary], agent: str, metric: str) -> list[EpisodeSummary]:
+    variant = metric[len("pass_rate[") : -1] if metric.startswith("pass_rate[") else None
+    return [
+        s
+        for s in summaries
+        if s.agent == agent and not s.infra_error and (variant is None or s.variant == variant)
+    ]
+
+
+def paired_change(
+    base: Sequence[EpisodeSummary],
+    candidate: Sequence[EpisodeSummary],
+    *,
+    agents: tuple[str, str],
+    metric: str,
+    paired: str = "episodes",
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> Estimate:
+    """The candidate's pass rate minus the base's over paired units, with its interval.
+
+    Args:
+        base, candidate: The runs' episode summaries.
+        agents: The agent compared in the base and in the candidate.
+        metric: "pass_rate[<variant>]" or "overall_pass_rate".
+        paired: "episodes" or "tasks".
+
+    `n` is the number of pairs; the value is None when there is none.
+    """
+    if paired not in PAIRINGS:
+        raise ValueError(f"paired: expected one of {', '.join(PAIRINGS)}, found {paired!r}")
+    mine = _selected(base, agents[0], metric)
+    theirs = _selected(candidate, agents[1], metric)
+    if paired == "episodes":
+        before = {s.episode_id: float(s.passed) for s in mine}
+        after = {s.episode_id: float(s.passed) for s in theirs}
+    else:
+        before, after = _task_rates(mine), _task_rates(theirs)
+    keys = sorted(set(before) & set(after))
+    if not keys:
+        return Estimate(None, None, None, 0)
+    diff = np.array([after[k] - before[k] for k in keys])
+    low = high = None
+    if resamples and len(keys) > 1:
+        rng = np.random.default_rng(seed)
+        means = diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
+        alpha = (1 - confidence) / 2
+        low, high = (float(q) for q in np.quantile(means, [alpha, 1 - alpha]))
+    return Estimate(float(diff.mean()), low, high, len(keys))
+
+
+def _task_rates(summaries: Sequence[EpisodeSummary]) -> dict[str, float]:
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for s in summaries:
+        by_task[s.task].append(float(s.passed))
+    return {task: float(np.mean(values)) for task, values in by_task.items()}
