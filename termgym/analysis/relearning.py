@@ -150,16 +150,21 @@ def recovery(
     )
 
 
-def read_training_log(path: str | Path, switch_at: int | None = None) -> TrainingLog:
+def read_training_log(
+    path: str | Path, switch_at: int | None = None, condition: str | None = None
+) -> TrainingLog:
     """A training log from JSONL lines {"seed", "episode", "passed" (or "reward")}, plus an
-    optional line {"switch_at": N} (`switch_at` given here wins).
+    optional line {"switch_at": N} (`switch_at` given here wins). Lines may name a
+    "condition"; a log holding several needs `condition` to pick one.
 
     Raises:
-        ValueError: a line is not JSON or lacks its fields, or no switch is known.
+        ValueError: a line is not JSON or lacks its fields, no switch is known, or the log
+            holds several conditions and none was chosen.
     """
     path = Path(path)
     episodes: dict[str, dict[int, float]] = defaultdict(dict)
     recorded_switch = None
+    conditions: set[str] = set()
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -172,6 +177,10 @@ def read_training_log(path: str | Path, switch_at: int | None = None) -> Trainin
         if "switch_at" in record:
             recorded_switch = int(record["switch_at"])
             continue
+        if "condition" in record:
+            conditions.add(str(record["condition"]))
+            if condition is not None and str(record["condition"]) != condition:
+                continue
         if "seed" not in record or "episode" not in record:
             raise ValueError(f"{path}:{number}: expected the keys seed and episode, found {sorted(record)}")
         outcome = record.get("passed", record.get("reward"))
@@ -179,6 +188,12 @@ def read_training_log(path: str | Path, switch_at: int | None = None) -> Trainin
             raise ValueError(f"{path}:{number}: expected passed (bool) or reward (number)")
         passed = float(outcome) >= 1.0 - 1e-9 if "passed" not in record else bool(outcome)
         episodes[str(record["seed"])][int(record["episode"])] = float(passed)
+    if condition is None and len(conditions) > 1:
+        raise ValueError(
+            f"{path}: expected one condition, found {sorted(conditions)}; choose one"
+        )
+    if condition is not None and condition not in conditions:
+        raise ValueError(f"{path}: no condition {condition!r}; found {sorted(conditions)}")
     switch = switch_at if switch_at is not None else recorded_switch
     if switch is None:
         raise ValueError(f"{path}: expected a switch_at line or --switch-at, found neither")

@@ -22,6 +22,7 @@ COMMANDS: list[str] = [
     "termgym.cli.import_cmds:import_command",
     "termgym.cli.import_cmds:overlay",
     "termgym.cli.values_cmd:verify_values_command",
+    "termgym.cli.relearn_cmd:relearning_command",
 ]
 
 

@@ -113,6 +113,31 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
                     {**base, "kind": kind},
                     sum(h.kind == kind for h in audit.hits),
                 )
+            split = run.disclosure.get(agent)
+            for over, d, u, diff in split.rows() if split else ():
+                for disclosed, e in (("yes", d), ("no", u)):
+                    if e.value is not None:
+                        out.add(
+                            "disclosure_pass_rate",
+                            "Pass rate of episodes (or tasks) where the agent disclosed hidden "
+                            "rules (audit leak or probe), and where it did not.",
+                            {**base, "over": over, "disclosed": disclosed},
+                            e.value,
+                        )
+                if diff.value is not None:
+                    out.add(
+                        "disclosure_pass_rate_difference",
+                        "Pass rate on disclosed minus undisclosed episodes (or tasks).",
+                        {**base, "over": over},
+                        diff.value,
+                    )
+            for mode, (hits, total) in (split.by_mode.items() if split else ()):
+                out.add(
+                    "probe_disclosure_rate_by_mode",
+                    "Share of probe answers naming a hidden rule value, per probe mode.",
+                    {**base, "mode": mode},
+                    hits / total if total else 0.0,
+                )
             for name, value in (
                 ("leak_rate", audit.leak_rate),
                 ("platform_mention_rate", audit.platform_rate),
