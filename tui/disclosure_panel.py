@@ -1,4 +1,4 @@
-"""The run view's disclosure line: each agent's pass rate where it disclosed hidden rules, and not."""
+"""The run view's disclosure line: per agent, pass rates where it disclosed hidden rules or not."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ def _rate(e: Estimate) -> str:
 def _diff(e: Estimate) -> str:
     if e.value is None:
         return "n/a"
-    bounds = "" if e.low is None or e.high is None else f" [{e.low * 100:+.1f}, {e.high * 100:+.1f}]"
+    bounds = (
+        "" if e.low is None or e.high is None else f" [{e.low * 100:+.1f}, {e.high * 100:+.1f}]"
+    )
     return f"{e.value * 100:+.1f} pts{bounds}"
 
 

@@ -42,9 +42,7 @@ PREFILL_TEXT = (
 """The probe question as the start of the model's own words."""
 
 
-def check_probe_options(
-    mode: str, style: str | None, target: str, base_url: str | None
-) -> None:
+def check_probe_options(mode: str, style: str | None, target: str, base_url: str | None) -> None:
     """Refuse a probe configuration that cannot work, saying what was expected."""
     if mode not in PROBE_MODES:
         raise AgentError(f"llm: probe_mode: expected one of {', '.join(PROBE_MODES)}, got {mode!r}")
@@ -58,8 +56,7 @@ def check_probe_options(
         )
     if target not in PREFILL_TARGETS:
         raise AgentError(
-            f"llm: probe_prefill_into: expected one of {', '.join(PREFILL_TARGETS)}, "
-            f"got {target!r}"
+            f"llm: probe_prefill_into: expected one of {', '.join(PREFILL_TARGETS)}, got {target!r}"
         )
     if not base_url or "api.openai.com" in base_url:
         raise AgentError(

@@ -171,7 +171,9 @@ def read_training_log(
         try:
             record = json.loads(line)
         except ValueError as exc:
-            raise ValueError(f"{path}:{number}: expected a JSON object, found {line[:60]!r}") from exc
+            raise ValueError(
+                f"{path}:{number}: expected a JSON object, found {line[:60]!r}"
+            ) from exc
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object, found {line[:60]!r}")
         if "switch_at" in record:
@@ -182,19 +184,21 @@ def read_training_log(
             if condition is not None and str(record["condition"]) != condition:
                 continue
         if "seed" not in record or "episode" not in record:
-            raise ValueError(f"{path}:{number}: expected the keys seed and episode, found {sorted(record)}")
+            raise ValueError(
+                f"{path}:{number}: expected the keys seed and episode, found {sorted(record)}"
+            )
         outcome = record.get("passed", record.get("reward"))
         if outcome is None or isinstance(outcome, str) or not math.isfinite(float(outcome)):
             raise ValueError(f"{path}:{number}: expected passed (bool) or reward (number)")
         passed = float(outcome) >= 1.0 - 1e-9 if "passed" not in record else bool(outcome)
         episodes[str(record["seed"])][int(record["episode"])] = float(passed)
     if condition is None and len(conditions) > 1:
-        raise ValueError(
-            f"{path}: expected one condition, found {sorted(conditions)}; choose one"
-        )
+        raise ValueError(f"{path}: expected one condition, found {sorted(conditions)}; choose one")
     if condition is not None and condition not in conditions:
         raise ValueError(f"{path}: no condition {condition!r}; found {sorted(conditions)}")
     switch = switch_at if switch_at is not None else recorded_switch
     if switch is None:
         raise ValueError(f"{path}: expected a switch_at line or --switch-at, found neither")
-    return TrainingLog({s: tuple(v for _, v in sorted(e.items())) for s, e in episodes.items()}, switch)
+    return TrainingLog(
+        {s: tuple(v for _, v in sorted(e.items())) for s, e in episodes.items()}, switch
+    )

@@ -202,5 +202,7 @@ def compare(
 def _paired_cell(e: Estimate | None) -> str:
     if e is None or e.value is None:
         return ""
-    bounds = "" if e.low is None or e.high is None else f" [{e.low * 100:+.1f}, {e.high * 100:+.1f}]"
+    bounds = (
+        "" if e.low is None or e.high is None else f" [{e.low * 100:+.1f}, {e.high * 100:+.1f}]"
+    )
     return f"{e.value * 100:+.1f}{bounds} n={e.n}"

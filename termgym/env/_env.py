@@ -144,7 +144,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         self._finish_previous()
         options = dict(options or {})
         variant = options.pop("variant", None)
-        draw, switched = self.options.draw, {}
+        draw, switched = self.options.draw, dict[str, Any]()
         if not variant:
             variant, draw, switched = self.options.pick(
                 self.np_random, self._episodes_started, self._steps_taken

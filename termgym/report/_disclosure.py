@@ -101,9 +101,7 @@ def disclosure_table(run: RunData) -> Table:
     for name in ("agent", "over", "disclosed", "not disclosed", "difference", "probe modes"):
         table.add_column(name, justify="left" if name in ("agent", "over") else "right")
     for agent, split in run.disclosure.items():
-        modes = ", ".join(
-            f"{mode} {hits}/{total}" for mode, (hits, total) in split.by_mode.items()
-        )
+        modes = ", ".join(f"{mode} {hits}/{total}" for mode, (hits, total) in split.by_mode.items())
         for number, (unit, d, u, diff) in enumerate(split.rows()):
             table.add_row(
                 rich_escape(agent or "(unnamed)") if number == 0 else "",

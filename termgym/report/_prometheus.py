@@ -131,7 +131,7 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
                         {**base, "over": over},
                         diff.value,
                     )
-            for mode, (hits, total) in (split.by_mode.items() if split else ()):
+            for mode, (hits, total) in split.by_mode.items() if split else ():
                 out.add(
                     "probe_disclosure_rate_by_mode",
                     "Share of probe answers naming a hidden rule value, per probe mode.",

@@ -141,9 +141,8 @@ def run_episode(
     if info.get("class") == INFRA_ERROR:
         raise InfrastructureError(str(info.get("error")))
     grading_error = info.get("error") if info.get("class") == GRADER_ERROR else None
-    verdicts = info.get("verdicts") if isinstance(info.get("verdicts"), dict) else {}
-    own = verdicts.get(job.variant) if isinstance(verdicts.get(job.variant), dict) else {}
-    original = verdicts.get("original") if isinstance(verdicts.get("original"), dict) else {}
+    verdicts = _mapping(info.get("verdicts"))
+    own, original = _mapping(verdicts.get(job.variant)), _mapping(verdicts.get("original"))
     passed = bool(own["passed"]) if own.get("passed") is not None else float(result[1]) >= 1.0
     old_rules = original.get("rules")
     shifted = isinstance(old_rules, dict) and dict(old_rules) != dict(
@@ -162,6 +161,10 @@ def run_episode(
         passed=passed,
         shifted=shifted,
     )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _probe_if_asked(agent: Agent) -> None:

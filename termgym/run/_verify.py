@@ -44,7 +44,8 @@ class ValueCheck:
 
 def _draw_of(extra: Mapping[str, Any], secret: str | None) -> tuple[RuleDraw | None, str]:
     """The episode's RuleDraw, or None and the status that stops the check."""
-    recorded = extra.get("draw") if isinstance(extra.get("draw"), Mapping) else {}
+    found = extra.get("draw")
+    recorded: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     split = str(recorded.get("split", "train"))
     contradict = str(recorded.get("contradict", "fixed" if not recorded else "drawn"))
     rotation = None

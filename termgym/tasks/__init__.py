@@ -5,12 +5,6 @@ from __future__ import annotations
 from termgym._task_paths import BUNDLED, SPEC_FILE, TASKS_PATH_ENV, task_dirs, task_roots
 from termgym._vocabulary import VARIANTS
 from termgym.kinds import GraderSpec
-from termgym.tasks._image import image_tag, task_image
-from termgym.tasks._loader import Task, load_task, withheld_leaks
-from termgym.tasks._registry import get_task, list_tasks
-from termgym.tasks._solution import SolutionScript, SolutionStep, parse_solution, rule_files
-from termgym.tasks._spec import GradingSpec, Limits, RuleSpec, TaskSpec
-from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._draw import (
     CONTRADICT_MODES,
     ROTATIONS,
@@ -24,6 +18,12 @@ from termgym.tasks._draw import (
     period_of,
     secret_id,
 )
+from termgym.tasks._image import image_tag, task_image
+from termgym.tasks._loader import Task, load_task, withheld_leaks
+from termgym.tasks._registry import get_task, list_tasks
+from termgym.tasks._solution import SolutionScript, SolutionStep, parse_solution, rule_files
+from termgym.tasks._spec import GradingSpec, Limits, RuleSpec, TaskSpec
+from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._variants import (
     EpisodePlan,
     RuleSet,

@@ -92,7 +92,9 @@ class Rotation:
         return cls(secret, period_of(scheme, when))
 
     @classmethod
-    def from_env(cls, scheme: RotationScheme = "week", period: str | None = None) -> Rotation | None:
+    def from_env(
+        cls, scheme: RotationScheme = "week", period: str | None = None
+    ) -> Rotation | None:
         """The rotation of $TERMGYM_SECRET, or None when it is unset."""
         secret = os.environ.get(SECRET_ENV)
         if not secret:

@@ -168,9 +168,7 @@ def _draw_held_out(
     return rng.choice(listed) if listed else None
 
 
-def sampled_values(
-    task: Task, seed: int, draw: RuleDraw | None = None
-) -> dict[str, RuleValue]:
+def sampled_values(task: Task, seed: int, draw: RuleDraw | None = None) -> dict[str, RuleValue]:
     """Rule values of the sampled variant for `seed` (same seed and draw, same values)."""
     draw = draw or RuleDraw()
     rng = draw.rng(task.id, seed)

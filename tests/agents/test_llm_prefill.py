@@ -20,7 +20,13 @@ CONTEXT = EpisodeContext(
 def _agent(server, **options):
     options = {"probe_mode": "prefill", **options}
     agent = make_agent(
-        "llm", model="m", base_url=server.base_url, api_key="k", max_retries=0, probe=True, **options
+        "llm",
+        model="m",
+        base_url=server.base_url,
+        api_key="k",
+        max_retries=0,
+        probe=True,
+        **options,
     )
     agent.reset(CONTEXT)
     return agent

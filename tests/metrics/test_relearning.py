@@ -68,6 +68,8 @@ def test_the_cli_reads_a_jsonl_log_and_draws_the_curve(tmp_path) -> None:
     text = svg.read_text()
     assert text.startswith("<svg") and "rule switch (episode 50)" in text and "<polyline" in text
     mixed = CliRunner().invoke(main, ["relearning", str(path), "--switch-at", "50"])
-    assert mixed.exit_code == 1 and "expected one condition, found ['other', 'switch']" in mixed.output
+    assert (
+        mixed.exit_code == 1 and "expected one condition, found ['other', 'switch']" in mixed.output
+    )
     with pytest.raises(ValueError, match=r"expected a switch_at line or --switch-at"):
         read_training_log(path, condition="switch")

@@ -44,9 +44,13 @@ def test_every_alert_has_a_unit_test() -> None:
         for case in test.get("alert_rule_test", [])
         if case.get("exp_alerts")
     }
-    assert alerts == firing == {
-        "TermgymPassRateDropAfterRuleChange",
-        "TermgymStaleRuleRateRising",
-        "TermgymDisclosureRateRising",
-        "TermgymErrorRateRising",
-    }
+    assert (
+        alerts
+        == firing
+        == {
+            "TermgymPassRateDropAfterRuleChange",
+            "TermgymStaleRuleRateRising",
+            "TermgymDisclosureRateRising",
+            "TermgymErrorRateRising",
+        }
+    )

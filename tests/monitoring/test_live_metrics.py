@@ -1,4 +1,4 @@
-"""`termgym run --metrics-port`: the live endpoint, its format, and a real Prometheus scraping it."""
+"""`termgym run --metrics-port`: the live endpoint, its format, a real Prometheus scraping it."""
 
 from __future__ import annotations
 

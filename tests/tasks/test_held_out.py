@@ -31,9 +31,7 @@ def _choice_task(task_folder, **rule):
 def test_training_draws_never_use_held_out_values_and_eval_draws_only_them(task_folder):
     task = _choice_task(task_folder, held_out=["e", "f"])
     train = {sampled_values(task, seed)["limit"] for seed in range(200)}
-    held = {
-        sampled_values(task, seed, RuleDraw(split="eval"))["limit"] for seed in range(200)
-    }
+    held = {sampled_values(task, seed, RuleDraw(split="eval"))["limit"] for seed in range(200)}
     assert train == {"b", "c", "d"}
     assert held == {"e", "f"}
 
