@@ -74,7 +74,8 @@ class Recovery:
     window: int
     switch_at: int
     curve: tuple[float, ...] = field(default=())
-    """Mean over seeds of the moving pass rate at each episode (nan before a full window)."""
+    """Mean over seeds of the moving pass rate at each episode (nan until a full window,
+    counted from the start and again from the switch)."""
 
     def format(self) -> str:
         """E.g. "57.3 [41.0, 80.7] episodes (1 of 3 seeds censored)"."""
@@ -137,7 +138,18 @@ def recovery(
         alpha = (1 - confidence) / 2
         low, high = (float(q) for q in np.quantile(means, [alpha, 1 - alpha]))
     length = min(len(p) for p in log.passed.values())
-    curves = np.vstack([moving_rate(p[:length], window) for p in log.passed.values()])
+    # before and after the switch apart: no window mixes episodes of the two rules
+    curves = np.vstack(
+        [
+            np.concatenate(
+                [
+                    moving_rate(p[: log.switch_at], window),
+                    moving_rate(p[log.switch_at : length], window),
+                ]
+            )
+            for p in log.passed.values()
+        ]
+    )
     return Recovery(
         episodes=Estimate(float(values.mean()), low, high, len(values)),
         per_seed=per_seed,

@@ -52,5 +52,6 @@ def relearning_command(
     click.echo(f"episodes to recover: {found.format()}")
     if svg_path is not None:
         svg_path.parent.mkdir(parents=True, exist_ok=True)
-        svg_path.write_text(relearning_svg(found, title=condition or ""), encoding="utf-8")
+        title = f"{condition}: pass rate across the rule switch" if condition else ""
+        svg_path.write_text(relearning_svg(found, title=title), encoding="utf-8")
         click.echo(f"curve: {svg_path}")

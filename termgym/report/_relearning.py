@@ -23,7 +23,13 @@ def relearning_svg(found: Recovery, *, title: str = "", width: int = 720, height
         return top + plot_h * (1 - v)
 
     target = found.fraction * (sum(found.pre_rate.values()) / max(1, len(found.pre_rate)))
-    points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(curve) if not math.isnan(v))
+    segments: list[list[str]] = [[]]
+    for i, v in enumerate(curve):
+        if math.isnan(v):
+            if segments[-1]:
+                segments.append([])
+            continue
+        segments[-1].append(f"{x(i):.1f},{y(v):.1f}")
     parts = [
         f'<svg class="chart relearning" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img">',
@@ -39,16 +45,20 @@ def relearning_svg(found: Recovery, *, title: str = "", width: int = 720, height
     parts.append(
         f'<line x1="{x(found.switch_at):.1f}" x2="{x(found.switch_at):.1f}" y1="{top}" '
         f'y2="{top + plot_h}" stroke="#d6402f" stroke-width="1.5"/>'
-        f'<text x="{x(found.switch_at) + 4:.1f}" y="{top + 12}" font-size="11">rule switch '
-        f"(episode {found.switch_at})</text>"
+        f'<text x="{x(found.switch_at) + 4:.1f}" y="{top + plot_h - 14}" font-size="11">rule '
+        f"switch (episode {found.switch_at})</text>"
     )
     parts.append(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{y(target):.1f}" y2="{y(target):.1f}" '
         f'stroke="#54a24b" stroke-dasharray="5,4"/><text x="{left + plot_w - 4}" '
-        f'y="{y(target) - 4:.1f}" font-size="11" text-anchor="end">recovered: '
+        f'y="{y(target) + 14:.1f}" font-size="11" text-anchor="end">recovered: '
         f"{found.fraction:.0%} of the pre-switch rate</text>"
     )
-    parts.append(f'<polyline fill="none" stroke="#4c78a8" stroke-width="2" points="{points}"/>')
+    parts += [
+        f'<polyline fill="none" stroke="#4c78a8" stroke-width="2" points="{" ".join(seg)}"/>'
+        for seg in segments
+        if seg
+    ]
     for seed, episodes in found.per_seed.items():
         if episodes is not None:
             at = x(found.switch_at + episodes - 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from termgym.recording import read_run
 from termgym.report import load_run
 
 
@@ -38,8 +39,11 @@ def test_llm_episode_is_recorded_with_reasoning_and_audited(chat_server, base_im
     ).run()
     assert [r.status for r in summary.results] == ["ok"]
     # the model saw the real policy file, which states the contradicted limit
-    assert '"max_weight": 150' in chat_server.requests[1]["messages"][-1]["content"]
     run = load_run(out, resamples=0)
+    (episode,) = read_run(out).episodes
+    drawn = episode.header.rules_enforced["max_weight"]
+    assert drawn != 100
+    assert f'"max_weight": {drawn}' in chat_server.requests[1]["messages"][-1]["content"]
     leaks = sorted((h.step, h.source) for h in run.audit.hits if h.kind == "leak")
     assert leaks == [(0, "reasoning"), (1, "action"), (2, "probe")]
     assert [h.detail for h in run.audit.hits if h.kind == "platform"] == [

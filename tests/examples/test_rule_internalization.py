@@ -42,3 +42,26 @@ def test_quick_mode_trains_both_conditions_and_writes_metrics_with_intervals(
             assert estimate["low"] <= estimate["value"] <= estimate["high"], (name, estimate)
         shifted = pooled["class_counts"]["contradicted"]
         assert sum(shifted.values()) == pooled["stale_rate"]["n"] == 4
+
+
+def test_quick_mode_of_the_rerun_evaluates_held_out_values_and_measures_recovery(
+    base_rootfs: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "rerun.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--backend", "bwrap", "--out", str(out),
+         "--conditions", "balanced", "switch", "--eval-variants", "original", "held-out"],
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    switch = results["conditions"]["switch"]
+    (run,) = switch["seeds"].values()
+    assert run["train"]["episodes"] + run["train"]["infra_errors"] == 32  # 16 before, 16 after
+    assert run["train"]["switch_at"] == 16 and len(run["train"]["passed"]) == 32
+    assert switch["recovery"]["switch_at"] == 16 and "episodes" in switch["recovery"]["text"]
+    for condition in results["conditions"].values():
+        held_out = condition["pooled"]["pass_rate[held-out]"]
+        assert held_out["n"] == 4 and 0.0 <= held_out["value"] <= 1.0
+    lines = (tmp_path / "rerun.training.jsonl").read_text().splitlines()
+    assert len(lines) == 16 + 32 and json.loads(lines[0])["condition"] == "balanced"
