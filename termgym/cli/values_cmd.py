@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
 from termgym.tasks import SECRET_ENV
 
@@ -24,14 +25,17 @@ from termgym.tasks import SECRET_ENV
     help="The secret the run was evaluated with (checked against its recorded fingerprint).",
 )
 @click.option("--all", "show_all", is_flag=True, help="List every episode, not only problems.")
-def verify_values_command(run_dir: Path, secret: str | None, show_all: bool) -> None:
+@task_paths
+def verify_values_command(
+    run_dir: Path, secret: str | None, show_all: bool, paths: tuple[str, ...]
+) -> None:
     """Re-derive every episode's enforced rule values from its seed, split and (with the
     secret) rotation period, and compare them with the recording. Exits 1 on a mismatch or
     an episode recorded under another secret."""
     from termgym.run._verify import verify_values
 
     try:
-        checks = verify_values(run_dir, secret)
+        checks = verify_values(run_dir, secret, paths)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc
     console = Console()

@@ -9,7 +9,7 @@ later, and a recording whose values were not drawn from that secret stands out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,9 +58,11 @@ def _draw_of(extra: Mapping[str, Any], secret: str | None) -> tuple[RuleDraw | N
     return RuleDraw(split, contradict, rotation), ""  # type: ignore[arg-type]
 
 
-def verify_values(run_dir: str | Path, secret: str | None = None) -> list[ValueCheck]:
+def verify_values(
+    run_dir: str | Path, secret: str | None = None, paths: Sequence[str | Path] = ()
+) -> list[ValueCheck]:
     """Check each recorded episode's enforced values against those its seed (and the
-    secret) derive.
+    secret) derive; `paths` are task folders searched first (as `termgym run --path`).
 
     Raises:
         RecordingError: `run_dir` holds no recorded episode.
@@ -83,7 +85,7 @@ def verify_values(run_dir: str | Path, secret: str | None = None) -> list[ValueC
             checks.append(ValueCheck(log.episode_id, "unverifiable", recorded, {}, "no seed"))
             continue
         try:
-            task = get_task(header.task)
+            task = get_task(header.task, list(paths) or None)
             switched = header.extra.get("switched") or None
             plan = instantiate(task, header.variant, int(header.seed), draw, switched)
         except TermgymError as exc:
