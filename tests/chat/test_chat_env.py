@@ -21,7 +21,15 @@ def all_text(messages: list[dict]) -> str:
 def test_a_tool_call_episode_is_graded_and_its_verdicts_stay_out_of_the_messages(
     cargo: str, run_id: str
 ) -> None:
-    chat = ChatEnv(termgym.make(cargo, variant="contradicted", backend="bwrap", run_id=run_id))
+    chat = ChatEnv(
+        termgym.make(
+            cargo,
+            variant="contradicted",
+            backend="bwrap",
+            run_id=run_id,
+            rule_draw={"contradict": "fixed"},  # the authored 150, which the test expects
+        )
+    )
     try:
         opening, _ = chat.reset(seed=1)
         assert [m["role"] for m in opening] == ["system", "user"]
@@ -101,7 +109,15 @@ def test_a_long_output_is_cut_to_the_token_budget_with_a_visible_note(
 
 def test_the_async_chat_api_matches_the_sync_one(cargo: str, run_id: str) -> None:
     async def episode() -> tuple[float, str | None, list[dict]]:
-        chat = ChatEnv(termgym.make(cargo, variant="contradicted", backend="bwrap", run_id=run_id))
+        chat = ChatEnv(
+            termgym.make(
+                cargo,
+                variant="contradicted",
+                backend="bwrap",
+                run_id=run_id,
+                rule_draw={"contradict": "fixed"},  # the authored 150, which the test expects
+            )
+        )
         try:
             await chat.areset(seed=1)
             await chat.astep(bash_call(READ_LIMIT))

@@ -25,7 +25,7 @@ from termgym.kinds import (
     unregister_grader,
 )
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
-from termgym.tasks import GraderSpec, RuleSet, Task, instantiate, load_task
+from termgym.tasks import GraderSpec, RuleDraw, RuleSet, Task, instantiate, load_task
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 BUNDLED_KINDS = {"pytest", "script", "file", "json", "regex", "python"}
@@ -47,7 +47,8 @@ def task() -> Task:
 
 
 def _fresh(sandbox: Sandbox, task: Task, variant: str = "contradicted"):
-    plan = instantiate(task, variant, seed=1)
+    # the authored contradict value: the tests below spell out the rule sets it gives
+    plan = instantiate(task, variant, seed=1, draw=RuleDraw(contradict="fixed"))
     prepare(sandbox, plan)
     return plan
 

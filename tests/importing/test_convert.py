@@ -15,7 +15,7 @@ import yaml
 from termgym.errors import ImportRefused, TaskError, TaskSpecError
 from termgym.importing import import_tasks, normalize_id, read_foreign, suggest_overlay
 from termgym.importing._script import plan_script
-from termgym.tasks import instantiate, load_task
+from termgym.tasks import RuleDraw, instantiate, load_task
 
 FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 TB = FOREIGN / "tb" / "tb-weight-limit"
@@ -155,7 +155,7 @@ def test_overlay_variants_rewrite_visible_files_tests_and_oracle(tmp_path: Path)
     import_tasks([TB], tmp_path, "terminal-bench")
     task = load_task(tmp_path / "tb-weight-limit")
     assert task.spec.variants == ["original", "contradicted", "withheld", "sampled"]
-    plan = instantiate(task, "contradicted", seed=1)
+    plan = instantiate(task, "contradicted", seed=1, draw=RuleDraw(contradict="fixed"))
     assert "no more than 150 kg" in plan.instruction
     assert b'"max_weight": 150' in plan.files["policy.json"]
     assert "LIMIT=150" in plan.solution("oracle")
@@ -167,6 +167,10 @@ def test_overlay_variants_rewrite_visible_files_tests_and_oracle(tmp_path: Path)
     assert b'"max_weight": null' in withheld.files["policy.json"]
     sampled = instantiate(task, "sampled", seed=3)
     assert sampled.rules_enforced["max_weight"] in (150, 200, 250)
+    drawn = instantiate(task, "contradicted", seed=3)  # drawn per episode by default
+    value = drawn.rules_enforced["max_weight"]
+    assert value != 100 and f"no more than {value} kg" in drawn.instruction
+    assert f"LIMIT={value}" in drawn.solution("oracle")
 
 
 @pytest.mark.parametrize(
