@@ -52,7 +52,11 @@ ensure_docker() {
         config=$(dockerd_config)
         log "docker: starting dockerd in the background (config: $config," \
             "log: /var/log/termgym-dockerd.log)"
-        nohup dockerd --config-file "$config" >/var/log/termgym-dockerd.log 2>&1 &
+        # In a session of its own (no hangup when ours ends), with every signal at its
+        # default: containers inherit the daemon's dispositions, and an ignored one handed
+        # down by whatever started this script would reach the agent's programs.
+        setsid python3 "$(dirname "${BASH_SOURCE[0]}")/../termgym/sandbox/_signals.py" \
+            dockerd --config-file "$config" >/var/log/termgym-dockerd.log 2>&1 </dev/null &
     fi
     for _ in $(seq 1 60); do
         if docker_answers; then

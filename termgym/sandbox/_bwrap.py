@@ -41,8 +41,9 @@ from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _fscopy, _seccomp, _userns
 from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
-from termgym.sandbox._common import ShellSandbox, default_signals, run_host
+from termgym.sandbox._common import ShellSandbox, run_host
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
+from termgym.sandbox._signals import default_signals
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 """Folders made writable when no overlay root can be mounted (plus the workdir)."""

@@ -125,19 +125,6 @@ class ShellSandbox:
         self.close()
 
 
-def default_signals() -> None:
-    """In a spawned child before exec: every signal back to its default disposition, none
-    blocked. A child inherits ignored signals: started from a script in the background (SIGINT
-    ignored) or from Python (SIGPIPE ignored), an agent's programs would shrug off Ctrl-C, and
-    `yes | head -1` would print "Broken pipe" and exit 1 instead of 141."""
-    for number in range(1, signal.NSIG):
-        if number in (signal.SIGKILL, signal.SIGSTOP):
-            continue
-        with contextlib.suppress(OSError, ValueError, RuntimeError):
-            signal.signal(number, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
-
-
 def run_host(
     argv: Sequence[str],
     *,

@@ -12,8 +12,9 @@ from typing import BinaryIO
 from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _fscopy
 from termgym.sandbox._base import RunResult, SandboxConfig
-from termgym.sandbox._common import ShellSandbox, default_signals, kill_session, run_host
+from termgym.sandbox._common import ShellSandbox, kill_session, run_host
 from termgym.sandbox._shell import BASH_ARGV
+from termgym.sandbox._signals import default_signals
 
 
 class LocalSandbox(ShellSandbox):
