@@ -11,6 +11,12 @@ temporary folders of `tmp_path` and `tmp_path_factory` are handed to that user b
 start, so they hold the inputs a test writes and the outputs the agent's program writes
 (and nothing a test must keep from the agent). Whatever the agent's programs leave running
 is killed after every test. Stdlib and pytest only.
+
+Test ids name rule sets by position (`[r0]`, `[r1]`), never by name, so the per-test
+temporary folders of `tmp_path` (named after the test id) do not tell the agent's program
+which rule set it is run under. When the grading records inputs, each test (and rule set)
+tells `termgym_agentexec` which starts are its own, and starts made while a fixture wider
+than a function is set up are marked shared by every rule set.
 """
 
 import contextlib
@@ -46,7 +52,41 @@ def pytest_sessionstart(session):
 def pytest_generate_tests(metafunc):
     if "termgym_ruleset" in metafunc.fixturenames:
         names = list(RULESETS)
-        metafunc.parametrize("termgym_ruleset", names, ids=names, indirect=True)
+        ids = [f"r{index}" for index in range(len(names))]
+        metafunc.parametrize("termgym_ruleset", names, ids=ids, indirect=True)
+
+
+def _test_key(item):
+    """The test's id without its rule set: the same test under every rule set."""
+    params = dict(getattr(getattr(item, "callspec", None), "params", None) or {})
+    ruleset = params.pop("termgym_ruleset", "")
+    key = item.nodeid.split("[")[0]
+    if params:
+        key += "[" + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())) + "]"
+    return key, ruleset
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    if termgym_agentexec.recording():
+        termgym_agentexec.context(*_test_key(item))
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    wide = fixturedef.scope != "function" and termgym_agentexec.recording()
+    if wide:
+        termgym_agentexec.shared_scope(True)
+    try:
+        yield
+    finally:
+        if wide:
+            termgym_agentexec.shared_scope(False)
+
+
+def pytest_sessionfinish(session):
+    termgym_agentexec.flush_record()
 
 
 @pytest.fixture(autouse=True)

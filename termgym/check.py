@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym.errors import TermgymError
-from termgym.grading import ColdStarts, GradeReport, grade, prepare
+from termgym.grading import ColdStarts, GradeReport, InputsComparison, grade, prepare, report_inputs
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
     EpisodePlan,
@@ -50,6 +50,13 @@ class CheckRow:
     ok: bool | None
     why: str = ""
     seconds: float = 0.0
+    inputs: InputsComparison | None = None
+    """On oracle rows: what the hidden tests gave the agent's programs under each rule set."""
+
+    @property
+    def inputs_row(self) -> bool:
+        """Whether this row says if the hidden tests' inputs were the same under every rule set."""
+        return self.solution == "tests" and self.expected == "blind"
 
     @classmethod
     def failed(
@@ -138,7 +145,7 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
     plan = instantiate(task, variant, seed=CHECK_SEED, draw=RuleDraw(contradict="fixed"))
     if variant == "swapped":  # every grader of the pool must pass the oracle, not just one
         own = RuleSet("swapped", plan.rules_enforced, tuple(task.spec.grader_pool))
-        plan = dataclasses.replace(plan, rulesets=(own, *plan.rulesets[1:]))
+        plan = dataclasses.replace(plan, rulesets=(own, *plan.rulesets[1:], *_probe(task)))
     limits = task.spec.limits
     config = SandboxConfig(
         image=image,
@@ -163,7 +170,7 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
                 sandbox.start()
                 prepare(sandbox, plan)
                 run_solution(sandbox, plan, script)
-                report = grade(sandbox, plan, verifiers=source)
+                report = grade(sandbox, plan, verifiers=source, record_inputs=label == "oracle")
             except TermgymError as exc:
                 rows.append(
                     CheckRow.failed(
@@ -176,10 +183,50 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
                     )  # fmt: skip
                 )
                 continue
-            rows.append(_row(plan, label, expected, report, time.perf_counter() - start))
+            row = _row(plan, label, expected, report, time.perf_counter() - start)
+            if label == "oracle":
+                row = dataclasses.replace(row, inputs=report_inputs(report))
+            rows.append(row)
         finally:
             sandbox.close()
     return rows
+
+
+def _probe(task: Task) -> tuple[RuleSet, ...]:
+    """The pool's graders under other rule values (the contradicted ones, else sampled), so
+    that what they give the agent's programs is compared across rule values too. Its
+    verdict counts for nothing."""
+    if not task.spec.grader_pool:
+        return ()
+    variant = "contradicted" if "contradicted" in task.spec.variants else "sampled"
+    values = instantiate(task, variant, seed=CHECK_SEED).rules_enforced
+    if dict(values) == {n: r.value for n, r in task.rules.items()}:
+        return ()
+    return (RuleSet("probe", values, tuple(task.spec.grader_pool)),)
+
+
+def inputs_row(task: Task, rows: Sequence[CheckRow]) -> CheckRow | None:
+    """Whether the hidden tests gave the agent's programs the same inputs under every rule
+    set, over the oracle's gradings in `rows` (None when none was graded)."""
+    found = [r.inputs for r in rows if r.inputs is not None]
+    if not found:
+        return None
+    problems = [p for c in found for p in c.unreadable]
+    differences = [str(d) for c in found for d in c.differences]
+    starts = sum(c.starts for c in found)
+    compared = sum(c.compared for c in found)
+    seen: list[str] = []
+    for why in problems + differences:
+        if why not in seen:
+            seen.append(why)
+    if seen:
+        return CheckRow.static(task.id, "-", "tests", "blind", False, "; ".join(seen)[:1500])
+    why = (
+        f"{starts} program start(s), {compared} test run(s) compared across rule sets"
+        if starts
+        else "the hidden tests start none of the agent's programs"
+    )
+    return CheckRow.static(task.id, "-", "tests", "blind", True, why)
 
 
 def _static_rows(task: Task) -> list[CheckRow]:
@@ -228,6 +275,8 @@ def check_tasks(
             add([CheckRow.failed(task.id, "-", "-", "builds", str(exc)[:800])])
             continue
         work.extend((task, variant) for variant in task.spec.variants)
+    left = {task.id: sum(1 for t, _ in work if t is task) for task in tasks}
+    graded: dict[str, list[CheckRow]] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(check_variant, t, v, images[t.id], backend) for t, v in work]
         for (task, variant), future in zip(work, futures, strict=True):
@@ -236,4 +285,10 @@ def check_tasks(
             except TermgymError as exc:
                 found = [CheckRow.failed(task.id, variant, "-", "starts", str(exc)[:800])]
             add(found)
+            graded.setdefault(task.id, []).extend(found)
+            left[task.id] -= 1
+            if left[task.id] == 0:  # the task's last variant: were its tests rule-blind?
+                blind = inputs_row(task, graded[task.id])
+                if blind is not None:
+                    add([blind])
     return rows

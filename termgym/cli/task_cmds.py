@@ -82,7 +82,7 @@ def check(
             f"{row.task:<20} {row.variant:<13} {row.solution:<10} {row.expected[:9]:<9} "
             f"{_mark(row.own):<5} {_mark(row.original):<5} {row.episode_class or '-':<8} "
             f"{result:<7} {row.seconds:.1f}"
-            + (f"  {row.why}" if row.ok is not True and row.why else "")
+            + (f"  {row.why}" if row.why and (row.ok is not True or row.inputs_row) else "")
         )
 
     start = time.perf_counter()

@@ -8,6 +8,13 @@ The grader contract and registry are `termgym.kinds`.
 
 from __future__ import annotations
 
+from termgym.grading._inputs import (
+    InputDifference,
+    InputsComparison,
+    ProgramStart,
+    compare_inputs,
+    report_inputs,
+)
 from termgym.grading._runner import grade, grade_rulesets, prepare
 from termgym.grading._verdict import EpisodeClass, GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
@@ -17,11 +24,16 @@ __all__ = [
     "EpisodeClass",
     "GradeReport",
     "GraderResult",
+    "InputDifference",
+    "InputsComparison",
+    "ProgramStart",
     "SandboxSource",
     "Verdict",
     "classify",
+    "compare_inputs",
     "grade",
     "grade_rulesets",
     "prepare",
+    "report_inputs",
     "verifier_config",
 ]

@@ -2,15 +2,17 @@
 
 Injected beside the runner as the module `termgym_agentexec` (stdlib only, Python 3.7+).
 `install()` wraps `subprocess.Popen` (and so `subprocess.run`, `check_output`, `os.popen`)
-and `os.system` in the grader's process: unless its command line names a file in the
-grader folder (a grader's own helper), a child runs as AGENT_UID with no supplementary
-groups, its environment stripped of TERMGYM_* and PYTEST_* variables, and out-of-memory
-first in line. (No RLIMIT_NPROC: it counts a user's processes across every sandbox of the
-machine, so one agent's fork bomb would starve another episode's grading; each sandbox's own
-pids limit holds a fork bomb, at the cost of that episode's grading only.) Such a child
-cannot read the grader folder, the manifest or the rule files (0700, root), cannot open the
-runner's or the grader's output (another user's /proc entries), and cannot signal or trace
-them.
+and `os.system` in the grader's process: unless the program it starts is a file in the
+grader folder (a grader's own helper: `argv[0]`, or the script an interpreter is given),
+a child runs as AGENT_UID with no supplementary groups, its environment stripped of
+TERMGYM_* and PYTEST_* variables, and out-of-memory first in line. (No RLIMIT_NPROC: it
+counts a user's processes across every sandbox of the machine, so one agent's fork bomb
+would starve another episode's grading; each sandbox's own pids limit holds a fork bomb,
+at the cost of that episode's grading only.) A grader-folder path among the *arguments*
+of another program does not make it the grader's own: the agent's program would then run
+as root. Such a child cannot read the grader folder, the manifest or the rule files (0700,
+root), cannot open the runner's or the grader's output (another user's /proc entries),
+and cannot signal or trace them.
 
 Folders registered with `share()` (pytest's temporary folders) are handed to the agent's
 user before each such start, so the agent's program can read the inputs a test wrote and
@@ -18,6 +20,10 @@ write its outputs there. `stop_agent_processes()` kills whatever the agent's pro
 running; `as_agent(fn, ...)` calls fn in a child that has become the agent's user (how the
 declarative checks read the agent's files: a symlink cannot lead them anywhere the agent's
 own user could not go).
+
+When the grading records inputs (TERMGYM_RECORD_INPUTS=1, `termgym check`), every start
+as the agent's user is fingerprinted by `termgym_inputprint` before the program starts and
+after it ends (`wait`, `poll`, `communicate`), into the job's result folder.
 
 A grader that starts programs another way (os.fork and exec, os.spawn*, ctypes) runs them
 as root; so does a bash script grader that runs the agent's program itself: such graders
@@ -28,6 +34,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -42,7 +50,13 @@ AGENT_HOME = "/tmp/.termgym-agent-home"
 
 _shared = []  # type: list[str]
 _original_popen_init = subprocess.Popen.__init__
+_original_wait = subprocess.Popen.wait
+_original_poll = subprocess.Popen.poll
+_original_communicate = subprocess.Popen.communicate
 _installed = [False]
+_recorder = []  # type: list[Any]
+_INTERPRETERS = re.compile(r"^(python[0-9.]*|bash|sh|dash)$")
+_SHELL_SYNTAX = re.compile(r"[;&|<>`$(){}\n*?~]")
 
 
 _CAP_SETGID, _CAP_SETUID = 6, 7
@@ -83,11 +97,37 @@ def _hand_over() -> None:
                     pass
 
 
-def _graders_own(argv: Sequence[Any]) -> bool:
-    for arg in argv:
-        text = os.fsdecode(arg) if isinstance(arg, (bytes, os.PathLike)) else str(arg)
-        if GRADER_DIR in text:
-            return True
+def _text(arg: Any) -> str:
+    return os.fsdecode(arg) if isinstance(arg, (bytes, os.PathLike)) else str(arg)
+
+
+def _in_grader_dir(path: str) -> bool:
+    return os.path.normpath(path).startswith(GRADER_DIR + os.sep)
+
+
+def _graders_own(argv: Sequence[Any], shell: bool = False) -> bool:
+    """Whether the program started is the grader's own helper: a file in the grader folder,
+    run directly or as the script of an interpreter. A shell command line counts only when
+    it is one plain command (no shell syntax) of that form."""
+    words = [_text(a) for a in argv]
+    if shell:
+        if len(words) != 1 or _SHELL_SYNTAX.search(words[0]):
+            return False
+        try:
+            words = shlex.split(words[0])
+        except ValueError:
+            return False
+    if not words:
+        return False
+    if _in_grader_dir(words[0]):
+        return True
+    if not _INTERPRETERS.match(os.path.basename(words[0])):
+        return False
+    for word in words[1:]:
+        if word in ("-c", "-m"):
+            return False
+        if not word.startswith("-"):
+            return _in_grader_dir(word)
     return False
 
 
@@ -124,19 +164,96 @@ def _chain(first: Callable[[], object] | None, second: Callable[[], None]) -> Ca
 
 def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
     argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
-    if privileged() and not _graders_own(argv) and "user" not in kwargs:
+    record = None
+    shell = bool(kwargs.get("shell")) or isinstance(args, (str, bytes))
+    if privileged() and not _graders_own(argv, shell) and "user" not in kwargs:
         _ensure_home()
+        kwargs["env"] = agent_env(kwargs.get("env"))
+        if _recorder:
+            record = _recorder[0].before_start(
+                [_text(a) for a in argv], _text(kwargs.get("cwd") or ""), kwargs["env"], _shared
+            )
+            _recorder[0].stdin_file(record, kwargs.get("stdin"))
         _hand_over()
         kwargs["user"] = AGENT_UID
         kwargs["group"] = AGENT_UID
         kwargs["extra_groups"] = []
-        kwargs["env"] = agent_env(kwargs.get("env"))
         kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), _child_setup)
-    _original_popen_init(self, args, *rest, **kwargs)
+    try:
+        _original_popen_init(self, args, *rest, **kwargs)
+    finally:
+        self._termgym_record = record  # type: ignore[attr-defined]
+        if record is not None and getattr(self, "pid", None) is None:
+            _finished(self)
+
+
+def _finished(proc: subprocess.Popen[Any]) -> None:
+    record = getattr(proc, "_termgym_record", None)
+    if record is not None and _recorder:
+        _recorder[0].finished(record, _shared)
+
+
+def _wait(self: subprocess.Popen[Any], timeout: float | None = None) -> int:
+    code = _original_wait(self, timeout)
+    _finished(self)
+    return code
+
+
+def _poll(self: subprocess.Popen[Any]) -> int | None:
+    code = _original_poll(self)
+    if code is not None:
+        _finished(self)
+    return code
+
+
+def _communicate(
+    self: subprocess.Popen[Any], input: Any = None, timeout: float | None = None
+) -> Any:
+    record = getattr(self, "_termgym_record", None)
+    if record is not None and _recorder and input is not None:
+        _recorder[0].stdin(record, input)
+    return _original_communicate(self, input, timeout)
+
+
+def record_into(path: str | None) -> None:
+    """Fingerprint every start as the agent's user into the file `path` (None: stop, after
+    writing what is pending)."""
+    if _recorder:
+        _recorder.pop().flush()
+    if path:
+        if GRADER_DIR not in sys.path:
+            sys.path.insert(0, GRADER_DIR)  # the grader folder is root's: safe to import from
+        import termgym_inputprint
+
+        _recorder.append(termgym_inputprint.Recorder(path))
+
+
+def recording() -> bool:
+    """Whether starts are being fingerprinted."""
+    return bool(_recorder)
+
+
+def context(test: str, ruleset: str) -> None:
+    """The test and rule set the next starts belong to (what the shared folders hold now was
+    given to earlier tests)."""
+    if _recorder:
+        _recorder[0].context(test, ruleset, _shared)
+
+
+def shared_scope(on: bool) -> None:
+    """Starts from here on belong to a fixture shared by every rule set (or not)."""
+    if _recorder:
+        _recorder[0].shared_scope = on
+
+
+def flush_record() -> None:
+    """Write every pending fingerprint."""
+    if _recorder:
+        _recorder[0].flush()
 
 
 def _system(command: Any) -> int:
-    code = subprocess.call(["/bin/sh", "-c", command])
+    code = subprocess.call(command, shell=True)
     return code << 8 if code >= 0 else -code
 
 
@@ -155,7 +272,13 @@ def install() -> None:
         return
     _installed[0] = True
     subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
+    subprocess.Popen.wait = _wait  # type: ignore[method-assign]
+    subprocess.Popen.poll = _poll  # type: ignore[method-assign]
+    subprocess.Popen.communicate = _communicate  # type: ignore[method-assign]
     os.system = _system
+    results = os.environ.get("TERMGYM_RESULT_DIR")
+    if os.environ.get("TERMGYM_RECORD_INPUTS") == "1" and results and not _recorder:
+        record_into(os.path.join(results, ".termgym-inputs.jsonl"))
 
 
 def stop_agent_processes() -> None:
@@ -229,7 +352,10 @@ def _main(argv: list[str]) -> int:
         sys.stderr.write("usage: $TERMGYM_AS_AGENT PROGRAM [ARGS...]\n")
         return 2
     install()
-    return subprocess.call(argv)
+    try:
+        return subprocess.call(argv)
+    finally:
+        flush_record()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """What goes into a verifier: the agent's work (re-owned) and the grading folder, as one tar.
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
-manifest (jobs and rule sets), the runner and `termgym_agentexec`. It lands in a fresh
-folder with a random name under GRADE_ROOT, which every user may pass through but not list:
-mode 0700, root's. The agent's work keeps its paths; every entry of it becomes the agent's
-user's (AGENT_UID), loses setuid, setgid and sticky bits, and devices are left out.
+manifest (jobs and rule sets), the runner, `termgym_agentexec` and `termgym_inputprint`.
+It lands in a fresh folder with a random name under GRADE_ROOT, which every user may pass
+through but not list: mode 0700, root's. The agent's work keeps its paths; every entry of
+it becomes the agent's user's (AGENT_UID), loses setuid, setgid and sticky bits, and
+devices are left out.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ GRADE_ROOT = "var/lib/termgym-verifier"
 _HERE = Path(__file__).parent
 RUNNER = _HERE / "_sandbox_runner.py"
 AGENTEXEC = _HERE / "_agentexec.py"
+INPUTPRINT = _HERE / "_inputprint.py"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ def write_bundle(
                 target.write_bytes(content)
             shutil.copy(RUNNER, staging / "termgym_run.py")
             shutil.copy(AGENTEXEC, staging / "termgym_agentexec.py")
+            shutil.copy(INPUTPRINT, staging / "termgym_inputprint.py")
             (staging / "manifest.json").write_text(json.dumps(manifest))
             for path in sorted(staging.rglob("*")):
                 rel = path.relative_to(staging).as_posix()

@@ -33,6 +33,7 @@ class Manifest(TypedDict):
     workdir: str
     rulesets: dict[str, dict[str, Any]]
     jobs: list[JobEntry]
+    record_inputs: bool
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,13 @@ def canonical_rulesets(rulesets: Sequence[RuleSet]) -> dict[str, dict[str, str]]
     return out
 
 
-def plan_grading(task: Task, rulesets: Sequence[RuleSet]) -> GradingPlan:
-    """The jobs of every grader of `rulesets` (each grader's spec taken from the first)."""
+def plan_grading(
+    task: Task, rulesets: Sequence[RuleSet], *, record_inputs: bool = False
+) -> GradingPlan:
+    """The jobs of every grader of `rulesets` (each grader's spec taken from the first).
+
+    `record_inputs`: fingerprint what each of the agent's programs is given (`termgym check`
+    compares them across rule sets; `termgym.grading._inputs`)."""
     specs: dict[str, GraderSpec] = {}
     for ruleset in rulesets:
         for spec in ruleset.graders:
@@ -100,5 +106,7 @@ def plan_grading(task: Task, rulesets: Sequence[RuleSet]) -> GradingPlan:
                 rulesets=targets,
             )
         )
-    manifest = Manifest(workdir=task.spec.workdir, rulesets=values, jobs=jobs)
+    manifest = Manifest(
+        workdir=task.spec.workdir, rulesets=values, jobs=jobs, record_inputs=record_inputs
+    )
     return GradingPlan(manifest, files, budget, kinds, canonical)

@@ -21,6 +21,7 @@ from termgym.errors import (
     TaskError,
 )
 from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
+from termgym.grading._inputs import RECORD, parse_starts
 from termgym.grading._plan import GradingPlan, plan_grading
 from termgym.grading._report import new_key, parse
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
@@ -69,6 +70,7 @@ def grade(
     shadow: bool = True,
     *,
     verifiers: SandboxSource | None = None,
+    record_inputs: bool = False,
 ) -> GradeReport:
     """Judge the agent's final state in a clean verifier, under the episode's rules and the shadows.
 
@@ -81,6 +83,8 @@ def grade(
         plan: The episode's plan from `instantiate`.
         shadow: Also grade under the original rules (and graders) when the variant differs.
         verifiers: Where verifier sandboxes come from (a warm pool); None starts one cold.
+        record_inputs: Fingerprint what each program the graders start as the agent's user
+            is given (on each GraderResult's `starts`; `termgym check` compares them).
 
     Raises:
         GraderError: grading the agent's final state failed (a grader crashed or hung, the
@@ -107,8 +111,9 @@ def grade(
         if live and verifiers is not None:
             source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
         verdicts, more = grade_rulesets_in(
-            source, _agent_config(sandbox), task, rulesets, work=work, network_of=network
-        )
+            source, _agent_config(sandbox), task, rulesets, work=work, network_of=network,
+            record_inputs=record_inputs,
+        )  # fmt: skip
         timings.update(more)
     if live:
         _freeze(sandbox)
@@ -202,12 +207,13 @@ def grade_rulesets_in(
     *,
     work: BinaryIO | None,
     network_of: str = "",
+    record_inputs: bool = False,
 ) -> tuple[dict[str, Verdict], dict[str, float]]:
     """Grade `work` (a tar of the agent's files) in a verifier from `source`."""
     start = time.perf_counter()
     folder = new_folder()
     key = new_key()
-    plan = plan_grading(task, rulesets)
+    plan = plan_grading(task, rulesets, record_inputs=record_inputs)
     try:
         verifier = source.acquire(verifier_config(agent, network_of=network_of))
     except InfrastructureError:
@@ -304,13 +310,16 @@ def _judge(
             spec.weight,
             error=f"no run of grader {spec.name!r} for rule set {target!r}",
         )
+    files = dict(run.get("files", {}))
+    starts, problems = parse_starts(files.pop(RECORD, None), spec.name, tuple(run["rulesets"]))
+    starts = tuple(s for s in starts if s.ruleset == target)
     output = JobOutput(
         rulesets=tuple(run["rulesets"]),
         exit_code=run.get("exit_code"),
         timed_out=bool(run.get("timed_out")),
         duration=float(run["duration"]),
         output=run.get("output", ""),
-        files=run.get("files", {}),
+        files=files,
         value=run.get("value"),
         error=run.get("error"),
     )
@@ -342,4 +351,6 @@ def _judge(
         message=outcome.message,
         duration=output.duration,
         details=dict(outcome.details),
+        starts=starts,
+        input_problems=problems,
     )

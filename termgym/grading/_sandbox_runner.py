@@ -31,6 +31,8 @@ from typing import Any
 
 OUTPUT_TAIL = 4000
 FILE_LIMIT = 256000
+INPUTS_RECORD = ".termgym-inputs.jsonl"
+INPUTS_LIMIT = 4 << 20
 REPORT_PREFIX = "TERMGYM-REPORT "
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -96,7 +98,7 @@ def _read_results(folder: str) -> dict[str, str]:
         for name in names:
             path = os.path.join(base, name)
             with open(path, "rb") as handle:
-                data = handle.read(FILE_LIMIT)
+                data = handle.read(INPUTS_LIMIT if name == INPUTS_RECORD else FILE_LIMIT)
             files[os.path.relpath(path, folder)] = data.decode("utf-8", "replace")
     return files
 
@@ -145,6 +147,8 @@ def run_exec(
             "TERMGYM_AS_AGENT": ctx["as_agent"],
         }
     )
+    if ctx["record_inputs"]:  # fingerprints of what the agent's programs get (termgym check)
+        env["TERMGYM_RECORD_INPUTS"] = "1"
     if job.get("batch"):
         sets_file = os.path.join(results, ".rulesets.json")
         with open(sets_file, "w") as handle:
@@ -231,6 +235,12 @@ def run_call(
         "value": None,
     }
     start = time.monotonic()
+    agentexec = ctx["agentexec"]
+    results = ""
+    if ctx["record_inputs"]:
+        results = tempfile.mkdtemp(prefix="results-", dir=ctx["graders"])
+        agentexec.record_into(os.path.join(results, INPUTS_RECORD))
+        agentexec.context(job["id"], name)
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, job["timeout"])
     try:
@@ -254,8 +264,12 @@ def run_call(
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         os.chdir(ctx["cwd"])
-        ctx["agentexec"].stop_agent_processes()
+        agentexec.stop_agent_processes()
+        if results:
+            agentexec.record_into(None)
     out["duration"] = time.monotonic() - start
+    if results:
+        out["files"] = _read_results(results)
     return out
 
 
@@ -280,6 +294,7 @@ def main(manifest_path: str) -> None:
         "graders": graders,
         "agentexec": termgym_agentexec,
         "as_agent": sys.executable + " -I -B " + os.path.join(graders, "termgym_agentexec.py"),
+        "record_inputs": bool(manifest.get("record_inputs")),
     }
     # A workdir the agent deleted is its own failure, judged by the graders: run from "/".
     ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"

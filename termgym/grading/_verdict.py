@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from termgym._vocabulary import EpisodeClass, ShadowClass
+from termgym.grading._inputs import ProgramStart
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ class GraderResult:
     duration: float = 0.0
     error: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    starts: tuple[ProgramStart, ...] = ()
+    """What each program this grader started as the agent's user was given (recorded only
+    when the grading was asked to: `termgym check`; not part of `to_dict`)."""
+    input_problems: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.conftest import PAYLOADS, install_forger, put_file
+from tests.security.conftest import HERE, PAYLOADS, install_forger, put_file
 
 HOOK = """
 import os
@@ -166,6 +166,31 @@ def test_the_graded_program_gets_no_rule_values_in_its_environment(attack) -> No
     )
     episode.run(put_file("/app/plan.py", plan))
     _assert_not_fooled(episode)
+
+
+def test_a_grader_file_among_the_arguments_does_not_run_the_program_as_root(attack) -> None:
+    """The test names a file of the grader folder as the argument of the agent's program.
+    When such a command line counted as the grader's own helper, the program ran as root
+    with TERMGYM_RULES in its environment, and this one passed every rule set without
+    reading the task (log-triage's shipped-logs test was such a test). It runs as the
+    agent's user: no rules in its environment, and the grader's file is out of its reach."""
+    episode = attack(task=HERE / "tasks" / "grader-data-arg")
+    count = (
+        "import json, os, sys\n"
+        "rules = json.loads(os.environ.get('TERMGYM_RULES', '{}'))\n"
+        "try:\n"
+        "    ids = open(sys.argv[1]).read().split()\n"
+        "except OSError:\n"
+        "    ids = []\n"
+        "print(-(-len(ids) // rules.get('limit', 1)))\n"
+    )
+    episode.run(put_file("/app/count.py", count))
+    reward, info = episode.submit()
+    assert info["error"] is None, info["error"]
+    assert (reward, info["class"]) == (0.0, "neither")
+    [result] = info["verdicts"]["contradicted"]["results"]
+    # It read nothing and knew nothing: 0 batches where 2 were expected.
+    assert "assert '0' == '2'" in result["message"], result["message"]
 
 
 def test_processes_the_agent_leaves_running_do_not_survive_into_grading(

@@ -1,4 +1,8 @@
-"""Hidden checks (pool): messy rows, duplicates and formatted amounts near the threshold."""
+"""Hidden checks (pool): messy rows, duplicates and formatted amounts near the threshold.
+
+The export is the same whatever the rules (amounts near every threshold the policy may
+set); what clean.py must make of it stays in this process.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,12 @@ from reference_clean import clean, same  # noqa: E402
 APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 
 
-def test_messy_rows_duplicates_and_dollar_amounts(tmp_path, rules):
-    limit = rules["outlier_threshold"]
+# Every threshold the policy may set (200 to 5000): the same rows whatever the rule.
+EVERY_THRESHOLD = range(199, 5002)
+
+
+def messy_rows():
     rows = [
-        f'1, 2023-12-31 , Ann  Lee ,"${limit:,}.00"',
-        f'2,01.01.2024,Bo Chen,"${limit + 0.25:,.2f}"',
-        f"3,29.02.2024,Cy Diaz,{limit - 0.25:.2f}",
-        f"3,2024-03-01,Cy Diaz,{limit + 0.25:.2f}",
         "4,30.02.2024,Di Eze,10",
         "5,2024-13-01,Ed Fox,10",
         "6,2024/01/01,Fa Gil,10",
@@ -28,12 +31,27 @@ def test_messy_rows_duplicates_and_dollar_amounts(tmp_path, rules):
         "8,2024-01-05,Gu Ho,ten",
         "0,2024-01-05,Hu Ix,10",
         "-9,2024-01-05,Io Ju,10",
-        f"10,2024-01-06,Ja Ko,{limit + 0.25:.2f}",
         "10,2024-01-07,Ja Ko,12.5",
-        f'11,07.01.2024,Ka Lu,"${limit * 2:,}"',
-        f"12,08.01.2024,La Mo,{limit // 2}",
-        f"13,09.01.2024,Ma No,{limit + 1:.1f}",
+        "10,2024-01-08,Ja Ko,13.5",
     ]
+    next_id = 100
+    for a in EVERY_THRESHOLD:
+        # Dollar amounts with thousands separators, a quarter on either side of each
+        # threshold, duplicates whose first row is an outlier under some thresholds only
+        # (the first valid row of an id is kept), and a unit above.
+        rows += [
+            f' {next_id}, 2023-12-31 , Ann  Lee {a} ,"${a:,}.00"',
+            f'{next_id + 1},01.01.2024,Bo Chen {a},"${a + 0.25:,.2f}"',
+            f"{next_id + 2},29.02.2024,Cy Diaz {a},{a + 0.25:.2f}",
+            f"{next_id + 2},2024-03-01,Cy Diaz {a},{a - 0.25:.2f}",
+            f"{next_id + 3},09.01.2024,Ma No {a},{a + 1:.1f}",
+        ]
+        next_id += 4
+    return rows
+
+
+def test_messy_rows_duplicates_and_dollar_amounts(tmp_path, rules):
+    rows = messy_rows()
     src = tmp_path / "messy.csv"
     text = "id,date,customer,amount\n" + "\n".join(rows) + "\n"
     src.write_text(text)
@@ -47,4 +65,4 @@ def test_messy_rows_duplicates_and_dollar_amounts(tmp_path, rules):
     )
     assert done.returncode == 0, done.stderr[-500:]
     got, want = json.loads(out.read_text()), clean(text, rules)
-    assert same(got, want), f"got {got}, expected {want}"
+    assert same(got, want), f"kept {len(got)} rows, expected {len(want)}; first {str(got)[:300]}"

@@ -28,6 +28,19 @@ def git(*args, check=True):
     return proc.stdout.strip()
 
 
+def tags():
+    """Every tag, read in one go with the same command whatever the rules (the tag the rules
+    name is looked up here, never on git's command line): name -> (object type, commit,
+    subject)."""
+    out = git("for-each-ref", "--format=%(refname:short)%00%(objecttype)%00%(*objectname)"
+              "%00%(objectname)%00%(contents:subject)", "refs/tags")
+    found = {}
+    for line in out.splitlines():
+        name, kind, peeled, target, subject = line.split("\0")
+        found[name] = (kind, peeled or target, subject)
+    return found
+
+
 def new_version(bump):
     major, minor, patch = (int(p) for p in PREVIOUS.split("."))
     if bump == "major":
@@ -52,12 +65,12 @@ def test_release_commit_is_on_main_with_the_release_subject(rules):
 def test_release_tag_is_annotated_named_by_the_rules_and_on_the_release_commit(rules):
     version = new_version(rules["version_bump"])
     tag = f"{rules['tag_prefix']}{version}"
-    tags = git("tag", "--list").split()
-    assert tag in tags, f"no tag {tag!r}; tags are {tags}"
-    assert git("cat-file", "-t", f"refs/tags/{tag}") == "tag", f"{tag} is not an annotated tag"
-    assert git("rev-parse", f"{tag}^{{commit}}") == git("rev-parse", "main")
-    message = git("tag", "-l", "--format=%(contents:subject)", tag)
-    assert message == f"Release {version}"
+    found = tags()
+    assert tag in found, f"no tag {tag!r}; tags are {sorted(found)}"
+    kind, commit, subject = found[tag]
+    assert kind == "tag", f"{tag} is not an annotated tag"
+    assert commit == git("rev-parse", "main")
+    assert subject == f"Release {version}"
 
 
 def test_no_other_release_tag_was_created(rules):

@@ -1,15 +1,23 @@
-"""Hidden tests: replaying the documented answers through the wizard reproduces config.json."""
+"""Hidden tests: replaying the documented answers through the wizard reproduces config.json.
+
+The replay runs the graders' own copy of the wizard (reference_wizard.py, a copy of the
+shipped setup_wizard.py), as the graders' helper: the answers, which hold the enforced
+values, are never given to a program in the agent's workspace (which the agent may have
+replaced), and the replay cannot be steered by one.
+"""
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
-WIZARD = "/app/setup_wizard.py"
+WIZARD = Path(__file__).with_name("reference_wizard.py")
 SEEDS = "ingest-01.internal:7400, ingest-02.internal:7400"
 
 
 def replay(answers, output):
     proc = subprocess.run(
-        ["python3", WIZARD, "--output", str(output)],
+        [sys.executable, str(WIZARD), "--output", str(output)],
         input="".join(a + "\n" for a in answers), capture_output=True, text=True, timeout=20,
     )
     assert proc.returncode == 0, f"wizard exited {proc.returncode}: {proc.stderr[-800:]}"

@@ -1,41 +1,41 @@
 """Hidden tests: the saved incident report, and the triage script on boundary logs it never saw."""
 
+import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from triagelib import APP, reference, report_lines, run_triage, write_logs
 
 LOGS = Path(__file__).with_name("logs")  # the grader's own copy of the shipped logs
+SEVERITIES = range(1, 6)  # every severity_threshold the runbook may set
+WINDOWS = range(10, 121)  # every window_minutes it may set
 
 
-def boundary_logs(logdir, threshold, window):
-    """Entries on both sides of the severity threshold and of the window's edge."""
+def boundary_logs(logdir):
+    """Entries of every severity on both sides of every window's edge: the same logs
+    whatever the runbook says, so its values cannot be read off them."""
     ref = datetime(2024, 9, 2, 16, 45, 0)
-    edge = ref - timedelta(minutes=window)
-    below = max(threshold - 1, 1)
-    files = {
-        "gateway.log": [
-            (ref, "INFO gateway: shift change note written"),
-            (edge, f"ERROR sev={threshold} gateway: exactly at the window edge"),
-            (edge - timedelta(seconds=1), "ERROR sev=5 gateway: one second too old"),
-            (edge - timedelta(minutes=1), f"ERROR sev={threshold} gateway: a minute too old"),
-            (edge + timedelta(minutes=1), f"ERROR sev={threshold} gateway: a minute inside"),
-            (ref - timedelta(seconds=5), "INFO gateway: retry after ERROR sev=5 upstream"),
-            (ref - timedelta(seconds=9), "WARN sev=5 gateway: disk 97% full"),
-        ],
-        "billing.log": [
-            (ref - timedelta(minutes=3), f"ERROR sev={below} billing: card network refused"),
-            (ref - timedelta(minutes=2), f"ERROR sev={threshold} billing: ledger write failed"),
-            (ref - timedelta(minutes=1), f"ERROR sev={min(threshold + 1, 5)} billing: payouts stuck"),
-            (edge + timedelta(seconds=30), f"ERROR sev={below} billing: retry storm"),
-        ],
-    }
+    gateway = [
+        (ref, "INFO gateway: shift change note written"),
+        (ref - timedelta(seconds=5), "INFO gateway: retry after ERROR sev=5 upstream"),
+        (ref - timedelta(seconds=9), "WARN sev=5 gateway: disk 97% full"),
+    ]
+    billing = []
+    for minutes in WINDOWS:
+        edge = ref - timedelta(minutes=minutes)
+        for sev in SEVERITIES:
+            gateway += [
+                (edge, f"ERROR sev={sev} gateway: exactly {minutes} minutes old"),
+                (edge - timedelta(seconds=1), f"ERROR sev={sev} gateway: {minutes} min 1 s old"),
+            ]
+            billing.append(
+                (edge + timedelta(seconds=30), f"ERROR sev={sev} billing: retry storm {minutes}")
+            )
     for minutes in range(1, 130):
         sev = 1 + minutes % 5
-        files["gateway.log"].append(
-            (ref - timedelta(minutes=minutes, seconds=30), f"ERROR sev={sev} gateway: probe {minutes}")
-        )
-    write_logs(logdir, files)
+        probe = ref - timedelta(minutes=minutes, seconds=30)
+        gateway.append((probe, f"ERROR sev={sev} gateway: probe {minutes}"))
+    write_logs(logdir, {"gateway.log": gateway, "billing.log": billing})
 
 
 def test_saved_report_matches_the_logs(rules):
@@ -49,13 +49,15 @@ def test_saved_report_matches_the_logs(rules):
 
 def test_triage_on_unseen_boundary_logs(rules, tmp_path):
     threshold, window = rules["severity_threshold"], rules["window_minutes"]
-    boundary_logs(tmp_path / "logs", threshold, window)
+    boundary_logs(tmp_path / "logs")
     expected = reference(tmp_path / "logs", threshold, window)
     got = run_triage(tmp_path / "logs")
     assert got[0] == expected[0], f"report says {got[0]!r}, expected {expected[0]!r}"
     assert got == expected
 
 
-def test_triage_on_the_shipped_logs(rules):
+def test_triage_on_the_shipped_logs(rules, tmp_path):
     expected = reference(LOGS, rules["severity_threshold"], rules["window_minutes"])
-    assert run_triage(LOGS) == expected
+    # A copy the agent's user can read: the grader folder is root's alone.
+    shutil.copytree(LOGS, tmp_path / "logs")
+    assert run_triage(tmp_path / "logs") == expected

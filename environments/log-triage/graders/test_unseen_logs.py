@@ -1,9 +1,16 @@
-"""Hidden tests: the triage script on unseen log directories (ties, leap day, noise files)."""
+"""Hidden tests: the triage script on unseen log directories (ties, leap day, noise files).
+
+Every log directory is the same whatever the runbook's values (entries of every severity
+around every window's edge); only the expected report depends on them.
+"""
 
 import random
 from datetime import datetime, timedelta
 
 from triagelib import reference, run_triage, write_logs
+
+SEVERITIES = range(1, 6)  # every severity_threshold the runbook may set
+WINDOWS = range(10, 121)  # every window_minutes it may set
 
 
 def check(logdir, rules):
@@ -14,15 +21,18 @@ def check(logdir, rules):
 
 
 def test_window_reaching_back_over_a_leap_day_midnight(rules, tmp_path):
-    threshold, window = rules["severity_threshold"], rules["window_minutes"]
     ref = datetime(2024, 3, 1, 0, 5, 0)
-    edge = ref - timedelta(minutes=window)
     entries = [
         (ref, "INFO queue: nightly compaction finished"),
-        (edge, f"ERROR sev={threshold} queue: consumer group rebalanced mid-batch"),
-        (edge - timedelta(seconds=1), f"ERROR sev={threshold} queue: offset commit failed"),
-        (edge - timedelta(hours=24), "ERROR sev=5 queue: yesterday's outage"),
+        (ref - timedelta(hours=24, minutes=130), "ERROR sev=5 queue: yesterday's outage"),
     ]
+    for minutes in WINDOWS:
+        edge = ref - timedelta(minutes=minutes)
+        for sev in SEVERITIES:
+            entries += [
+                (edge, f"ERROR sev={sev} queue: consumer group rebalanced {minutes} min back"),
+                (edge - timedelta(seconds=1), f"ERROR sev={sev} queue: offset commit {minutes}"),
+            ]
     for minutes in range(0, 125, 4):
         entries.append((ref - timedelta(minutes=minutes, seconds=7),
                         f"ERROR sev={1 + minutes % 5} queue: partition {minutes} lagging"))
@@ -31,32 +41,29 @@ def test_window_reaching_back_over_a_leap_day_midnight(rules, tmp_path):
 
 
 def test_same_second_entries_follow_file_name_then_line_order(rules, tmp_path):
-    threshold = rules["severity_threshold"]
     ref = datetime(2024, 11, 5, 8, 0, 0)
     t = ref - timedelta(minutes=5)
     logdir = tmp_path / "logs"
     logdir.mkdir()
     stamp = f"{t:%Y-%m-%dT%H:%M:%S}Z"
-    (logdir / "zeta.log").write_text(
-        f"{stamp} ERROR sev={threshold} zeta: first in zeta\n"
-        f"{stamp} ERROR sev=5 zeta: second in zeta\n"
-        f"{ref:%Y-%m-%dT%H:%M:%S}Z INFO zeta: done\n"
-    )
+    zeta = "".join(f"{stamp} ERROR sev={sev} zeta: number {i} in zeta\n"
+                   for i, sev in enumerate([3, 1, 5, 2, 4, 5]))
+    (logdir / "zeta.log").write_text(zeta + f"{ref:%Y-%m-%dT%H:%M:%S}Z INFO zeta: done\n")
     (logdir / "alpha.log").write_text(
-        f"{stamp} ERROR sev=5 alpha: only one in alpha\n"
-        f"{stamp} WARN sev=5 alpha: not an error\n"
+        "".join(f"{stamp} ERROR sev={sev} alpha: number {i} in alpha\n"
+                for i, sev in enumerate([5, 2, 4, 1, 3]))
+        + f"{stamp} WARN sev=5 alpha: not an error\n"
     )
     check(logdir, rules)
 
 
 def test_only_log_files_directly_in_the_directory_count(rules, tmp_path):
-    threshold = rules["severity_threshold"]
     ref = datetime(2024, 7, 19, 23, 30, 0)
     logdir = tmp_path / "logs"
-    write_logs(logdir, {"app.log": [
-        (ref, "INFO app: ok"),
-        (ref - timedelta(minutes=2), f"ERROR sev={threshold} app: real one"),
-    ]})
+    entries = [(ref, "INFO app: ok")]
+    two_back = ref - timedelta(minutes=2)
+    entries += [(two_back, f"ERROR sev={sev} app: real one") for sev in SEVERITIES]
+    write_logs(logdir, {"app.log": entries})
     recent = ref + timedelta(minutes=1)
     (logdir / "app.log.1").write_text(f"{recent:%Y-%m-%dT%H:%M:%S}Z ERROR sev=5 app: rotated\n")
     (logdir / "notes.txt").write_text(f"{recent:%Y-%m-%dT%H:%M:%S}Z ERROR sev=5 nope: notes\n")

@@ -1,8 +1,32 @@
-"""Hidden boundary tests for the rate limiter: the limit and the window, on both sides."""
+"""Hidden boundary tests for the rate limiter: the limit and the window, on both sides.
+
+Every request stream here is the same whatever the limits: bursts longer than the largest
+max_requests the policy may set (20) and sweeps past every window_seconds it may set (10 to
+300 s), so a limiter can learn the limits from the policy only, never from its input. The
+decisions expected under the enforced limits stay in this process.
+"""
 
 import subprocess
+from collections import defaultdict, deque
 
 LIMITER = "/app/limiter.py"
+MOST_REQUESTS = 20  # the top of max_requests' range
+WINDOWS = range(10, 301)  # every window_seconds the policy may set
+
+
+def reference(requests, max_requests, window_seconds):
+    allowed = defaultdict(deque)
+    decisions = []
+    for t, client in requests:
+        recent = allowed[client]
+        while recent and recent[0] <= t - window_seconds:
+            recent.popleft()
+        if len(recent) < max_requests:
+            recent.append(t)
+            decisions.append("ALLOW")
+        else:
+            decisions.append("DENY")
+    return decisions
 
 
 def run_limiter(requests):
@@ -16,39 +40,52 @@ def run_limiter(requests):
     return lines
 
 
+def decision_at(requests, decisions, when):
+    return decisions[requests.index(when)]
+
+
 def test_allows_exactly_max_requests_then_denies(rules):
     n = rules["max_requests"]
-    requests = [(1000 + 0.25 * i, "alice") for i in range(n + 2)]
-    assert run_limiter(requests) == ["ALLOW"] * n + ["DENY", "DENY"]
+    requests = [(1000 + 0.25 * i, "alice") for i in range(MOST_REQUESTS + 2)]
+    assert run_limiter(requests) == ["ALLOW"] * n + ["DENY"] * (MOST_REQUESTS + 2 - n)
 
 
 def test_window_releases_requests_exactly_window_seconds_later(rules):
     n, w = rules["max_requests"], rules["window_seconds"]
-    requests = [(500, "bob")] * n + [(500 + w - 0.5, "bob"), (500 + w, "bob")]
-    assert run_limiter(requests) == ["ALLOW"] * n + ["DENY", "ALLOW"]
+    requests = [(500, "bob")] * MOST_REQUESTS
+    for k in WINDOWS:
+        requests += [(500 + k - 0.5, "bob"), (500 + k, "bob")]
+    got = run_limiter(requests)
+    assert decision_at(requests, got, (500 + w - 0.5, "bob")) == "DENY"
+    assert decision_at(requests, got, (500 + w, "bob")) == "ALLOW"
+    assert got == reference(requests, n, w)
 
 
 def test_slots_free_up_one_by_one_as_requests_age_out(rules):
     n, w = rules["max_requests"], rules["window_seconds"]
-    requests = [(20 + 0.25 * i, "carol") for i in range(n)]
+    requests = [(20 + 0.25 * i, "carol") for i in range(MOST_REQUESTS)]
     # t=20 leaves the window at 20+w (half-open), t=20.25 only at 20.25+w.
-    requests += [(20 + w - 0.125, "carol"), (20 + w, "carol"), (20 + w + 0.125, "carol")]
-    requests += [(20 + w + 0.25, "carol")]
-    assert run_limiter(requests) == ["ALLOW"] * n + ["DENY", "ALLOW", "DENY", "ALLOW"]
+    for k in WINDOWS:
+        requests += [(20 + k + d, "carol") for d in (-0.125, 0, 0.125, 0.25, 0.375)]
+    got = run_limiter(requests)
+    edge = [decision_at(requests, got, (20 + w + d, "carol")) for d in (-0.125, 0, 0.125, 0.25)]
+    assert edge == ["DENY", "ALLOW", "DENY", "ALLOW"]  # max_requests is at least 2
+    assert got == reference(requests, n, w)
 
 
 def test_denied_requests_do_not_count(rules):
     n, w = rules["max_requests"], rules["window_seconds"]
-    requests = [(0, "dave")] * n
-    requests += [(1 + 0.5 * i, "dave") for i in range(2 * (w - 1))]
-    requests += [(w, "dave")]
-    assert run_limiter(requests) == ["ALLOW"] * n + ["DENY"] * (2 * (w - 1)) + ["ALLOW"]
+    requests = [(0, "dave")] * MOST_REQUESTS
+    requests += [(1 + 0.5 * i, "dave") for i in range(2 * max(WINDOWS))]
+    got = run_limiter(requests)
+    assert got[MOST_REQUESTS:].index("ALLOW") == requests[MOST_REQUESTS:].index((w, "dave"))
+    assert got == reference(requests, n, w)
 
 
 def test_clients_are_limited_separately(rules):
     n = rules["max_requests"]
     requests = []
-    for i in range(n + 1):
+    for i in range(MOST_REQUESTS + 1):
         requests += [(300 + i * 0.25, "erin"), (300 + i * 0.25, "frank")]
-    expected = ["ALLOW", "ALLOW"] * n + ["DENY", "DENY"]
+    expected = ["ALLOW", "ALLOW"] * n + ["DENY", "DENY"] * (MOST_REQUESTS + 1 - n)
     assert run_limiter(requests) == expected

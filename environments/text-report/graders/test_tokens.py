@@ -1,4 +1,8 @@
-"""Hidden checks (pool alternative): tokenising rules at the length boundary, on unseen texts."""
+"""Hidden checks (pool alternative): tokenising rules at the length boundary, on unseen texts.
+
+The texts are the same whatever the spec's values (words of every length around every
+minimum it may set); only the expected report depends on them.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from pathlib import Path
 
 APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 SEPARATORS = ["-", "'", "7", "_", "\u00e9", "\t", "\r\n", ", ", "..."]
+LENGTHS = range(3, 16)  # one under every min_length the spec may set (4 to 12), to 3 over
 
 
 def expected(texts: list[str], rules: dict) -> str:
@@ -27,14 +32,13 @@ def expected(texts: list[str], rules: dict) -> str:
 
 def test_separators_split_words_at_the_length_boundary(tmp_path, rules):
     rng = random.Random(21)
-    n = rules["min_length"]
     pieces = []
-    for i in range(60):
-        length = rng.choice([n - 1, n, n + 1, n + 3])
+    for length in LENGTHS:
+        # Shorter words are more frequent, so a wrong minimum shows at the top of the report.
         w = "".join(rng.choice(string.ascii_letters) for _ in range(length))
-        pieces.append(w)
-        if i % 4 == 0:
-            pieces.append(w.upper())
+        pieces += [w.upper() if i % 4 == 0 else w for i in range(20 - length)]
+        pieces.append("".join(rng.choice(string.ascii_letters) for _ in range(length)))
+    rng.shuffle(pieces)
     # Each word is glued to the next by a non-letter, so only letter runs may count.
     text = "".join(p + SEPARATORS[i % len(SEPARATORS)] for i, p in enumerate(pieces)) + "\n"
     data = tmp_path / "texts"
@@ -55,10 +59,12 @@ def test_separators_split_words_at_the_length_boundary(tmp_path, rules):
 def test_fewer_long_words_than_the_cut_are_all_listed_and_none_gives_an_empty_file(tmp_path, rules):
     data = tmp_path / "texts"
     data.mkdir()
-    long_word = "q" * rules["min_length"]
-    (data / "few.txt").write_text(f"{long_word} {'r' * (rules['min_length'] - 1)} {long_word}\n")
+    # Long and short under every minimum the spec may set (4 to 12), fewer than any cut (3).
+    long_word, short_word = "q" * 12, "r" * 3
+    (data / "few.txt").write_text(f"{long_word} {short_word} {long_word}\n")
     out = tmp_path / "few.txt"
     subprocess.run(["bash", str(APP / "report.sh"), str(data), str(out)], check=True, timeout=20)
+    assert len(long_word) >= rules["min_length"] > len(short_word)
     assert out.read_text() == f"{long_word} 2\n"
     (data / "few.txt").write_text("a bb ccc\n")
     subprocess.run(["bash", str(APP / "report.sh"), str(data), str(out)], check=True, timeout=20)
