@@ -124,20 +124,28 @@ def file_digest(path: str) -> str:
 
 def tree_digest(folder: str) -> str:
     """One sha256 over a folder's entries (relative names, kinds, contents), not following
-    symlinks, at most TREE_LIMIT entries."""
+    symlinks: at most TREE_LIMIT entries and READ_LIMIT bytes of contents (past either, the
+    walk stops and the digest says so)."""
     digest = hashlib.sha256()
-    count = 0
+    count, budget = 0, READ_LIMIT
     for base, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(dirs + files):
             path = os.path.join(base, name)
             count += 1
             if count > TREE_LIMIT:
+                return f"{digest.hexdigest()} (first {TREE_LIMIT} entries)"
+            try:
+                info = os.lstat(path)
+            except OSError:
                 continue
+            if stat.S_ISREG(info.st_mode) and info.st_size > budget:
+                what = f"{info.st_size} bytes, not read"
+            else:
+                what = file_digest(path)
+                budget -= info.st_size if stat.S_ISREG(info.st_mode) else 0
             rel = os.path.relpath(path, folder)
-            digest.update(f"{rel}\0{file_digest(path)}\n".encode("utf-8", "replace"))
-    if count > TREE_LIMIT:
-        return f"{digest.hexdigest()} (first {TREE_LIMIT} of {count} entries)"
+            digest.update(f"{rel}\0{what}\n".encode("utf-8", "replace"))
     return digest.hexdigest()
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from termgym.check import check_tasks
-from termgym.grading import ProgramStart, compare_inputs
+from termgym.grading import ProgramStart, _inputprint, compare_inputs
 from termgym.grading import _agentexec as agentexec
-from termgym.grading._inputprint import Normalizer, Recorder, file_digest
+from termgym.grading._inputprint import Normalizer, Recorder, file_digest, tree_digest
 from termgym.grading._inputs import parse_starts
 from termgym.tasks import load_task
 
@@ -73,6 +73,18 @@ def test_a_planted_fifo_or_symlink_is_noted_not_read(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to("/etc/shadow")
     assert file_digest(str(tmp_path / "fifo")) == "special"
     assert file_digest(str(tmp_path / "link")) == "symlink:/etc/shadow"
+
+
+def test_a_named_folder_is_hashed_whole_but_only_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in "abcd":
+        (tmp_path / name).write_text(name)
+    whole = tree_digest(str(tmp_path))
+    (tmp_path / "d").write_text("changed")
+    assert tree_digest(str(tmp_path)) != whole
+    monkeypatch.setattr(_inputprint, "TREE_LIMIT", 3)
+    assert tree_digest(str(tmp_path)).endswith("(first 3 entries)")
 
 
 def test_an_unreadable_record_line_is_reported_with_what_was_expected() -> None:
