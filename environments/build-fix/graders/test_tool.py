@@ -69,6 +69,6 @@ def test_empty_file(rules, tmp_path):
 
 
 def test_reads_standard_input(rules):
-    for size in BLOCK_SIZES:
-        data = random.Random(14).randbytes(2 * size + 7)
-        assert run_tool(["-"], stdin=data) == expected(data, rules), f"{len(data)} bytes"
+    # Two of the largest blocks and 7 bytes: whole blocks and a short last one at every size.
+    data = random.Random(14).randbytes(2 * max(BLOCK_SIZES) + 7)
+    assert run_tool(["-"], stdin=data) == expected(data, rules)

@@ -36,17 +36,16 @@ def messy_rows():
     ]
     next_id = 100
     for a in EVERY_THRESHOLD:
-        # Dollar amounts with thousands separators, a quarter on either side of each
-        # threshold, duplicates whose first row is an outlier under some thresholds only
-        # (the first valid row of an id is kept), and a unit above.
+        # Dollar amounts with thousands separators at and a quarter above each threshold,
+        # and duplicates whose first row is an outlier under some thresholds only (the first
+        # valid row of an id is kept), a quarter on either side.
         rows += [
             f' {next_id}, 2023-12-31 , Ann  Lee {a} ,"${a:,}.00"',
             f'{next_id + 1},01.01.2024,Bo Chen {a},"${a + 0.25:,.2f}"',
             f"{next_id + 2},29.02.2024,Cy Diaz {a},{a + 0.25:.2f}",
             f"{next_id + 2},2024-03-01,Cy Diaz {a},{a - 0.25:.2f}",
-            f"{next_id + 3},09.01.2024,Ma No {a},{a + 1:.1f}",
         ]
-        next_id += 4
+        next_id += 3
     return rows
 
 
