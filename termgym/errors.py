@@ -7,7 +7,8 @@ The tree:
     │   ├── ImageError               an image could not be built or found
     │   ├── BackendUnavailable *     the backend's engine or tool is missing
     │   ├── SandboxStartError *      a sandbox could not be started
-    │   └── EngineError *            the engine failed or missed a deadline on its own calls
+    │   ├── EngineError *            the engine failed or missed a deadline on its own calls
+    │   └── ClusterError             Ray is missing, unreachable, or no node holds sandboxes
     ├── SandboxError                 a sandbox could not start, run or stop
     │   ├── BackendUnavailable *
     │   ├── SandboxStartError *
@@ -47,6 +48,10 @@ class InfrastructureError(TermgymError):
 
 class SandboxError(TermgymError):
     """A sandbox could not start, run a command, or stop."""
+
+
+class ClusterError(InfrastructureError):
+    """Ray is not installed or not reachable, or no node of the cluster holds sandboxes."""
 
 
 class BackendUnavailable(SandboxError, InfrastructureError):

@@ -5,17 +5,36 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyte
 from pyte.charsets import LAT1_MAP as _LAT1
-from pyte.screens import Char, Cursor, Margins, StaticDefaultDict
+from pyte.screens import Char, Cursor, Margins, StaticDefaultDict, wcwidth
 
 from termgym._scrolloff import scrolled_off_regions
 from termgym._vocabulary import TERMINAL
 
-__all__ = ["Cell", "ScreenSnapshot", "StyledRun", "TerminalScreen"]
+__all__ = [
+    "MAX_CELL_CHARS",
+    "Cell",
+    "ScreenSnapshot",
+    "StyledRun",
+    "TerminalScreen",
+    "screen_chars",
+]
+
+MAX_CELL_CHARS = 3
+"""Code points one cell holds at most: its character and two zero-width ones after it
+(combining marks, joiners). Further zero-width characters are dropped, as xterm keeps two
+combining characters per cell by default; so a screen's text is bounded (`screen_chars`)."""
+
+
+def screen_chars(cols: int, rows: int) -> int:
+    """The most code points `TerminalScreen.text()` of a cols x rows screen can hold."""
+    return rows * cols * MAX_CELL_CHARS + rows - 1
+
 
 # Private DEC modes that switch to the alternate screen buffer (DECSET / DECRST).
 _ALT_PLAIN = 47  # switch buffers only
@@ -95,7 +114,7 @@ class _AltScreen(pyte.Screen):
             or (self.g1_charset if self.charset else self.g0_charset) is not _LAT1
             or pyte.modes.IRM in self.mode
         ):
-            super().draw(data)
+            self._draw_unicode(data)
             return
         cursor = self.cursor
         attrs = cursor.attrs
@@ -124,6 +143,47 @@ class _AltScreen(pyte.Screen):
             cursor.x = x + len(chunk)
             i += len(chunk)
         self.dirty.add(cursor.y)
+
+    def _draw_unicode(self, data: str) -> None:
+        # pyte stops drawing at the first zero-width character that is not a combining mark
+        # (a zero-width space or joiner dropped the rest of the line) and stacks combining
+        # marks without bound. Here each zero-width character joins the cell before it, up to
+        # MAX_CELL_CHARS code points a cell; everything else goes to pyte's draw.
+        start = 0
+        for i, ch in enumerate(data):
+            if wcwidth(ch) <= 0:
+                if start < i:
+                    super().draw(data[start:i])
+                self._join_previous(ch)
+                start = i + 1
+        if start < len(data):
+            super().draw(data[start:])
+
+    def _join_previous(self, ch: str) -> None:
+        if wcwidth(ch) < 0:
+            return  # not printable: nothing to show
+        cursor = self.cursor
+        if cursor.x == self.columns and pyte.modes.DECAWM in self.mode:
+            self.dirty.add(cursor.y)  # pyte wraps a pending line before any character
+            self.carriage_return()
+            self.linefeed()
+        x, y = cursor.x - 1, cursor.y
+        if x < 0:
+            if y == 0:
+                return
+            x, y = self.columns - 1, y - 1
+        line = self.buffer[y]
+        if line[x].data == "" and x > 0:
+            x -= 1  # the stub cell after a wide character: join the character itself
+        cell = line[x]
+        if len(cell.data) >= MAX_CELL_CHARS:
+            return
+        joined = cell.data + ch
+        if unicodedata.combining(ch):
+            normalized = unicodedata.normalize("NFC", joined)
+            joined = normalized if len(normalized) <= MAX_CELL_CHARS else joined
+        line[x] = cell._replace(data=joined)
+        self.dirty.add(y)
 
     def reset(self) -> None:
         super().reset()

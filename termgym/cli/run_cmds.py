@@ -202,6 +202,13 @@ def _status(counts: dict[str, int]) -> str:
 @task_paths
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the episodes on a Ray cluster: auto, local, or an address (docs/scaling.md).",
+)
+@click.option(
     "--agent-opt",
     "agent_opts",
     multiple=True,
@@ -261,6 +268,7 @@ def run_command(
     runtime: str | None,
     paths: tuple[str, ...],
     seed: int,
+    ray_address: str | None,
     agent_opts: tuple[str, ...],
     agent_timeout: float | None,
     retries: int,
@@ -295,6 +303,7 @@ def run_command(
         contradict=contradict,  # type: ignore[arg-type]
         rotation=rotation_from(secret, rotation, period),
         metrics_port=metrics_port,
+        ray=ray_address,
     )
     try:
         summary = execute(config, linger=metrics_linger)

@@ -7,7 +7,7 @@ from termgym.env._async import AsyncEnvMixin, set_io_threads
 from termgym.env._env import TerminalEnv, make
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._multi import MultiTaskEnv
-from termgym.env._pool import PoolStats, SandboxPool
+from termgym.env._pool import PoolLease, PoolStats, SandboxPool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
 from termgym.env._task_set import TaskSchedule, resolve_task_set
@@ -19,6 +19,7 @@ __all__ = [
     "DiscreteCommands",
     "HashedText",
     "MultiTaskEnv",
+    "PoolLease",
     "PoolStats",
     "SandboxPool",
     "TaskSchedule",

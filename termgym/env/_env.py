@@ -16,9 +16,11 @@ from termgym.agents._base import SUBMIT
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
+from termgym.env._pool import PoolLease
 from termgym.env._spaces import TerminalText
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
+from termgym.screen import screen_chars
 from termgym.tasks import Task
 
 MAX_ACTION_CHARS = 100_000
@@ -112,7 +114,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             {
                 "output": TerminalText(MAX_OUTPUT_CHARS),
                 "exit_code": spaces.Discrete(257, start=-1),
-                "screen": TerminalText(self.options.config.rows * (self.options.config.cols + 1)),
+                "screen": TerminalText(
+                    screen_chars(self.options.config.cols, self.options.config.rows)
+                ),
                 "instruction": TerminalText(MAX_INSTRUCTION_CHARS),
                 "step": spaces.Discrete(limit + 1),
             }
@@ -120,6 +124,8 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         self._episodes_started = 0
         self._steps_taken = 0
         self._episode: Episode | None = None
+        self._lease: PoolLease | None = None
+        self._warned_ungraded = False
 
     @property
     def task_id(self) -> str:
@@ -141,6 +147,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         the recording; defaults to a fresh unique id).
         """
         super().reset(seed=seed)
+        previous = self._episode
+        if previous is not None and not previous.finished and previous.steps:
+            self._warn_ungraded(previous.steps)
         self._finish_previous()
         options = dict(options or {})
         variant = options.pop("variant", None)
@@ -161,6 +170,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                 f"unknown reset option(s) {sorted(options)}; "
                 "expected 'variant', 'seed' or 'episode_id'"
             )
+        if self._lease is None:
+            o = self.options
+            self._lease = PoolLease(o.backend, o.pool_size, o.allow_local)
         self._episode = Episode.begin(
             self.options,
             variant=variant,
@@ -168,6 +180,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             episode_id=episode_id,
             draw=draw,
             switched=switched,
+            pool=self._lease.pool,
         )
         obs = self._observation(output="", exit_code=-1)
         return obs, {"episode_id": episode_id, "task_id": self.task_id, "step": 0}
@@ -227,9 +240,26 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         return self._episode.screen_text() if self._episode else ""
 
     def close(self) -> None:
-        """End the current episode (ungraded if unfinished) and stop its sandbox."""
+        """End the current episode (ungraded if unfinished) and stop its sandbox; the last
+        env of the process to close also stops the warm sandboxes of its pool."""
         self._finish_previous()
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
         super().close()
+
+    def _warn_ungraded(self, steps: int) -> None:
+        if self._warned_ungraded:
+            return
+        self._warned_ungraded = True
+        gym.logger.warn(
+            f"termgym: an episode of {self.task_id} was reset after {steps} step(s) before it "
+            "ended, so it was not graded (reward 0, no verdicts). If a gymnasium TimeLimit "
+            "truncated it (gymnasium.make(..., max_episode_steps=N), or the spec's limit when "
+            f"max_steps was raised above it), pass max_steps=N instead (max_episode_steps=-1 "
+            f"drops the wrapper): the env truncates at max_steps (now {self.options.max_steps}) "
+            "and grades the final state."
+        )
 
     def _end(
         self,

@@ -175,10 +175,13 @@ class Episode:
         episode_id: str,
         draw: RuleDraw | None = None,
         switched: dict[str, Any] | None = None,
+        pool: SandboxPool | None = None,
     ) -> Episode:
-        """Instantiate the variant, take a warm sandbox, lay out the task, start recording."""
+        """Instantiate the variant, take a warm sandbox (from `pool`, by default the process's
+        shared pool of the backend), lay out the task, start recording."""
         plan = instantiate(options.task, variant, seed, draw or options.draw, switched)
-        pool = shared_pool(options.backend, options.pool_size, options.allow_local)
+        if pool is None:
+            pool = shared_pool(options.backend, options.pool_size, options.allow_local)
         sandbox = pool.acquire(options.config)
         try:
             prepare(sandbox, plan)

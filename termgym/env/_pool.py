@@ -39,22 +39,44 @@ class PoolStats:
 class SandboxPool:
     """Keeps up to `size` started sandboxes per configuration ready to hand out.
 
+    Refills run on `starters` threads at once (default: one per warm slot, at most 4), and
+    closes on a thread of their own, so back-to-back resets that drain the pool are refilled
+    in parallel instead of one start after another behind the closes (docs/performance.md,
+    scale section).
+
     Args:
         factory: Builds an unstarted sandbox for a configuration (usually `make_sandbox`).
         size: Warm sandboxes kept per configuration; 0 turns the pool off (cold starts).
+        starters: Threads starting sandboxes at once (None: min(size, 4), at least 1).
     """
 
-    def __init__(self, factory: Callable[[SandboxConfig], Sandbox], size: int = 1) -> None:
+    def __init__(
+        self,
+        factory: Callable[[SandboxConfig], Sandbox],
+        size: int = 1,
+        starters: int | None = None,
+    ) -> None:
         self._factory = factory
         self._size = max(0, size)
         self._ready: dict[Hashable, queue.SimpleQueue[Sandbox]] = {}
+        self._starting: dict[Hashable, int] = {}
         self._lock = threading.Lock()
-        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._starts: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._closes: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._owned: set[Sandbox] = set()
         self._closed = False
         self._warm = self._cold = self._failed = 0
-        self._worker = threading.Thread(target=self._run_worker, name="termgym-pool", daemon=True)
-        self._worker.start()
+        count = max(1, starters if starters is not None else min(self._size, 4))
+        self._threads = [
+            threading.Thread(target=self._run, args=(self._starts,), name="termgym-pool-start")
+            for _ in range(count)
+        ]
+        self._threads.append(
+            threading.Thread(target=self._run, args=(self._closes,), name="termgym-pool-close")
+        )
+        for thread in self._threads:
+            thread.daemon = True
+            thread.start()
         _LIVE_POOLS.add(self)
         _hook_process_exit()
 
@@ -88,7 +110,7 @@ class SandboxPool:
         """Close a used sandbox in the background (at once if the pool is closed)."""
         with self._lock:
             if not self._closed:
-                self._work.put(lambda: self._close_one(sandbox))
+                self._closes.put(lambda: self._close_one(sandbox))
                 return
         self._close_one(sandbox)
 
@@ -103,9 +125,12 @@ class SandboxPool:
             if self._closed:
                 return
             self._closed = True
+        for thread in self._threads:
+            (self._closes if thread.name.endswith("close") else self._starts).put(None)
+        for thread in self._threads:
+            thread.join(timeout=30)
+        with self._lock:
             owned = list(self._owned)
-        self._work.put(None)
-        self._worker.join(timeout=30)
         for sandbox in owned:
             self._close_one(sandbox)
 
@@ -125,12 +150,23 @@ class SandboxPool:
         return sandbox
 
     def _refill(self, config: SandboxConfig) -> None:
-        if self._size and not self._closed:
-            self._work.put(lambda: self._top_up(config))
-
-    def _top_up(self, config: SandboxConfig) -> None:
+        """Queue one start per warm slot that is neither ready nor being started."""
+        if not self._size or self._closed:
+            return
+        key = _key(config)
         ready = self._queue(config)
-        while not self._closed and ready.qsize() < self._size:
+        with self._lock:
+            wanted = self._size - ready.qsize() - self._starting.get(key, 0)
+            self._starting[key] = self._starting.get(key, 0) + max(0, wanted)
+        for _ in range(max(0, wanted)):
+            self._starts.put(lambda: self._start_one(config, key, ready))
+
+    def _start_one(
+        self, config: SandboxConfig, key: Hashable, ready: queue.SimpleQueue[Sandbox]
+    ) -> None:
+        try:
+            if self._closed:
+                return
             try:
                 sandbox = self._start(config)
             except Exception as exc:  # a failed warm start shows up as a cold start later
@@ -141,6 +177,9 @@ class SandboxPool:
                 self._close_one(sandbox)
                 return
             ready.put(sandbox)
+        finally:
+            with self._lock:
+                self._starting[key] -= 1
 
     def _close_one(self, sandbox: Sandbox) -> None:
         try:
@@ -150,8 +189,9 @@ class SandboxPool:
         with self._lock:
             self._owned.discard(sandbox)
 
-    def _run_worker(self) -> None:
-        while (job := self._work.get()) is not None:
+    @staticmethod
+    def _run(jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (job := jobs.get()) is not None:
             try:
                 job()
             except Exception as exc:
@@ -213,10 +253,58 @@ def shared_pool(backend: str, size: int, allow_local: bool = False) -> SandboxPo
         return pool
 
 
+_LEASES: dict[tuple[str, int, bool], int] = {}
+
+
+class PoolLease:
+    """A hold on a shared pool: the pool (and every warm sandbox in it) closes when its last
+    lease is released, so closing the last env of a process leaves no container running.
+
+    `TerminalEnv` takes one at its first reset and releases it in `close()`; a run holds one
+    for its whole length so its short-lived envs share warm sandboxes.
+    """
+
+    def __init__(self, backend: str, size: int, allow_local: bool = False) -> None:
+        self._key = (backend, size, allow_local)
+        self._pid = os.getpid()
+        with _SHARED_LOCK:
+            _LEASES[self._key] = _LEASES.get(self._key, 0) + 1
+        self._released = False
+
+    @property
+    def pool(self) -> SandboxPool:
+        """The shared pool this lease holds (made anew if it was closed meanwhile)."""
+        return shared_pool(*self._key)
+
+    def __enter__(self) -> PoolLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Give the hold up; the last one closes the pool. Safe to call twice."""
+        if self._released:
+            return
+        self._released = True
+        if os.getpid() != self._pid:
+            return  # a lease made before a fork: the child's pools are its own
+        with _SHARED_LOCK:
+            left = _LEASES.get(self._key, 0) - 1
+            if left > 0:
+                _LEASES[self._key] = left
+                return
+            _LEASES.pop(self._key, None)
+            pool = _SHARED.pop(self._key, None)
+        if pool is not None:
+            pool.close()
+
+
 def _forget_parent_pools() -> None:
     """In a forked child: the parent's pools are the parent's (their threads did not fork)."""
     global _hooked_pid
     _SHARED.clear()
+    _LEASES.clear()
     for pool in list(_LIVE_POOLS):
         _LIVE_POOLS.discard(pool)
     _hooked_pid = None

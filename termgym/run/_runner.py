@@ -16,7 +16,7 @@ import termgym
 from termgym._vocabulary import describe_error
 from termgym.agents import make_agent
 from termgym.env import TerminalEnv
-from termgym.env._pool import close_all_pools
+from termgym.env._pool import PoolLease, close_all_pools
 from termgym.errors import TermgymError
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
@@ -51,6 +51,11 @@ class RunConfig:
         rotation: The evaluator's secret and period (never written anywhere), or None.
         metrics_port: Serve the run's metrics live on this port (None: no server; 0: any
             free port, see `Runner.metrics_port`).
+        ray: Ray cluster address ("auto", "local", "ray://head:10001"); None runs here.
+            On Ray, `concurrency` episode workers spread over the nodes that advertise
+            sandboxes (docs/scaling.md), at most as many as those nodes hold.
+        run_id: Put on every container as `io.termgym.run` and into recordings; defaults to
+            the run folder's name.
     """
 
     agent: str
@@ -72,11 +77,18 @@ class RunConfig:
     contradict: ContradictMode = "drawn"
     rotation: Rotation | None = None
     metrics_port: int | None = None
+    ray: str | None = None
+    run_id: str = ""
 
     @property
     def rule_draw(self) -> RuleDraw:
         """How the run's shifted variants draw their values."""
         return RuleDraw(self.split, self.contradict, self.rotation)
+
+    @property
+    def run_name(self) -> str:
+        """The run id: `run_id`, or the run folder's name."""
+        return self.run_id or self.out.name
 
 
 @dataclass(frozen=True)
@@ -158,19 +170,31 @@ class Runner:
             self._progress("metrics", self._server.port)
         started = time.monotonic()
         results: list[EpisodeResult] = []
+        if self.config.ray:
+            from termgym.run._ray import run_on_ray
+
+            results = run_on_ray(self, todo)
+            return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
         try:
-            with ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool:
+            with (
+                PoolLease(*self._pool_key()),
+                ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool,
+            ):
                 pending: set[Future[EpisodeResult]] = {
                     pool.submit(self._attempts, job) for job in todo
                 }
-                while pending:
-                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        result = future.result()
-                        results.append(result)
-                        self._append_result(out, result)
-                        self.live.episode(result, audit_recording(result.episode_file))
-                        self._progress("episode", result)
+                try:
+                    while pending:
+                        finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                        for future in finished:
+                            self._record(future.result(), results)
+                except BaseException:
+                    # Stop now: queued episodes never start and running ones lose their
+                    # sandboxes, instead of the executor draining the whole queue first.
+                    self._stop.set()
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    close_all_pools()
+                    raise
         except BaseException:
             self._stop.set()
             close_all_pools()
@@ -182,6 +206,19 @@ class Runner:
         if self._server is not None:
             self._server.close()
             self._server = None
+
+    def _record(self, result: EpisodeResult, results: list[EpisodeResult]) -> None:
+        results.append(result)
+        self._append_result(self.config.out, result)
+        self.live.episode(result, audit_recording(result.episode_file))
+        self._progress("episode", result)
+
+    def _pool_key(self) -> tuple[str, int]:
+        """The shared pool this run's envs use: held for the whole run, so the short-lived
+        env of each episode takes a warm sandbox instead of closing the pool."""
+        from termgym.sandbox import default_backend
+
+        return self.config.backend or default_backend(), self.config.pool_size
 
     def _attempts(self, job: Job) -> EpisodeResult:
         self._set_aside(job, "interrupted")  # a recording a crashed run left unfinished
@@ -198,7 +235,7 @@ class Runner:
                 self._set_aside(job, attempt)
                 if isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS):
                     break  # a task or agent that cannot be made fails the same way again
-                if attempt <= self.config.retries:
+                if attempt <= self.config.retries and not self._stop.is_set():
                     self.live.retry(job.variant)
                     self._progress("retry", (job, attempt, last_error))
         return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
@@ -213,7 +250,7 @@ class Runner:
             agent=self.config.agent,
             shadow=self.config.shadow,
             pool_size=self.config.pool_size,
-            run_id=self.config.out.name,
+            run_id=self.config.run_name,
             runtime=self.config.runtime,
             rule_draw=self.config.rule_draw,
         )
@@ -242,7 +279,7 @@ class Runner:
 
     def _write_header(self, out: Path, total: int) -> None:
         header = {
-            "run_id": out.name,
+            "run_id": self.config.run_name,
             "agent": self.config.agent,
             "agent_options": {
                 k: v for k, v in self.config.agent_options.items() if "key" not in k.lower()
@@ -254,6 +291,7 @@ class Runner:
             "concurrency": self.config.concurrency,
             "backend": self.config.backend,
             "runtime": self.config.runtime,
+            "ray": self.config.ray,
             "seed": self.config.seed,
             # never the secret: its fingerprint and the period (docs/held-out-values.md)
             "draw": self.config.rule_draw.public(),

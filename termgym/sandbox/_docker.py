@@ -681,16 +681,20 @@ def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def collect_garbage(*, everything: bool = False) -> list[str]:
+def collect_garbage(
+    *, everything: bool = False, labels: Mapping[str, str] | None = None
+) -> list[str]:
     """Remove leftover sandbox containers; return their names.
 
     A container is left over when the process that started it (labels `io.termgym.host` and
     `io.termgym.pid`) is gone from this host, or when it is not running. With `everything`,
-    every container labelled as a termgym sandbox goes, live episodes included.
+    every container labelled as a termgym sandbox goes, live episodes included. `labels`
+    narrows the search to containers carrying all of them (e.g. one run's).
     """
     client = docker_client()
     removed = []
-    listed = client.containers.list(all=True, filters={"label": SANDBOX_LABEL}, sparse=True)
+    wanted = [SANDBOX_LABEL, *(f"{key}={value}" for key, value in (labels or {}).items())]
+    listed = client.containers.list(all=True, filters={"label": wanted}, sparse=True)
     for container in listed:
         name = container.attrs["Names"][0].lstrip("/")
         if everything or not _owner_alive(container.attrs):
