@@ -40,7 +40,9 @@ from termgym.env import DiscreteCommands, HashedText  # noqa: E402
 from termgym.vector import RayVectorEnv  # noqa: E402
 
 
-def make_vector(args: argparse.Namespace, variant: Any, *, shadow: bool) -> RayVectorEnv:
+def make_vector(
+    args: argparse.Namespace, variant: Any, *, shadow: bool, contradict: str = "fixed"
+) -> RayVectorEnv:
     """The cargo task in `args.envs` Ray actors, wrapped for the policy on their nodes."""
     return RayVectorEnv(
         str(TASK),
@@ -56,12 +58,16 @@ def make_vector(args: argparse.Namespace, variant: Any, *, shadow: bool) -> RayV
         max_steps=MAX_STEPS,
         shadow=shadow,
         agent="ray-reinforce",
+        rule_draw={"contradict": contradict},
     )
 
 
 def train(args: argparse.Namespace) -> tuple[Policy, dict[str, Any]]:
     """REINFORCE on varied rules, over the Ray vector env."""
-    vec = make_vector(args, CONDITIONS["varied"], shadow=False)
+    varied = CONDITIONS["varied"]
+    vec = make_vector(
+        args, varied.schedule(args.episodes), shadow=False, contradict=varied.contradict
+    )
     policy = Policy.zeros(int(vec.single_observation_space.shape[0]), len(COMMANDS) + 1, 0)
     baseline = np.zeros(MAX_STEPS)
     batch: list[tuple[Trajectory, float]] = []
