@@ -59,7 +59,10 @@ def test_kill_9_mid_episode_leaves_every_finished_step_readable(tmp_path: Path) 
 
 @pytest.fixture
 def asciinema() -> str:
-    path = shutil.which("asciinema")
+    # the dev extra installs it beside this interpreter, which need not be on PATH
+    path = shutil.which("asciinema") or shutil.which(
+        "asciinema", path=str(Path(sys.executable).parent)
+    )
     if path is None or shutil.which("script") is None:
         pytest.skip("asciinema or script (util-linux) is not installed")
     return path
