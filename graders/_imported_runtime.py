@@ -49,7 +49,9 @@ def _rewrite(text, spans, rules):
     out, cursor = [], 0
     for span in sorted(spans, key=lambda s: s["start"]):
         out.append(text[cursor : span["start"]])
-        out.append(_fmt(rules[span["rule"]]))
+        value = _fmt(rules[span["rule"]])
+        # A derived occurrence (an expected count, say) has a text per value of its rule.
+        out.append(span["texts"][value] if "texts" in span else value)
         cursor = span["end"]
     out.append(text[cursor:])
     return "".join(out)
@@ -93,6 +95,10 @@ def lay_out(config, rules, agent_uid):
     script = os.path.join(HERE, "graders", config["script"])
     with open(script, encoding="utf-8") as handle:
         text = _rewrite(handle.read(), spans.get(config["script"], []), rules)
+    if not clean:
+        # The agent's user runs the whole script, and this file is out of its reach: its
+        # pytest lines run the clean image's pytest (in its environment, TERMGYM_* is gone).
+        text = text.replace("$TERMGYM_PYTEST", f"{sys.executable} -m pytest -p no:cacheprovider")
     with open(config["script_at"], "w", encoding="utf-8") as handle:
         handle.write(text)
     os.chmod(config["script_at"], 0o755)
@@ -272,6 +278,75 @@ def _reports(path):
     return results
 
 
+_BYTECODE = (".pyc", ".pyo")
+
+
+def _agents(path):
+    """Whether `path` is a file of the agent's (its work is unpacked owned by its uid)."""
+    try:
+        return isinstance(path, (str, bytes)) and os.stat(path).st_uid == _AGENT[0]
+    except (OSError, ValueError):
+        return False
+
+
+_AGENT = [-1]
+
+
+class AgentCodeRefused(ImportError):
+    """A clean-mode test tried to run the agent's code inside the test process (as root)."""
+
+
+class _RefuseAgentModules:
+    """A finder first on sys.meta_path: a module the other finders locate in a file the
+    agent owns is not imported into this root process."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        for finder in sys.meta_path:
+            if finder is cls or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is None:
+                continue
+            if _agents(spec.origin):
+                raise AgentCodeRefused(
+                    f"the tests import {name} from {spec.origin}, a file of the agent's: "
+                    "termgym runs no code of the agent's as root (this task's tests must "
+                    "be imported as protection agent-user)"
+                )
+            return spec
+        return None
+
+
+def _refuse_agent_code(event, args):
+    """Audit hook: compiling or executing a file the agent owns, reading its cached
+    bytecode, or loading its shared library fails."""
+    path = None
+    if event == "compile" and len(args) > 1:
+        path = args[1]
+    elif event == "exec" and args:
+        path = getattr(args[0], "co_filename", None)
+    elif event == "open" and args and isinstance(args[0], str) and args[0].endswith(_BYTECODE):
+        path = args[0]  # cached bytecode: its code object may claim any co_filename
+    elif event == "ctypes.dlopen" and args:
+        path = args[0]
+    if path is not None and _agents(path):
+        raise AgentCodeRefused(
+            f"the tests ran {path}, a file of the agent's, inside the test process: termgym "
+            "runs no code of the agent's as root (this task's tests must be imported as "
+            "protection agent-user)"
+        )
+
+
+def guard_agent_code(agent_uid):
+    """From now on this process refuses to import, compile or run a file the agent owns:
+    clean-mode tests run as root, and only programs they start run as the agent's user."""
+    _AGENT[0] = agent_uid
+    sys.meta_path.insert(0, _RefuseAgentModules)
+    if hasattr(sys, "addaudithook"):  # Python 3.8+
+        sys.addaudithook(_refuse_agent_code)
+
+
 def pytest_main(args):
     """pytest in this process, as root: the programs the tests start run as the agent's
     user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
@@ -290,7 +365,10 @@ def pytest_main(args):
         def pytest_configure(self, config):
             chars = getattr(config.option, "reportchars", "") or ""
             self.summary = "A" in chars or ("p" in chars and "f" in chars)
-            factory = getattr(config, "_tmp_path_factory", None)
+
+        def pytest_sessionstart(self, session):
+            # After every plugin's configure: pytest's tmpdir plugin makes the factory there.
+            factory = getattr(session.config, "_tmp_path_factory", None)
             if factory is not None:
                 termgym_agentexec.share(str(factory.getbasetemp()))
 
@@ -313,6 +391,7 @@ def pytest_main(args):
                 self.tests[report.nodeid or "collection"] = "ERROR"
 
     recorder = Recorder()
+    guard_agent_code(termgym_agentexec.AGENT_UID)
     # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
     # left there must not configure the tests (the tests folder's own ini still does).
     own_ini = any(
@@ -322,6 +401,14 @@ def pytest_main(args):
     fixed = ["-p", "no:cacheprovider", "--rootdir", TESTS]
     if not own_ini:
         fixed += ["-c", os.devnull]
+    if not any(a == "--basetemp" or str(a).startswith("--basetemp=") for a in args):
+        # pytest's default, /tmp/pytest-of-root/, is 0700: the programs the tests start (as
+        # the agent's user) could not reach the tmp_path folders handed to them.
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="termgym-pytest-")
+        os.chmod(scratch, 0o711)
+        fixed += ["--basetemp", os.path.join(scratch, "tmp")]
     code = pytest.main(fixed + list(args), plugins=[recorder])
     log = os.environ.get("TERMGYM_PYTEST_LOG")
     if log:

@@ -39,7 +39,10 @@ def _foreign(folder: Path) -> bool:
     return (
         (folder / "run-tests.sh").is_file()
         and (folder / SPEC_FILE).is_file()
-        or ((folder / "task.toml").is_file() and (folder / "instruction.md").is_file())
+        or (
+            (folder / "task.toml").is_file()
+            and ((folder / "instruction.md").is_file() or (folder / "steps").is_dir())
+        )
     )
 
 
@@ -107,8 +110,14 @@ def task_roots(paths: Sequence[str | Path] | None = None) -> list[Path]:
 def task_dirs(paths: Sequence[str | Path] | None = None) -> dict[str, Path]:
     """Task id -> task folder; the first root holding an id wins, and a warning names both
     folders when another root holds the same id (a task shadowing a bundled one, say)."""
+    return tasks_in(task_roots(paths))
+
+
+def tasks_in(roots: Sequence[str | Path]) -> dict[str, Path]:
+    """Task id -> task folder of the tasks found in `roots` only (each a folder of tasks or
+    a task folder; foreign ones converted), in the order given."""
     found: dict[str, Path] = {}
-    for root in task_roots(paths):
+    for root in map(Path, roots):
         if _is_task(root):
             _add(found, root)
             continue

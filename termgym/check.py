@@ -24,8 +24,12 @@ from termgym.tasks import (
     RuleDraw,
     RuleSet,
     Task,
+    get_task,
     instantiate,
+    load_task,
+    task_dirs,
     task_image,
+    tasks_in,
     withheld_leaks,
 )
 
@@ -71,6 +75,19 @@ class CheckRow:
     ) -> CheckRow:
         """A row decided without running anything (the spec alone says it)."""
         return cls(task, variant, solution, expected, None, None, None, ok, why)
+
+
+def tasks_to_check(task_ids: Sequence[str], paths: Sequence[str | Path] = ()) -> list[Task]:
+    """The tasks `termgym check` checks: `task_ids` (looked up in `paths` first), else every
+    task found under `paths` when any is given (those only), else every task found.
+
+    Raises:
+        TaskNotFound: an id names no task. TaskSpecError: a task is malformed.
+    """
+    if task_ids:
+        return [get_task(t, paths) for t in task_ids]
+    found = tasks_in(paths) if paths else task_dirs()
+    return [load_task(folder) for folder in found.values()]
 
 
 def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float = 300.0) -> None:

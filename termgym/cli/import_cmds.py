@@ -26,8 +26,20 @@ import click
     help="A CA bundle builds must trust (TLS interception); also $TERMGYM_CA_BUNDLE. The "
     "host's bundle is always added.",
 )
+@click.option(
+    "--overlays",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A folder of overlays kept apart from the tasks: <task folder name>.yaml each, used "
+    "in place of an overlay.yaml beside the task.",
+)
 def import_command(
-    fmt: str, sources: tuple[Path, ...], out: Path, registry: bool, ca_bundle: Path | None
+    fmt: str,
+    sources: tuple[Path, ...],
+    out: Path,
+    registry: bool,
+    ca_bundle: Path | None,
+    overlays: Path | None,
 ) -> None:
     """Convert Terminal-Bench or Harbor task folders (or folders of them) into termgym tasks.
 
@@ -37,7 +49,9 @@ def import_command(
 
     start = time.perf_counter()
     try:
-        report = import_tasks(list(sources), out, FORMATS[fmt], registry=registry, ca=ca_bundle)
+        report = import_tasks(
+            list(sources), out, FORMATS[fmt], registry=registry, ca=ca_bundle, overlays=overlays
+        )
     except TaskError as exc:
         raise click.ClickException(str(exc)) from None
     seconds = time.perf_counter() - start
@@ -45,11 +59,15 @@ def import_command(
         flags = [done.protection]
         if done.approximate:
             flags.append("approximate")
+        if done.overlay:
+            flags.append(f"overlay: {done.overlay}")
         click.echo(f"imported  {done.task_id:<40} {', '.join(flags)}")
         for mapping in done.mappings:
             click.echo(f"          base: {mapping}")
     for folder, why in report.refused:
         click.echo(f"refused   {folder.name:<40} {why}")
+    for path in report.unused_overlays:
+        click.echo(f"unused    {path.name:<40} no task folder of that name among the sources")
     count = len(report.converted)
     click.echo(
         f"\n{count} imported, {len(report.refused)} refused into {out} in {seconds * 1000:.0f} ms"

@@ -9,7 +9,7 @@ import click
 
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
-from termgym.tasks import get_task, load_task, task_dirs
+from termgym.tasks import load_task, task_dirs
 
 
 @click.command("tasks")
@@ -18,19 +18,22 @@ from termgym.tasks import get_task, load_task, task_dirs
 def tasks(paths: tuple[str, ...], validate: bool) -> None:
     """List the tasks found (bundled and extra folders), validating each spec."""
     failed = 0
-    for task_id, folder in task_dirs(paths).items():
+    found = task_dirs(paths)
+    width = max([22, *(len(t) + 1 for t in found)])
+    for task_id, folder in found.items():
         try:
             task = load_task(folder)
         except TermgymError as exc:
             failed += 1
-            click.echo(f"{task_id:<22} INVALID  {exc}", err=validate)
+            click.echo(f"{task_id:<{width}} INVALID  {exc}", err=validate)
             continue
         if validate:
             click.echo(f"ok  {task.id}")
             continue
         rules = ", ".join(f"{n}={r.value!r}" for n, r in task.rules.items())
         click.echo(
-            f"{task.id:<22} {task.spec.category:<10} {'/'.join(task.spec.variants):<44} {rules}"
+            f"{task.id:<{width}} {task.spec.category:<10} {'/'.join(task.spec.variants):<44} "
+            f"{rules}"
         )
     if failed:
         sys.exit(1)
@@ -55,21 +58,25 @@ def check(
     task_ids: tuple[str, ...], backend: str | None, paths: tuple[str, ...], jobs: int
 ) -> None:
     """Run each task's oracle on every variant (must pass) and its memorized solution on the
-    contradicted (must be stale) and withheld (reported) variants. Exit 1 on any failure."""
-    from termgym.check import CheckRow, check_tasks
+    contradicted (must be stale) and withheld (reported) variants. Exit 1 on any failure.
+
+    TASK_IDS: the tasks to check. Without them: every task found under the --path folders
+    when any is given (and only those), else every task found (bundled, registered and
+    $TERMGYM_TASKS_PATH)."""
+    from termgym.check import CheckRow, check_tasks, tasks_to_check
     from termgym.sandbox import default_backend
 
     try:
-        chosen = (
-            [get_task(t, paths) for t in task_ids]
-            if task_ids
-            else [load_task(f) for f in task_dirs(paths).values()]
-        )
+        chosen = tasks_to_check(task_ids, paths)
         backend = backend or default_backend()
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from None
     if not chosen:
-        raise click.ClickException("no tasks found")
+        where = f" under {', '.join(paths)}" if paths else ""
+        raise click.ClickException(
+            f"no tasks found{where} (a foreign task that cannot run here is skipped with a "
+            "warning saying why)"
+        )
     header = (
         f"{'task':<20} {'variant':<13} {'solution':<10} {'expects':<9} {'own':<5} "
         f"{'orig':<5} {'class':<8} {'result':<7} secs"

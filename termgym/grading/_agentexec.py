@@ -16,10 +16,11 @@ and cannot signal or trace them.
 
 Folders registered with `share()` (pytest's temporary folders) are handed to the agent's
 user before each such start, so the agent's program can read the inputs a test wrote and
-write its outputs there. `stop_agent_processes()` kills whatever the agent's programs left
-running; `as_agent(fn, ...)` calls fn in a child that has become the agent's user (how the
-declarative checks read the agent's files: a symlink cannot lead them anywhere the agent's
-own user could not go).
+write its outputs there; so is a file directly in the temp folder that the command line
+names (a test's NamedTemporaryFile given to `cat`). `stop_agent_processes()` kills
+whatever the agent's programs left running; `as_agent(fn, ...)` calls fn in a child that
+has become the agent's user (how the declarative checks read the agent's files: a symlink
+cannot lead them anywhere the agent's own user could not go).
 
 When the grading records inputs (TERMGYM_RECORD_INPUTS=1, `termgym check`), every start
 as the agent's user is fingerprinted by `termgym_inputprint` before the program starts and
@@ -37,8 +38,10 @@ import pickle
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -103,6 +106,24 @@ def _text(arg: Any) -> str:
 
 def _in_grader_dir(path: str) -> bool:
     return os.path.normpath(path).startswith(GRADER_DIR + os.sep)
+
+
+def _hand_over_named(argv: Sequence[Any]) -> None:
+    """A file a test made in the temp folder and names on the command line (a key file it
+    has `cat` read, an input it writes first) goes to the agent's user with the program:
+    both harnesses run tests and programs as one root, so tests count on it. Only regular,
+    singly linked files directly in the temp folder, none of the graders'."""
+    temp = tempfile.gettempdir().rstrip("/") + "/"
+    for arg in argv:
+        text = _text(arg)
+        if not text.startswith(temp) or "/" in text[len(temp) :] or GRADER_DIR in text:
+            continue
+        try:
+            info = os.lstat(text)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == 0:
+                os.lchown(text, AGENT_UID, AGENT_UID)
+        except OSError:
+            pass
 
 
 def _graders_own(argv: Sequence[Any], shell: bool = False) -> bool:
@@ -175,6 +196,7 @@ def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: An
             )
             _recorder[0].stdin_file(record, kwargs.get("stdin"))
         _hand_over()
+        _hand_over_named(argv)
         kwargs["user"] = AGENT_UID
         kwargs["group"] = AGENT_UID
         kwargs["extra_groups"] = []

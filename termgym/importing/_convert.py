@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 import re
@@ -25,6 +26,7 @@ import yaml
 
 from termgym.errors import ImportRefused, TaskSpecError
 from termgym.importing._dockerfile import CA_FILE, copy_destinations, destination, rewrite
+from termgym.importing._inprocess import in_process_code
 from termgym.importing._model import ForeignTask
 from termgym.importing._script import plan_script
 from termgym.tasks._overlay import OVERLAY_FILE, read_overlay
@@ -41,6 +43,12 @@ _STATE = re.compile(
     r"[\"'](/(?:etc|root|home|opt|srv|var|usr/local|tmp|data|output|workspace|"
     r"logs?|mnt)[^\"'\s{}$*]*)[\"']"
 )
+_HOME_STATE = re.compile(
+    r"(?:Path\.home\(\)\s*/\s*|expanduser\(\s*)[\"'](?:~/)?([A-Za-z0-9_.][^\"'\s{}$*/]*)"
+    r"(?:/[^\"'\n]*)?[\"']"
+)
+"""`Path.home() / ".jupyter"`, `expanduser("~/.config")`: root's home, where both harnesses
+run the tests (the first folder under it is copied to the verifier)."""
 _SKIP_STATE = ("/tests", "/logs/verifier", "/usr/local/bin/python", "/var/lib/termgym")
 
 
@@ -54,6 +62,8 @@ class Converted:
     protection: str
     approximate: tuple[str, ...]
     mappings: tuple[str, ...]
+    overlay: str = ""
+    """The rules the overlay declared, comma-separated ("" without an overlay)."""
 
 
 def ca_bundle(user: Path | None) -> bytes:
@@ -102,6 +112,9 @@ def _state_paths(tests: Path | None, workdir: str) -> list[str]:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
+        found.update(
+            "/root/" + m.group(1) for m in _HOME_STATE.finditer(text) if m.group(1) not in ".."
+        )
         for match in _STATE.finditer(text):
             candidate = posixpath.normpath(match.group(1))
             if candidate == "/" or any(candidate.startswith(s) for s in _SKIP_STATE):
@@ -157,7 +170,9 @@ def _translate_overlay(
                 occ["file"] = "graders/run-tests.sh"
             elif file.startswith("tests/"):
                 occ["file"] = "graders/" + file
-            elif file in solution_names:
+            elif file in solution_names or (
+                task.format == "harbor" and file.startswith("solution/")
+            ):  # Harbor's helper files travel inside the oracle (_solution)
                 occ["file"] = "solution/oracle.sh"
             else:
                 rel = file.removeprefix("environment/") if task.format == "harbor" else file
@@ -206,6 +221,13 @@ def convert(
             f"the test script runs programs of the agent's work itself ({plan.why}): it runs, "
             "whole, as the agent's user, so a program of the agent's could forge its output"
         )
+    elif in_process := in_process_code(task.tests):
+        plan = dataclasses.replace(plan, protection="agent-user", why=in_process)
+        approximate.append(
+            f"the tests run the agent's code inside the test process ({in_process}): the "
+            "script runs, whole, as the agent's user, so the agent's code could forge the "
+            "outcomes"
+        )
     dockerfile_text = task.dockerfile
     base_note = ""
     if dockerfile_text is None or (registry and task.docker_image):
@@ -222,11 +244,20 @@ def convert(
     if "$TERMGYM_PYTEST" in plan.script and "pytest" not in [_name(p) for p in pip]:
         pip = ("pytest", *pip)
     bundle = ca_bundle(ca)
+    apt = plan.apt
+    pinned = [a for a in apt if "=" in a]
+    if pinned and not registry:
+        # Pins name the original base's versions; a stand-in carries its own suite's.
+        apt = tuple(dict.fromkeys(a.split("=", 1)[0] for a in apt))
+        approximate.append(
+            f"the test script's apt pins ({', '.join(pinned)}) are dropped: the local stand-in "
+            "base carries its own suite's versions of those packages"
+        )
     rewritten = rewrite(
         dockerfile_text,
         task.original_id,
         registry=registry,
-        apt=plan.apt,
+        apt=apt,
         pip=pip,
         with_ca=bool(bundle),
     )
@@ -261,8 +292,10 @@ def convert(
         (staging / "solution" / "memorized.sh").write_text(solution, encoding="utf-8")
         overlay_path = overlay or (task.root / OVERLAY_FILE)
         grading_mode = "live" if _live(task.tests, plan.script) else "clean"
+        rules = ""
         if overlay_path.is_file():
             translated = _translate_overlay(task, overlay_path, staging, rewritten.text, workdir)
+            rules = ", ".join(translated["rules"])
             grading_mode = translated.pop("grading", None) or grading_mode
             (staging / OVERLAY_FILE).write_text(
                 yaml.safe_dump(translated, sort_keys=False), encoding="utf-8"
@@ -282,7 +315,7 @@ def convert(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Converted(
-        task_id, dest, task.root, plan.protection, tuple(approximate), rewritten.mappings
+        task_id, dest, task.root, plan.protection, tuple(approximate), rewritten.mappings, rules
     )
 
 

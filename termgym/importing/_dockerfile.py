@@ -138,6 +138,14 @@ def rewrite(
             if with_ca and target not in stages and image != "scratch":
                 lines.append(_CA_STEPS.rstrip("\n"))
             continue
+        if ins.keyword in ("COPY", "ADD") and not registry:
+            source = re.search(r"--from=(\S+)", ins.args)
+            if source and source.group(1) not in stages and not source.group(1).isdigit():
+                raise ImportRefused(
+                    f"{task}: {ins.keyword} --from={source.group(1)}: copies from an image "
+                    "that cannot be pulled here (no image registry answers) and has no local "
+                    "stand-in"
+                )
         if ins.keyword == "WORKDIR":
             path = ins.args.strip().strip("\"'")
             workdir = path if path.startswith("/") else posixpath.join(workdir, path)

@@ -10,13 +10,16 @@ from typing import Any
 from termgym.errors import ImportRefused, TaskSpecError
 from termgym.importing._compose import check_compose
 from termgym.importing._model import ForeignTask, parse_memory
+from termgym.importing._solution import with_solution_folder
 
 HARBOR_FILES = ("task.toml", "instruction.md")
-"""A folder holding both is a Harbor task."""
+"""A folder holding both is a Harbor task (or task.toml and steps/: a multi-step one)."""
 
 
 def is_harbor(folder: Path) -> bool:
-    return all((folder / name).is_file() for name in HARBOR_FILES)
+    if not (folder / "task.toml").is_file():
+        return False
+    return (folder / "instruction.md").is_file() or (folder / "steps").is_dir()
 
 
 def _table(data: dict[str, Any], name: str, source: Path) -> dict[str, Any]:
@@ -41,6 +44,13 @@ def read_harbor(folder: Path) -> ForeignTask:
         TaskSpecError: task.toml is malformed.
     """
     source = folder / "task.toml"
+    if not (folder / "instruction.md").is_file():
+        steps = sorted(p.name for p in (folder / "steps").iterdir() if p.is_dir())
+        raise ImportRefused(
+            f"{folder.name}: a multi-step Harbor task ({len(steps)} steps under steps/, each "
+            "with its own instruction and tests): termgym runs one instruction per episode; "
+            "multi-step tasks are not supported yet"
+        )
     try:
         data = tomllib.loads(source.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -86,7 +96,11 @@ def read_harbor(folder: Path) -> ForeignTask:
         docker_image=str(image) if image else None,
         test_script=test_sh.read_text(encoding="utf-8"),
         tests=folder / "tests",
-        solution=solve.read_text(encoding="utf-8") if solve.is_file() else None,
+        solution=(
+            with_solution_folder(solve.parent, solve.read_text(encoding="utf-8"))
+            if solve.is_file()
+            else None
+        ),
         solution_name="solution/solve.sh",
         agent_timeout=_number(agent, "timeout_sec", 600.0, source, "[agent]"),
         test_timeout=_number(verifier, "timeout_sec", 600.0, source, "[verifier]"),

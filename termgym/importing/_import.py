@@ -3,6 +3,7 @@ ones that can run here, and say why each other one was refused."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from termgym.errors import ImportRefused, TaskError
 from termgym.importing._convert import Converted, convert
 from termgym.importing._harbor import is_harbor, read_harbor
-from termgym.importing._model import ForeignTask, Format
+from termgym.importing._model import ForeignTask, Format, normalize_id
 from termgym.importing._tb import is_tb, read_tb
 
 
@@ -65,10 +66,24 @@ def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
 
 @dataclass
 class ImportReport:
-    """What an import did: converted tasks, and refused ones with the reason."""
+    """What an import did: converted tasks, refused ones with the reason, and overlays of
+    the overlay folder that matched no task."""
 
     converted: list[Converted] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)
+    unused_overlays: list[Path] = field(default_factory=list)
+
+
+def _overlay_for(overlays: Path | None, folder: Path) -> Path | None:
+    """The overlay kept apart from a task: `<overlays>/<folder name>.yaml`, or under the
+    task's normalized id."""
+    if overlays is None:
+        return None
+    for name in dict.fromkeys((folder.name, normalize_id(folder.name))):
+        path = overlays / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
 
 
 def import_tasks(
@@ -78,25 +93,41 @@ def import_tasks(
     *,
     registry: bool = False,
     ca: Path | None = None,
+    overlays: Path | None = None,
 ) -> ImportReport:
-    """Convert every task found in `sources` into `out` (ids made unique with -2, -3 ...)."""
+    """Convert every task found in `sources` into `out` (ids made unique with -2, -3 ...).
+
+    `overlays`: a folder of overlays kept apart from the tasks, `<task folder name>.yaml`
+    each, used in place of an overlay.yaml beside the task (so a collection is perturbed
+    without writing into it).
+
+    Raises:
+        TaskError: a source holds no task, or `overlays` is not a folder.
+    """
+    if overlays is not None and not overlays.is_dir():
+        raise TaskError(f"expected a folder of overlays (<task>.yaml) at {overlays}, found none")
     out.mkdir(parents=True, exist_ok=True)
     report = ImportReport()
     taken: set[str] = set()
+    used: set[Path] = set()
     for folder in task_folders(sources, fmt):
+        overlay = _overlay_for(overlays, folder)
         try:
             task = read_foreign(folder, fmt)
             if task.task_id in taken:
-                import dataclasses
-
                 number = 2
                 while f"{task.task_id}-{number}" in taken:
                     number += 1
                 task = dataclasses.replace(task, original_id=f"{task.original_id}-{number}")
-            done = convert(task, out, registry=registry, ca=ca)
+            done = convert(task, out, registry=registry, ca=ca, overlay=overlay)
         except (ImportRefused, TaskError) as exc:
             report.refused.append((folder, str(exc)))
             continue
+        finally:
+            if overlay is not None:
+                used.add(overlay)
         taken.add(done.task_id)
         report.converted.append(done)
+    if overlays is not None:
+        report.unused_overlays = sorted(set(overlays.glob("*.yaml")) - used)
     return report

@@ -8,8 +8,9 @@ termgym runs them in the clean verifier, where nothing of the agent's may run as
 - install: apt-get, pip, `uv add`, `uv pip install`: moved to the image build (grading
   runs offline); uv's installer, `uv init`, `source $HOME/.local/bin/env` are dropped
   (pytest runs from the image's python3 instead of a uv project).
-- pytest: `pytest`, `python -m pytest`, `uv run pytest` (and Terminal-Bench's shared
-  run-uv-pytest.sh): rewritten to `$TERMGYM_PYTEST`, an in-process pytest whose tests'
+- pytest: `pytest`, `python -m pytest`, `uv run [--with X] pytest`, `uvx [-w X] pytest`
+  (Harbor's template; its `-w` packages install at build time), and Terminal-Bench's shared
+  run-uv-pytest.sh: rewritten to `$TERMGYM_PYTEST`, an in-process pytest whose tests'
   programs run as the agent's user and whose outcomes are recorded where only root writes.
 - plain shell: comments, cd, export, set, echo/printf, assignments, if/then/else/fi on
   `[ ... ]` tests, exit, mkdir, writing a reward to /logs/verifier: kept, run as root.
@@ -31,16 +32,22 @@ _UV_INSTALLER = re.compile(r"^(curl|wget)\b.*astral\.sh/uv.*\|\s*(ba)?sh\b")
 _DROP = (
     re.compile(r"^(source|\.)\s+\"?\$HOME/\.local/bin/env\"?$"),
     re.compile(r"^(source|\.)\s+\"?\$HOME/\.cargo/env\"?$"),
-    re.compile(r"^uv\s+(init|venv|sync)\b.*$"),
-    re.compile(r"^(source|\.)\s+\.venv/bin/activate$"),
+    re.compile(r"^uv\s+(init|sync)\b.*$"),
     re.compile(r"^(source|\.)\s+\"?\$TEST_DIR\"?/setup-uv-pytest\.sh$"),
 )
+_VENV = re.compile(r"^(uv\s+venv|python3?\s+-m\s+venv)(\s[^;&|`$()]*)?$")
+_VENV_VALUED = ("--python", "-p", "--prompt", "--index-url", "--cache-dir")
+_ACTIVATE = re.compile(r"^(?:source|\.)\s+\"?([^\s;&|`$()\"]+)/bin/activate\"?$")
+_PIP_VALUED = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c",
+               "--constraint", "--python", "-p", "--target", "-t", "--prefix")  # fmt: skip
+"""Install options that take a value (the value is not a package)."""
 _APT = re.compile(r"^(sudo\s+)?apt(-get)?\s+(update|install)\b(.*)$")
 _PIP = re.compile(
     r"^(uv\s+add|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install)\s+(.*)$"
 )
 _PYTEST = re.compile(
-    r"^(uv\s+run\s+(?:--\S+(?:\s+[^-\s]\S*)?\s+)*)?(python3?\s+-m\s+)?pytest(?=\s|$)"
+    r"^((?:uv\s+run|uvx)\s+(?:--?[\w-]+(?:[\s=]+[^-\s]\S*)?\s+)*)?(python3?\s+-m\s+)?"
+    r"pytest(?=\s|$)"
 )
 _RUN_UV_PYTEST = re.compile(r"^(bash\s+|sh\s+)?\"?\$TEST_DIR\"?/run-uv-pytest\.sh$")
 _SAFE = (
@@ -102,9 +109,32 @@ def _words(command: str) -> list[str]:
         return command.split()
 
 
+def _venv_folder(args: str) -> str:
+    """The folder `uv venv ARGS` / `python -m venv ARGS` creates (`.venv` when none given)."""
+    words = _words(args)
+    positional = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _VENV_VALUED:
+            skip = True
+        elif not word.startswith("-"):
+            positional.append(word)
+    return (positional[0] if positional else ".venv").removeprefix("./").rstrip("/")
+
+
 def _packages(args: str) -> list[str]:
+    """The requirements an install line names: options and their values left out."""
     names = []
+    skip = False
     for word in _words(args):
+        if skip:
+            skip = False
+            continue
+        if word in _PIP_VALUED:
+            skip = True
+            continue
         if word.startswith("-") or word in ("install", "update", "&&"):
             continue
         names.append(word)
@@ -124,6 +154,7 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
     out: list[str] = []
     why = ""
     heredoc: str | None = None
+    venvs = {".venv"}  # made by a dropped `uv venv NAME`: activating one is dropped too
     for number, line in _logical_lines(text):
         stripped = line.strip()
         if heredoc is not None:
@@ -146,6 +177,18 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
                 "image's python3, installed at build time)"
             )
             continue
+        venv = _VENV.match(stripped)
+        if venv:
+            venvs.add(_venv_folder(venv.group(2) or ""))
+            notes.append(
+                f"{name} line {number}: `{stripped}` dropped (the tests' packages are "
+                "installed into the image's python3 at build time)"
+            )
+            continue
+        activate = _ACTIVATE.match(stripped)
+        if activate and activate.group(1).removeprefix("./").rstrip("/") in venvs:
+            notes.append(f"{name} line {number}: `{stripped}` dropped (its venv was dropped)")
+            continue
         if any(p.match(stripped) for p in _DROP):
             notes.append(f"{name} line {number}: `{stripped}` dropped (no uv project needed)")
             if "setup-uv-pytest" in stripped:
@@ -159,7 +202,11 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
                     apt.extend(_packages(apt_match.group(4)))
                 elif pip_match:
                     pip.extend(_packages(pip_match.group(2)))
-            notes.append(f"{name} line {number}: `{stripped}` moved to build time")
+            index = re.search(r"(--index-url|--extra-index-url|-i|--find-links|-f)[\s=]", stripped)
+            notes.append(
+                f"{name} line {number}: `{stripped}` moved to build time"
+                + (f" (its {index.group(1)} dropped: packages come from PyPI)" if index else "")
+            )
             continue
         if _RUN_UV_PYTEST.match(stripped):
             out.append(line.replace(stripped, '$TERMGYM_PYTEST "$TEST_DIR/test_outputs.py" -rA'))
@@ -170,7 +217,7 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
             indent = line[: len(line) - len(line.lstrip())]
             rest = stripped[pytest_match.end() :]
             out.append(f"{indent}$TERMGYM_PYTEST{rest}")
-            with_pkgs = re.findall(r"--with\s+(\S+)", pytest_match.group(1) or "")
+            with_pkgs = re.findall(r"(?:--with|-w)[\s=]+(\S+)", pytest_match.group(1) or "")
             pip.extend(["pytest", *with_pkgs])
             continue
         if _NETWORK.search(stripped) and not _LOCAL.search(stripped) and not heredoc:
@@ -182,8 +229,10 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
         out.append(line)
         if not any(p.match(stripped) for p in _SAFE) and not why:
             why = f"{name} line {number}: `{stripped[:120]}`"
-    hit = _NETWORK.search("\n".join(out))
-    if hit and why and not _LOCAL.search("\n".join(out)):
+    # A script it writes (a heredoc, an echo into a file) may fetch when run; comments do not.
+    kept = "\n".join(line for line in out if not line.lstrip().startswith("#"))
+    hit = _NETWORK.search(kept)
+    if hit and why and not _LOCAL.search(kept):
         raise ImportRefused(
             f"{task}: {name} reaches the network at test time (`{hit.group(0).strip()}` in a "
             "script it writes): grading runs offline"

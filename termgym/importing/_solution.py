@@ -1,7 +1,9 @@
-"""Oracles of imported tasks: solution.yaml keystrokes replayed through a terminal."""
+"""Oracles of imported tasks: solution.yaml keystrokes replayed through a terminal, and
+Harbor solutions that come with more files than solve.sh."""
 
 from __future__ import annotations
 
+import base64
 import shlex
 from pathlib import Path
 
@@ -56,3 +58,55 @@ def keystroke_oracle(path: Path) -> str:
             lines.append("sleep 0.5")
     lines.append("sleep 1")
     return "\n".join(lines) + "\n"
+
+
+_HELPERS_LIMIT = 2 << 20
+"""At most this many bytes of helper files travel inside an oracle."""
+
+
+def with_solution_folder(folder: Path, script: str) -> str:
+    """Harbor's oracle: its harness uploads the whole solution/ folder to /solution and runs
+    solve.sh. termgym's oracle is one script, so the folder's other files (a solve.py the
+    script runs, say) are written to /solution first, text files as text (an overlay may
+    name their occurrences), others base64; then solve.sh runs as written.
+
+    Raises:
+        TaskSpecError: the helper files are larger than 2 MiB.
+    """
+    helpers = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != "solve.sh" and "__pycache__" not in p.parts
+    )
+    if not helpers:
+        return script
+    if sum(p.stat().st_size for p in helpers) > _HELPERS_LIMIT:
+        raise TaskSpecError(
+            f"{folder}: expected the solution's helper files to total at most 2 MiB (they "
+            f"travel inside the oracle script), found {len(helpers)} files larger than that"
+        )
+    lines = [
+        "#!/bin/bash",
+        "# termgym: Harbor's oracle runs with solution/ uploaded to /solution; its other files:",
+    ]
+    for path in helpers:
+        rel = path.relative_to(folder).as_posix()
+        target = shlex.quote(f"/solution/{rel}")
+        lines.append(f'mkdir -p "$(dirname {target})"')
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        delimiter = "TERMGYM_SOLUTION_FILE"
+        while delimiter in (text if text is not None else ""):
+            delimiter += "_"
+        if text is not None and text.endswith("\n"):
+            lines.append(f"cat > {target} <<'{delimiter}'\n{text}{delimiter}")
+        else:
+            encoded = base64.b64encode(data).decode("ascii")
+            lines.append(f"base64 -d > {target} <<'{delimiter}'\n{encoded}\n{delimiter}")
+        if path.stat().st_mode & 0o111:
+            lines.append(f"chmod +x {target}")
+    lines.append("# termgym: solution/solve.sh, as written")
+    return "\n".join(lines) + "\n" + script

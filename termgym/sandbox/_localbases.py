@@ -62,6 +62,7 @@ class LocalBase:
             "suite": self.suite,
             "packages": sorted(_COMMON),
             "links": self.python_links,
+            "pip_env": "PIP_IGNORE_INSTALLED=1" if self.python_links else "",
             "dockerfile": _DOCKERFILE,
             "sources": self.sources(),
         }
@@ -100,13 +101,14 @@ BASES: dict[str, LocalBase] = {
         LocalBase("python-3.13", "debian", "trixie", python_links=True),
         LocalBase("python-3.12", "ubuntu", "noble", python_links=True),
         LocalBase("python-3.11", "debian", "bookworm", python_links=True),
+        LocalBase("python-3.10", "ubuntu", "jammy", python_links=True),
     )
 }
 
 _DOCKERFILE = """\
 FROM {parent}
 LABEL io.termgym.local-base="{name}"
-ENV LANG=C.UTF-8 LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_BREAK_SYSTEM_PACKAGES=1
+ENV LANG=C.UTF-8 LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_BREAK_SYSTEM_PACKAGES=1{pip_env}
 RUN {links}true
 CMD ["bash"]
 """
@@ -132,6 +134,11 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         r"(docker\.io/)?(library/)?python:3\.11([.\d]*)(-slim)?(-bookworm)?",
         "python-3.11",
         "python.org's 3.11 becomes Debian bookworm's python3 (3.11)",
+    ),
+    (
+        r"(docker\.io/)?(library/)?python:3\.10([.\d]*)(-slim)?(-bookworm|-bullseye)?",
+        "python-3.10",
+        "python.org's 3.10 on Debian becomes Ubuntu 22.04's python3 (3.10)",
     ),
 )
 
@@ -169,7 +176,7 @@ def known_bases() -> list[str]:
         "ubuntu:24.04",
         "ubuntu:22.04",
         "debian:12|13",
-        "python:3.11|3.12|3.13[-slim][-bookworm|-trixie]",
+        "python:3.10|3.11|3.12|3.13[-slim][-bookworm|-trixie]",
     ]
 
 
@@ -194,16 +201,24 @@ def ensure_local_base(base: LocalBase, *, log: Log = _quiet) -> str:
     if _image_or_none(client, rootfs_tag) is None:
         rootfs = _debootstrap(base, log)
         _import(client, rootfs, rootfs_tag, log)
+    dockerfile = stand_in_dockerfile(base, rootfs_tag)
+    log(f"Building {base.tag} from {rootfs_tag} ...")
+    _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=base.tag)
+    return base.tag
+
+
+def stand_in_dockerfile(base: LocalBase, rootfs_tag: str) -> str:
+    """The Dockerfile that makes a stand-in from its debootstrap root."""
     links = (
         "ln -sf /usr/bin/python3 /usr/local/bin/python && ln -sf /usr/bin/pip3 "
         "/usr/local/bin/pip && "
         if base.python_links
         else ""
     )
-    dockerfile = _DOCKERFILE.format(parent=rootfs_tag, name=base.name, links=links)
-    log(f"Building {base.tag} from {rootfs_tag} ...")
-    _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=base.tag)
-    return base.tag
+    # python.org's images hold no distribution-installed packages for pip to upgrade; Debian's
+    # python3 does (packaging, typing_extensions), which pip cannot uninstall: install anew.
+    pip_env = " PIP_IGNORE_INSTALLED=1" if base.python_links else ""
+    return _DOCKERFILE.format(parent=rootfs_tag, name=base.name, links=links, pip_env=pip_env)
 
 
 def _keyring(home: Path) -> Path:

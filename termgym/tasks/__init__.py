@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from termgym._task_paths import BUNDLED, SPEC_FILE, TASKS_PATH_ENV, task_dirs, task_roots
+from termgym._task_paths import (
+    BUNDLED,
+    SPEC_FILE,
+    TASKS_PATH_ENV,
+    task_dirs,
+    task_roots,
+    tasks_in,
+)
 from termgym._vocabulary import VARIANTS
 from termgym.kinds import GraderSpec
 from termgym.tasks._draw import (
@@ -74,6 +81,7 @@ __all__ = [
     "rule_files",
     "sampled_values",
     "task_dirs",
+    "tasks_in",
     "task_roots",
     "withheld_leaks",
     "image_tag",

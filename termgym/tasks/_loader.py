@@ -406,6 +406,7 @@ def _graders_with_spans(task: Task, spans: list[Span], path: Path) -> list[Grade
                     "rule": s.rule,
                     "start": s.start,
                     "end": s.end,
+                    **({"texts": dict(s.texts)} if s.texts else {}),
                 }
                 for s in hidden
             ]

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from termgym.errors import TaskSpecError
 
@@ -39,6 +39,19 @@ class OccurrenceSpec(BaseModel):
     count: int = Field(default=1, ge=1)
     withheld: str = ""
     """What replaces the whole pattern in withheld episodes (default: nothing)."""
+    values: dict[str, str] | None = None
+    """For an occurrence that states something the rule decides rather than the rule's
+    value itself (an expected count or list in a test): its text for each value the rule
+    can take. The pattern holds the original's text once; an episode puts its value's text
+    in its place."""
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _keys_as_text(cls, data: object) -> object:
+        if isinstance(data, dict):
+            return {value_text(k) if isinstance(k, int | float | bool) else k: v
+                    for k, v in data.items()}  # fmt: skip
+        return data
 
 
 class OverlayRule(BaseModel):
@@ -66,7 +79,55 @@ class OverlayRule(BaseModel):
                 f"choices: expected values other than the original {self.original!r}, "
                 f"found it among {self.choices}"
             )
+        self.occurs = [self._derived(i, occ) for i, occ in enumerate(self.occurs)]
         return self
+
+    def values_taken(self) -> list[int | float | str | bool]:
+        """Every value an episode can give the rule: the original, the choices, contradict."""
+        taken = [self.original, *self.choices]
+        if self.contradict is not None and self.contradict not in taken:
+            taken.append(self.contradict)
+        return taken
+
+    def _derived(self, index: int, occ: OccurrenceSpec) -> OccurrenceSpec:
+        """An occurrence's `values`, keyed by the rule's values as they print (4 for 4.0 is
+        accepted), and checked to name every value the rule can take."""
+        if occ.values is None:
+            return occ
+        where = f"occurs[{index}] ({occ.file}, {occ.pattern!r}): values"
+        if self.range is not None:
+            raise ValueError(
+                f"{where}: expected `choices` on a rule with derived occurrences (each value "
+                f"needs its text), found range {list(self.range)}"
+            )
+        keyed: dict[str, str] = {}
+        for key, text in occ.values.items():
+            match = [v for v in self.values_taken() if _same(key, v)]
+            if not match:
+                raise ValueError(
+                    f"{where}: expected keys among the rule's values "
+                    f"{[value_text(v) for v in self.values_taken()]}, found {key!r}"
+                )
+            keyed[value_text(match[0])] = text
+        missing = [value_text(v) for v in self.values_taken() if value_text(v) not in keyed]
+        if missing:
+            raise ValueError(
+                f"{where}: expected a text for every value the rule can take, found none for "
+                f"{', '.join(missing)}"
+            )
+        return occ.model_copy(update={"values": keyed})
+
+
+def _same(key: str, value: int | float | str | bool) -> bool:
+    """Whether a `values` key names the rule value `value` (numbers compare as numbers)."""
+    if key == value_text(value):
+        return True
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return float(key) == float(value)
+        except ValueError:
+            return False
+    return False
 
 
 class OverlayFile(BaseModel):
@@ -92,6 +153,25 @@ class Span:
     pattern_start: int
     pattern_end: int
     withheld: str = ""
+    texts: tuple[tuple[str, str], ...] = ()
+    """A derived occurrence's text per rule value (as it prints); empty: the value itself."""
+
+    def text_for(self, value: int | float | str | bool) -> str:
+        """What this span says when the rule takes `value`.
+
+        Raises:
+            TaskSpecError: a derived occurrence names no text for that value.
+        """
+        shown = value_text(value)
+        if not self.texts:
+            return shown
+        for key, text in self.texts:
+            if key == shown:
+                return text
+        raise TaskSpecError(
+            f"{self.file}: the occurrence of rule {self.rule!r} gives no text for the value "
+            f"{shown!r} (its `values` name {[k for k, _ in self.texts]})"
+        )
 
 
 def value_text(value: int | float | str | bool) -> str:
@@ -151,14 +231,18 @@ def rule_fields(name: str, rule: OverlayRule) -> dict[str, Any]:
 
 
 def _bounded(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] is a whole token (no letter, digit or '_' glued to it)."""
+    """Whether text[start:end] is a whole token: no letter, digit or '_' glued to it, except
+    a unit after a number (`3.5m`, `100kg`, `15MB`: a digit or a decimal part still glues)."""
     before = text[start - 1] if start > 0 else ""
     after = text[end] if end < len(text) else ""
     glued = re.compile(r"[\w]")
     first, last = text[start], text[end - 1]
+    if last.isdigit() and after and re.match(r"[^\W\d_]", after):
+        after = ""  # a unit
     return not (
         (before and glued.match(before) and glued.match(first))
         or (after and glued.match(after) and glued.match(last))
+        or (last.isdigit() and text[end : end + 2][:1] == "." and text[end + 1 : end + 2].isdigit())
     )
 
 
@@ -169,9 +253,9 @@ def find_spans(name: str, rule: OverlayRule, texts: Mapping[str, str], where: st
         TaskSpecError: a file is missing, a pattern is not found, found more than `count`
             times, or does not hold the original value exactly once.
     """
-    value = value_text(rule.original)
     spans: list[Span] = []
     for index, occ in enumerate(rule.occurs):
+        value = occ.values[value_text(rule.original)] if occ.values else value_text(rule.original)
         at = f"{where}: field 'rules.{name}.occurs[{index}]' ({occ.file}, {occ.pattern!r})"
         if occ.file not in texts:
             raise TaskSpecError(
@@ -191,8 +275,9 @@ def find_spans(name: str, rule: OverlayRule, texts: Mapping[str, str], where: st
             if _bounded(occ.pattern, m.start(), m.end())
         ]
         if len(inner) != 1:
+            what = "text for the original value" if occ.values else "original value"
             raise TaskSpecError(
-                f"{at}: expected the pattern to hold rule {name}'s original value {value!r} "
+                f"{at}: expected the pattern to hold rule {name}'s {what} {value!r} "
                 f"once, as a whole token, found it {len(inner)} time(s)"
             )
         for start in found:
@@ -205,6 +290,7 @@ def find_spans(name: str, rule: OverlayRule, texts: Mapping[str, str], where: st
                     pattern_start=start,
                     pattern_end=start + len(occ.pattern),
                     withheld=occ.withheld,
+                    texts=tuple(sorted((occ.values or {}).items())),
                 )
             )
     return spans
@@ -233,8 +319,9 @@ def rewrite(
     values: Mapping[str, Any],
     withheld: frozenset[str] | set[str] = frozenset(),
 ) -> str:
-    """`text` with every span's value replaced by `values[rule]`, and the whole pattern of a
-    withheld rule replaced by its `withheld` text. Nothing else changes."""
+    """`text` with every span's value replaced by `values[rule]` (a derived span: by its
+    text for that value), and the whole pattern of a withheld rule replaced by its
+    `withheld` text. Nothing else changes."""
     out = []
     cursor = 0
     for span in sorted(spans, key=lambda s: s.pattern_start):
@@ -244,7 +331,7 @@ def rewrite(
             cursor = span.pattern_end
         else:
             out.append(text[cursor : span.start])
-            out.append(value_text(values[span.rule]))
+            out.append(span.text_for(values[span.rule]))
             cursor = span.end
     out.append(text[cursor:])
     return "".join(out)

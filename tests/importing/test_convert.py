@@ -244,19 +244,23 @@ def test_cli_import_and_check_folder(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(main, ["import", "tb", str(FOREIGN / "tb"), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert "2 imported, 0 refused" in result.output
+    assert "3 imported, 0 refused" in result.output
     bad = CliRunner().invoke(
         main, ["import", "harbor", str(FOREIGN / "tb"), "--out", str(tmp_path)]
     )
     assert bad.exit_code != 0 and "expected" in bad.output
 
 
-def test_overlay_suggest_finds_the_rule_in_instruction_and_tests() -> None:
+def test_overlay_suggest_finds_the_rule_in_instruction_tests_and_solution() -> None:
     found = suggest_overlay(TB)
-    values = {s.value: s for s in found}
-    assert 100 not in values  # 100 is too common to suggest by itself ...
-    source_texts = {f for s in found for f, _ in s.occurs}
-    assert source_texts  # ... but other shared constants are found
+    # 100 is too common to propose by itself, but the instruction states it, the tests
+    # check it and the solution hard-codes it: that is the rule, proposed first.
+    assert found[0].value == 100
+    assert {"instruction", "tests/test_outputs.py", "solution.sh"} <= {
+        f for f, _ in found[0].occurs
+    }
+    assert ("solution.sh", "LIMIT=100") in found[0].occurs
+    assert 0 not in {s.value for s in found}  # common numbers the instruction never states
 
 
 def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
