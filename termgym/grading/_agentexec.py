@@ -247,7 +247,7 @@ def record_into(path: str | None) -> None:
             sys.path.insert(0, GRADER_DIR)  # the grader folder is root's: safe to import from
         import termgym_inputprint
 
-        _recorder.append(termgym_inputprint.Recorder(path))
+        _recorder.append(termgym_inputprint.Recorder(path, AGENT_UID))
 
 
 def recording() -> bool:

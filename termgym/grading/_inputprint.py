@@ -149,6 +149,39 @@ def tree_digest(folder: str) -> str:
     return digest.hexdigest()
 
 
+def reachable(path: str, uid: int) -> bool:
+    """Whether the user `uid` (in its own group only, as the agent's user is) could open
+    `path`: search permission on every folder above it, read (and search, for a folder)
+    on it. What the agent's programs cannot open is no input of theirs, whatever it holds
+    (the clean verifier's /tests is root's, 0700)."""
+
+    def allowed(info: os.stat_result, bits: int) -> bool:
+        if info.st_uid == uid:
+            shift = 6
+        elif info.st_gid == uid:
+            shift = 3
+        else:
+            shift = 0
+        return (info.st_mode >> shift) & bits == bits
+
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth]) or "/"
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return False
+        if not allowed(info, 1):
+            return False
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if stat.S_ISLNK(info.st_mode):
+        return True  # the link itself is what the program is given; not followed here
+    return allowed(info, 5 if stat.S_ISDIR(info.st_mode) else 4)
+
+
 def _signature(info: os.stat_result) -> tuple[int, int, int]:
     return (info.st_mtime_ns, info.st_size, info.st_ino)
 
@@ -156,8 +189,9 @@ def _signature(info: os.stat_result) -> tuple[int, int, int]:
 class Recorder:
     """Appends one line per started program to `path` (see the module docstring)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, agent_uid: int) -> None:
         self.path = path
+        self.agent_uid = agent_uid
         self.test = ""
         self.ruleset = ""
         self.shared_scope = False
@@ -237,6 +271,9 @@ class Recorder:
         try:
             is_dir = stat.S_ISDIR(os.lstat(path).st_mode)
         except OSError:
+            return
+        if not reachable(path, self.agent_uid):
+            named[label] = "closed to the agent's user"
             return
         named[label] = tree_digest(path) if is_dir else file_digest(path)
 

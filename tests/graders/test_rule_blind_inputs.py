@@ -8,6 +8,8 @@ under different rule sets: a task whose tests build their inputs around the rule
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -46,7 +48,7 @@ def test_the_recorder_hashes_what_the_test_wrote_and_not_what_the_program_wrote(
 ) -> None:
     shared = tmp_path / "base"
     (shared / "test_a0").mkdir(parents=True)
-    recorder = Recorder(str(tmp_path / "record.jsonl"))
+    recorder = Recorder(str(tmp_path / "record.jsonl"), os.getuid())
     recorder.context("t.py::test_a", "original", [str(shared)])
     manifest = shared / "test_a0" / "m.json"
     manifest.write_text('{"limit": 1}')
@@ -66,6 +68,32 @@ def test_the_recorder_hashes_what_the_test_wrote_and_not_what_the_program_wrote(
     assert problems == ()
     assert [s.index for s in starts] == [0, 1]
     assert starts[0].given != starts[1].given
+
+
+def test_a_path_the_agents_user_cannot_open_is_no_input_of_its_program(tmp_path: Path) -> None:
+    """The clean verifier's /tests (root's, 0700) differs between rule sets when an overlay
+    rewrites the tests, and an imported test hands its path over in TEST_DIR: the agent's
+    program cannot open it, so it is noted as closed, not hashed."""
+    agent = 60000
+    base = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own tmp_path is root's, 0700
+    try:
+        base.chmod(0o755)
+        closed = base / "tests"
+        closed.mkdir(mode=0o700)
+        (closed / "test_outputs.py").write_text("assert top(3)")
+        opened = base / "open"
+        opened.mkdir(mode=0o755)
+        (opened / "data.txt").write_text("same for every rule")
+        assert not _inputprint.reachable(str(closed), agent)
+        assert not _inputprint.reachable(str(closed / "test_outputs.py"), agent)
+        assert _inputprint.reachable(str(opened / "data.txt"), agent)
+        recorder = Recorder(str(tmp_path / "record.jsonl"), agent)
+        env = {"TEST_DIR": str(closed), "DATA": str(opened / "data.txt")}
+        record = recorder.before_start(["python3", "/app/top.py"], "/app", env, [])
+        assert record["named"]["env TEST_DIR"] == "closed to the agent's user"
+        assert record["named"]["env DATA"] == file_digest(str(opened / "data.txt"))
+    finally:
+        shutil.rmtree(base)
 
 
 def test_a_planted_fifo_or_symlink_is_noted_not_read(tmp_path: Path) -> None:

@@ -14,12 +14,15 @@ from click.testing import CliRunner
 from termgym.cli import main
 from termgym.errors import TaskSpecError
 from termgym.importing import import_tasks, suggest_overlay
-from termgym.tasks import instantiate, load_task
+from termgym.tasks import RuleDraw, instantiate, load_task
 from termgym.tasks._overlay import read_overlay
 
 FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 WORDS = FOREIGN / "harbor" / "harbor-top-words"
 OVERLAYS = FOREIGN / "overlays"
+
+FIXED = RuleDraw(contradict="fixed")
+"""These tests spell out the authored contradicted value."""
 
 
 @pytest.fixture
@@ -32,7 +35,7 @@ def words(tmp_path: Path) -> Path:
 def _rewritten_tests(task_dir: Path, variant: str, seed: int = 1) -> tuple[str, str, str]:
     """(instruction, the test file as the verifier writes it, oracle) for a variant."""
     task = load_task(task_dir)
-    plan = instantiate(task, variant, seed=seed)
+    plan = instantiate(task, variant, seed=seed, draw=FIXED)
     (grader,) = task.spec.graders
     text = (task_dir / "graders" / "tests" / "test_outputs.py").read_text()
     spans = sorted(grader.params["rewrite"], key=lambda s: s["start"])
@@ -133,7 +136,9 @@ def test_a_unit_after_a_number_is_no_glue_but_a_digit_is(tmp_path: Path) -> None
         overlay.replace('pattern: "no more than 100 kg"', 'pattern: "at most 100kg"')
     )
     import_tasks([task], tmp_path / "out", "terminal-bench")
-    plan = instantiate(load_task(tmp_path / "out" / "tb-weight-limit"), "contradicted", seed=1)
+    plan = instantiate(
+        load_task(tmp_path / "out" / "tb-weight-limit"), "contradicted", seed=1, draw=FIXED
+    )
     assert "at most 150kg" in plan.instruction
     (task / "overlay.yaml").write_text(overlay.replace('"MAX_WEIGHT = 100"', '"MAX_WEIGHT = 10"'))
     import_tasks([task], tmp_path / "out3", "terminal-bench")
