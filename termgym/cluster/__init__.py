@@ -13,7 +13,12 @@ from termgym.cluster._connect import (
     require_ray,
     sandbox_capacity,
 )
-from termgym.cluster._reap import reap_run_here, reap_run_on_every_node
+from termgym.cluster._reap import (
+    new_scratch,
+    reap_run_here,
+    reap_run_on_every_node,
+    reap_scratch_here,
+)
 from termgym.cluster._shipping import TaskBundle, bundle_task, unpack_bundles
 
 __all__ = [
@@ -21,8 +26,10 @@ __all__ = [
     "TaskBundle",
     "bundle_task",
     "connect",
+    "new_scratch",
     "reap_run_here",
     "reap_run_on_every_node",
+    "reap_scratch_here",
     "require_ray",
     "sandbox_capacity",
     "unpack_bundles",

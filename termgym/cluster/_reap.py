@@ -3,7 +3,12 @@ node, a driver killed mid-run): on this node, or on every live node of the clust
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 from termgym.cluster._connect import require_ray
 
@@ -23,6 +28,40 @@ def reap_run_here(run_id: str) -> list[str]:
         return collect_garbage(labels={"io.termgym.run": run_id})
     except BackendUnavailable:
         return []
+
+
+SCRATCH_PREFIX = "termgym-ray-"
+"""A Ray episode worker's scratch folder in the temporary folder: `termgym-ray-PID-XXXX`."""
+
+
+def new_scratch() -> Path:
+    """A scratch folder for this worker process, named by its pid so that another worker
+    on the node can remove it once this process is gone."""
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+
+
+def reap_scratch_here() -> list[str]:
+    """Remove the scratch folders of this node's episode workers whose process is gone (a
+    worker killed with its node never closes). Returns the folders removed."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = folder.name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            shutil.rmtree(folder)
+            removed.append(str(folder))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def reap_run_on_every_node(run_id: str, timeout: float = 60.0) -> list[str]:

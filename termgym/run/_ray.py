@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,8 +25,10 @@ from termgym.cluster import (
     TaskBundle,
     bundle_task,
     connect,
+    new_scratch,
     reap_run_here,
     reap_run_on_every_node,
+    reap_scratch_here,
     sandbox_capacity,
     unpack_bundles,
 )
@@ -65,7 +66,8 @@ class EpisodeWorker:
         from termgym.sandbox import default_backend
 
         unpack_bundles(bundles)
-        self.scratch = Path(tempfile.mkdtemp(prefix="termgym-ray-"))
+        reap_scratch_here()  # what workers killed on this node left
+        self.scratch = new_scratch()
         backend = config.backend or default_backend()
         if backend == "docker":
             from termgym.sandbox import build_base
@@ -89,6 +91,7 @@ class EpisodeWorker:
         from termgym.run._runner import Runner
 
         reap_run_here(self.config.run_name)  # what a killed worker of this node left
+        reap_scratch_here()
         episodes = self.config.out / "episodes"
         shutil.rmtree(episodes, ignore_errors=True)
         episodes.mkdir(parents=True)
@@ -112,6 +115,7 @@ class EpisodeWorker:
         self.lease.release()
         close_all_pools()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        reap_scratch_here()  # and what workers lost on this node during the run left
 
 
 def run_on_ray(

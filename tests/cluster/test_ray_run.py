@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,6 +94,14 @@ def test_a_worker_node_killed_mid_run_loses_no_episode_and_leaves_no_container(
     assert len(finished_episodes(out)) == 8
     assert not (out / "episodes" / "failed").exists()  # nothing half-written came home
     assert _containers("killed") == []
+    assert _scratch_of_dead_workers() == []  # the retries' workers removed the lost one's
+
+
+def _scratch_of_dead_workers() -> list[Path]:
+    from termgym.cluster._reap import SCRATCH_PREFIX, _alive
+
+    found = Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*")
+    return [f for f in found if (p := f.name.split("-")[2]).isdigit() and not _alive(int(p))]
 
 
 @pytest.mark.docker
