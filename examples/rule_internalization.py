@@ -334,7 +334,7 @@ def _collector(
                 variant=label or str(final["variant"]),
                 agent=condition,
                 passed=reward >= 1.0,
-                shadow_class=final.get("class") or None,
+                episode_class=final.get("class") or None,
                 reward=reward,
                 error=final.get("error") or None,
                 steps=len(trajectory.actions),

@@ -115,9 +115,11 @@ class EpisodeScreen(Screen[None]):
         title.append(name, style="bold")
         if header:
             title.append(f"  {header.task} · {header.variant} · {header.agent}")
-        cls = "running" if end is None else ("error" if end.error else (end.cls or "-"))
+        episode_class = (
+            "running" if end is None else ("error" if end.error else (end.episode_class or "-"))
+        )
         title.append("  ")
-        title.append(cls, style=CLASS_STYLE.get(cls, ""))
+        title.append(episode_class, style=CLASS_STYLE.get(episode_class, ""))
         if end is not None:
             title.append(f"  reward {end.reward:.2f}")
         title.append(f"  {len(self.model)} steps")
@@ -131,7 +133,7 @@ class EpisodeScreen(Screen[None]):
         notice.set_class(bool(skipped), "-shown")
         if skipped:
             notice.update("skipped while reading: " + "; ".join(skipped))
-        self.query_one(RulesPanel).show(header, end)
+        self.query_one(RulesPanel).show(header, end, *self.model.grading())
         self.query_one(AuditPanel).show(self.model.audit_by_step())
 
     # -- showing a step ----------------------------------------------------------------------

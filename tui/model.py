@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.errors import RecordingError
+from termgym.grading import GradeReport
 from termgym.recording import (
     CastReplay,
     EpisodeEnd,
@@ -36,6 +37,24 @@ class EpisodeModel:
         self._cast_stale = False
         self.replay_error: str | None = None
         self._audit: list[dict[str, Any]] | None = None
+        self._graded: tuple[EpisodeEnd, GradeReport | None, str | None] | None = None
+
+    def grading(self) -> tuple[GradeReport | None, str | None]:
+        """The end line's verdicts read back (None before the end), or why they cannot be."""
+        end = self.end
+        if end is None:
+            return None, None
+        if self._graded is None or self._graded[0] is not end:
+            where = self._follower.end_where if self._follower.end is end else self.log.end_where
+            variant = self.header.variant if self.header else ""
+            try:
+                report = GradeReport.from_wire(
+                    end.verdicts, variant=variant, episode_class=end.episode_class, where=where
+                )
+                self._graded = (end, report, None)
+            except RecordingError as exc:
+                self._graded = (end, None, str(exc))
+        return self._graded[1], self._graded[2]
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -93,7 +112,10 @@ class EpisodeModel:
         if self._audit is None:
             from termgym.analysis.audit import audit_trace, trace_from_log
 
-            self._audit = [hit.to_dict() for hit in audit_trace(trace_from_log(self.log))]
+            try:
+                self._audit = [hit.to_dict() for hit in audit_trace(trace_from_log(self.log))]
+            except RecordingError:  # the rules panel says why the verdicts cannot be read
+                self._audit = []
         return self._audit
 
     def audit_by_step(self) -> dict[int | None, list[dict[str, Any]]]:
@@ -137,7 +159,7 @@ class EpisodeRow:
     agent: str
     steps: int
     reward: float | None
-    cls: str
+    episode_class: str
     started: float
 
     def cells(self) -> tuple[str, ...]:
@@ -150,7 +172,7 @@ class EpisodeRow:
             self.agent,
             str(self.steps),
             reward,
-            self.cls,
+            self.episode_class,
         )
 
 
@@ -160,7 +182,7 @@ def row_class(end: EpisodeEnd | None) -> str:
         return "running"
     if end.error:
         return "error"
-    return end.cls or "-"
+    return end.episode_class or "-"
 
 
 class RunModel:
@@ -216,6 +238,6 @@ class RunModel:
             agent=header.agent if header else "?",
             steps=self._counts[path],
             reward=end.reward if end else None,
-            cls=row_class(end),
+            episode_class=row_class(end),
             started=header.started if header else 0.0,
         )

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from termgym.grading import GradeReport
 from termgym.recording import EpisodeEnd, EpisodeHeader
 
 CLASS_STYLE = {
@@ -26,12 +27,10 @@ def _fmt(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-def rules_table(header: EpisodeHeader, end: EpisodeEnd | None) -> Table:
+def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
     """Rule | agent saw | enforced | each shadow rule set; changed values highlighted."""
     shadows = {
-        name: v.get("rules", {})
-        for name, v in (end.verdicts if end else {}).items()
-        if isinstance(v, dict) and isinstance(v.get("rules"), dict)
+        name: v.rules for name, v in (report.verdicts if report else {}).items() if v.rules_known
     }
     others = {n: r for n, r in shadows.items() if n != header.variant}
     table = Table(title="rules", title_justify="left", expand=False)
@@ -66,32 +65,25 @@ def rules_table(header: EpisodeHeader, end: EpisodeEnd | None) -> Table:
     return table
 
 
-def verdict_table(end: EpisodeEnd | None) -> Table:
+def verdict_table(report: GradeReport | None) -> Table:
     """Shadow grading: each rule set's pass, score, error and graders."""
     table = Table(title="verdicts (shadow grading)", title_justify="left")
     for column in ("rule set", "passed", "score", "graders", "error"):
         table.add_column(column)
-    for name, verdict in (end.verdicts if end else {}).items():
-        if not isinstance(verdict, dict):
-            continue
-        passed = verdict.get("passed")
+    for name, verdict in (report.verdicts if report else {}).items():
+        passed, score = verdict.passed, verdict.score
         mark = (
             Text("pass", style="bold green")
             if passed
             else (Text("fail", style="bold red") if passed is False else Text("?", style="dim"))
         )
-        score = verdict.get("score")
-        graders = ", ".join(
-            f"{r.get('grader', '?')}:{'✓' if r.get('passed') else '✗'}"
-            for r in verdict.get("results", [])
-            if isinstance(r, dict)
-        )
+        graders = ", ".join(f"{r.grader}:{'✓' if r.passed else '✗'}" for r in verdict.results)
         table.add_row(
             name,
             mark,
             _fmt(score if score is None else f"{score:.2f}"),
             graders,
-            Text(_fmt(verdict.get("error")), style="red"),
+            Text(_fmt(verdict.error), style="red"),
         )
     return table
 
@@ -103,8 +95,18 @@ class RulesPanel(Static):
     RulesPanel { height: auto; padding: 0 1; }
     """
 
-    def show(self, header: EpisodeHeader | None, end: EpisodeEnd | None) -> None:
-        """Draw the panel for an episode (header None: nothing known)."""
+    def show(
+        self,
+        header: EpisodeHeader | None,
+        end: EpisodeEnd | None,
+        report: GradeReport | None = None,
+        unreadable: str | None = None,
+    ) -> None:
+        """Draw the panel for an episode (header None: nothing known).
+
+        `report`: the end line's verdicts read back (`GradeReport.from_wire`); `unreadable`:
+        why they could not be, shown instead of the verdicts.
+        """
         if header is None:
             self.update(Text("no header: rules unknown", style="italic"))
             return
@@ -115,11 +117,13 @@ class RulesPanel(Static):
         if end is None:
             summary.append("running: no verdict yet", style=CLASS_STYLE["running"])
         else:
-            cls = "error" if end.error else (end.cls or "-")
+            episode_class = "error" if end.error else (end.episode_class or "-")
             summary.append("class ")
-            summary.append(cls, style=CLASS_STYLE.get(cls, ""))
+            summary.append(episode_class, style=CLASS_STYLE.get(episode_class, ""))
             summary.append(f"  reward {end.reward:.2f}")
             summary.append("  submitted" if end.terminated else "  truncated (limit)")
             if end.error:
                 summary.append(f"\nerror: {end.error}", style="bold red")
-        self.update(Group(summary, rules_table(header, end), verdict_table(end)))
+            if unreadable:
+                summary.append(f"\nverdicts unreadable: {unreadable}", style="bold red")
+        self.update(Group(summary, rules_table(header, report), verdict_table(report)))

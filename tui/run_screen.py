@@ -85,7 +85,7 @@ class RunScreen(Screen[None]):
                 row.agent,
                 row.steps,
                 -1.0 if row.reward is None else row.reward,
-                row.cls,
+                row.episode_class,
             )[self.sort_column]
             return (value, row.started, row.episode_id)
 
@@ -98,12 +98,12 @@ class RunScreen(Screen[None]):
         table.clear()
         for row in self.visible_rows():
             cells = list(row.cells())
-            cls = Text(cells[-1], style=CLASS_STYLE.get(cells[-1], ""))
-            table.add_row(*cells[:-1], cls, key=str(row.path))
+            episode_class = Text(cells[-1], style=CLASS_STYLE.get(cells[-1], ""))
+            table.add_row(*cells[:-1], episode_class, key=str(row.path))
         if current is not None and str(current) in table.rows:
             table.move_cursor(row=table.get_row_index(str(current)))
         self.refresh_title()
-        finished = sum(r.cls != "running" for r in self.model.rows.values())
+        finished = sum(r.episode_class != "running" for r in self.model.rows.values())
         if finished != self._finished:  # the split changes only when an episode ends
             self._finished = finished
             self.query_one(DisclosurePanel).refresh_from(self.model.path)
@@ -119,10 +119,10 @@ class RunScreen(Screen[None]):
         title.append(f"  {len(rows)} episodes")
         counts: dict[str, int] = {}
         for row in rows:
-            counts[row.cls] = counts.get(row.cls, 0) + 1
-        for cls, n in sorted(counts.items()):
+            counts[row.episode_class] = counts.get(row.episode_class, 0) + 1
+        for episode_class, n in sorted(counts.items()):
             title.append("  ")
-            title.append(f"{cls} {n}", style=CLASS_STYLE.get(cls, ""))
+            title.append(f"{episode_class} {n}", style=CLASS_STYLE.get(episode_class, ""))
         title.append(f"  sorted by {COLUMNS[self.sort_column]}{' ↓' if self.sort_reverse else ''}")
         if self.filter_text:
             title.append(f"  filter {self.filter_text!r}", style="bold yellow")

@@ -23,6 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from termgym.grading import GradeReport
+from termgym.recording import EpisodeLog
+
 MIN_AUDITED_INT = 10
 MIN_AUDITED_STR = 3
 AGENT_ROLES = {"assistant": "message", "probe": "probe"}
@@ -418,13 +421,17 @@ def _visible_files(value: Any) -> list[str]:
     return []
 
 
-def trace_from_log(log: Any) -> EpisodeTrace:
+def trace_from_log(log: EpisodeLog) -> EpisodeTrace:
     """The audit's view of a `termgym.recording.EpisodeLog`.
 
     Visible: the header's instruction and visible files (header.extra), each step's output
     and screen once the step ran, and the prompts in the transcript. Written: each action and
     the agent-written transcript entries (end.extra["transcript"]). Rule values come from
     the header (visible and enforced) and every rule set of the end line's verdicts.
+
+    Raises:
+        RecordingError: the end line's verdicts are malformed (the message names the file
+            and the line).
     """
     header, end = log.header, log.end
     extra = dict(header.extra) if header else {}
@@ -448,7 +455,11 @@ def trace_from_log(log: Any) -> EpisodeTrace:
     if header:
         sources += [header.rules_enforced, header.rules_visible]
     if end:
-        sources += [v.get("rules") or {} for v in end.verdicts.values() if isinstance(v, Mapping)]
+        report = GradeReport.from_wire(
+            end.verdicts, variant=header.variant if header else "", episode_class=end.episode_class,
+            where=log.end_where,
+        )  # fmt: skip
+        sources += [v.rules for v in report.verdicts.values()]
     for source in sources:
         for name, value in source.items():
             rules.setdefault(name, []).append(value)

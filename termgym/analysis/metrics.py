@@ -16,9 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from termgym._vocabulary import CLASSES, GRADER_ERROR, INFRA_ERROR, VARIANTS
+from termgym._vocabulary import CLASSES, GRADER_ERROR, VARIANTS
+from termgym.errors import RecordingError
+from termgym.grading import GradeReport
+from termgym.recording import EpisodeLog
 
 VARIANT_ORDER: tuple[str, ...] = VARIANTS
+_CLASS_KEYS = ("episode_class", "class", "shadow_class", "cls")
+"""Where a results line or a plain mapping keeps the episode class: ours, then the wire's."""
 UNSHIFTED_VARIANTS: tuple[str, ...] = ("original", "withheld")
 """Variants whose graders enforce the original values (withheld only hides them)."""
 TOP_SHARE = 0.2
@@ -35,7 +40,8 @@ class EpisodeSummary:
         variant: The episode's variant.
         agent: Agent name.
         passed: The episode passed its own graders.
-        shadow_class: adapted / stale / both / neither from shadow grading, or None.
+        episode_class: adapted / stale / both / neither / grader-error from shadow grading,
+            or None.
         reward: The final reward (grader score).
         error: Infrastructure error (sandbox or grader): such episodes are left out of every
             rate and counted apart. None when the episode was graded.
@@ -53,7 +59,7 @@ class EpisodeSummary:
     variant: str
     agent: str
     passed: bool
-    shadow_class: str | None = None
+    episode_class: str | None = None
     reward: float = 0.0
     error: str | None = None
     agent_error: str | None = None
@@ -65,7 +71,7 @@ class EpisodeSummary:
     @property
     def shifted(self) -> bool:
         """Classed, and its enforced rules differ from the original's (see docs/metrics.md)."""
-        if self.shadow_class not in CLASSES:
+        if self.episode_class not in CLASSES:
             return False
         if self.rules_changed is not None:
             return self.rules_changed
@@ -78,16 +84,18 @@ class EpisodeSummary:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EpisodeSummary:
-        """Build from a plain mapping (keys as the attributes; "task_id" and "class" accepted)."""
-        klass = data.get("shadow_class", data.get("class", data.get("cls")))
-        graded_error = klass == GRADER_ERROR
+        """Build from a plain mapping (keys as the attributes; "task_id" accepted, and the
+        class under "episode_class", the wire key "class", or the legacy "shadow_class" and
+        "cls")."""
+        episode_class = next((data[key] for key in _CLASS_KEYS if data.get(key) is not None), None)
+        graded_error = episode_class == GRADER_ERROR
         return cls(
             episode_id=str(data.get("episode_id", "")),
             task=str(data.get("task", data.get("task_id", ""))),
             variant=str(data.get("variant", "original")),
             agent=str(data.get("agent", "")),
             passed=bool(data.get("passed", False)),
-            shadow_class=klass if klass in CLASSES else None,
+            episode_class=episode_class if episode_class in CLASSES else None,
             reward=float(data.get("reward", 0.0) or 0.0),
             error=None if graded_error else data.get("error"),
             agent_error=data.get("agent_error"),
@@ -98,45 +106,51 @@ class EpisodeSummary:
         )
 
 
-def summary_from_log(log: Any, result: Mapping[str, Any] | None = None) -> EpisodeSummary:
+def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -> EpisodeSummary:
     """Summarize a `termgym.recording.EpisodeLog` (plus its results.jsonl line, if any).
 
     An episode without an end line (crashed or still running) counts as an infrastructure
-    error; `result["status"] == "agent-error"` marks an agent failure.
+    error, and so does one whose verdicts cannot be read (the error says where and why);
+    `result["status"] == "agent-error"` marks an agent failure.
     """
     header, end = log.header, log.end
     result = result or {}
     variant = header.variant if header else str(result.get("variant", ""))
     error: str | None
     grader_error: str | None = None
+    report: GradeReport | None = None
     if end is None:
         error = "incomplete: the recording has no end line"
-        passed, klass, reward = False, None, 0.0
+        passed, episode_class, reward = False, None, 0.0
     else:
         infra = result.get("status") == "infra-error"
         error = end.error or (str(result.get("error")) if infra else None)
-        if end.cls == GRADER_ERROR:
+        episode_class = end.episode_class
+        try:
+            report = GradeReport.from_wire(
+                end.verdicts, variant=variant, episode_class=episode_class, where=log.end_where
+            )
+        except RecordingError as exc:
+            error, episode_class = str(exc), None
+        if episode_class == GRADER_ERROR:
             grader_error, error = end.error or "grading failed", None
-        elif end.cls not in (None, INFRA_ERROR, *CLASSES) and error is None:
-            error = f"unknown class {end.cls!r}"
-        own = end.verdicts.get(variant) if isinstance(end.verdicts, Mapping) else None
-        if isinstance(own, Mapping) and own.get("passed") is not None:
-            passed = bool(own["passed"])
+        own = report.own_verdict if report is not None else None
+        if own is not None and own.passed is not None:
+            passed = own.passed
         else:
             passed = bool(end.extra.get("passed", end.reward >= 1.0 - 1e-9))
-        klass, reward = end.cls, float(end.reward)
-    original = end.verdicts.get("original") if end is not None else None
+        reward = float(end.reward)
+    original = report.verdicts.get("original") if report is not None else None
     rules_changed = None
-    old_rules = original.get("rules") if isinstance(original, Mapping) else None
-    if header is not None and isinstance(old_rules, Mapping):
-        rules_changed = dict(old_rules) != dict(header.rules_enforced)
+    if header is not None and original is not None and original.rules_known:
+        rules_changed = dict(original.rules) != dict(header.rules_enforced)
     return EpisodeSummary(
         episode_id=log.episode_id,
         task=header.task if header else str(result.get("task", "")),
         variant=variant,
         agent=header.agent if header else "",
         passed=passed,
-        shadow_class=klass if klass in CLASSES else None,
+        episode_class=episode_class if episode_class in CLASSES else None,
         reward=reward,
         error=error,
         agent_error=result.get("error") if result.get("status") == "agent-error" else None,
@@ -269,12 +283,12 @@ class _Data:
         self.task = np.array([task_index[e.task] for e in episodes], dtype=int)
         self.passed = np.array([e.passed for e in episodes], dtype=float)
         variant = np.array([e.variant for e in episodes], dtype=object)
-        klass = np.array([e.shadow_class or "" for e in episodes], dtype=object)
+        classes = np.array([e.episode_class or "" for e in episodes], dtype=object)
         self.is_variant = {v: (variant == v).astype(float) for v in self.variants}
         shifted = np.array([e.shifted for e in episodes], dtype=bool)
         self.shifted = shifted.astype(float)
-        self.adapted = (shifted & (klass == "adapted")).astype(float)
-        self.stale = (shifted & (klass == "stale")).astype(float)
+        self.adapted = (shifted & (classes == "adapted")).astype(float)
+        self.stale = (shifted & (classes == "stale")).astype(float)
         onehot = np.zeros((len(episodes), len(self.tasks)))
         onehot[np.arange(len(episodes)), self.task] = 1.0
         self.task_rates = _ratio(self.passed @ onehot, onehot.sum(axis=0))
@@ -386,7 +400,7 @@ def compute_metrics(
     per_task: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
     for variant in data.variants:
         of_variant = [e for e in counted if e.variant == variant]
-        counts = Counter(e.shadow_class for e in of_variant if e.shadow_class)
+        counts = Counter(e.episode_class for e in of_variant if e.episode_class)
         class_counts[variant] = {c: counts.get(c, 0) for c in CLASSES}
         for task in data.tasks:
             mine = [e for e in of_variant if e.task == task]
@@ -397,7 +411,7 @@ def compute_metrics(
         episodes=len(counted),
         infra_errors=len(every) - len(counted),
         agent_errors=sum(e.agent_error is not None for e in counted),
-        grader_errors=sum(e.shadow_class == GRADER_ERROR for e in counted),
+        grader_errors=sum(e.episode_class == GRADER_ERROR for e in counted),
         pass_rate={v: estimate(f"pass_rate[{v}]") for v in data.variants},
         overall_pass_rate=estimate("overall_pass_rate"),
         drop=estimate("drop"),

@@ -63,11 +63,11 @@ def execute(config: RunConfig, *, quiet: bool = False, linger: float = 0.0) -> R
                 )
             elif event == "episode":
                 counts[value.status] += 1
-                if value.cls == "grader-error":
+                if value.episode_class == "grader-error":
                     counts["grader-error"] += 1
                 progress.advance(bar)
                 progress.update(bar, status=_status(counts))
-                if value.status != "ok" or value.cls == "grader-error":
+                if value.status != "ok" or value.episode_class == "grader-error":
                     progress.console.print(
                         f"[yellow]{value.job.episode_id}[/]: {value.status}: {value.error}"
                     )

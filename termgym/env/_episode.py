@@ -128,7 +128,7 @@ class Outcome:
     variant: str
     rules_enforced: dict[str, Any]
     verdicts: dict[str, Any]
-    cls: str | None
+    episode_class: str | None
     error: str | None
     episode_file: str | None
     grading_seconds: float
@@ -139,7 +139,7 @@ class Outcome:
             "variant": self.variant,
             "rules_enforced": self.rules_enforced,
             "verdicts": self.verdicts,
-            "class": self.cls,
+            "class": self.episode_class,
             "error": self.error,
             "episode_file": self.episode_file,
             "grading_duration": Duration(self.grading_seconds),
@@ -265,7 +265,7 @@ class Episode:
         self.finished = True
         started = time.monotonic()
         verdicts: dict[str, Any] = {}
-        cls: str | None = None
+        episode_class: str | None = None
         error: str | None = None
         reward = 0.0
         try:
@@ -274,21 +274,21 @@ class Episode:
             report = grade(self.sandbox, self.plan, shadow=self.options.shadow, verifiers=self.pool)
             reward = float(report.score or 0.0)
             verdicts = report.to_dict()["verdicts"]
-            cls = report.episode_class
+            episode_class = report.episode_class
         except GraderError as exc:
-            error, cls = describe_error(exc), GRADER_ERROR
+            error, episode_class = describe_error(exc), GRADER_ERROR
             partial = exc.report
             if isinstance(partial, GradeReport):
                 verdicts = partial.to_dict()["verdicts"]
         except Exception as exc:  # noqa: BLE001 - never a crash of env.step
-            error, cls = describe_error(exc), INFRA_ERROR
+            error, episode_class = describe_error(exc), INFRA_ERROR
         grading_seconds = time.monotonic() - started
         outcome = Outcome(
             reward=reward,
             variant=self.plan.variant,
             rules_enforced=dict(self.plan.rules_enforced),
             verdicts=verdicts,
-            cls=cls,
+            episode_class=episode_class,
             error=error,
             episode_file=str(self.writer.jsonl_path) if self.writer else None,
             grading_seconds=grading_seconds,
@@ -300,7 +300,7 @@ class Episode:
                     terminated=submitted,
                     truncated=not submitted,
                     verdicts=verdicts,
-                    cls=cls,
+                    episode_class=episode_class,
                     error=error,
                     audit=[],
                     extra={
@@ -323,7 +323,7 @@ class Episode:
             variant=self.plan.variant,
             rules_enforced=dict(self.plan.rules_enforced),
             verdicts={},
-            cls=INFRA_ERROR,
+            episode_class=INFRA_ERROR,
             error=error,
             episode_file=str(self.writer.jsonl_path) if self.writer else None,
             grading_seconds=0.0,
@@ -336,12 +336,12 @@ class Episode:
                 None, "abandoned: the environment was reset or closed before the end"
             )
 
-    def _end_ungraded(self, cls: str | None, error: str) -> None:
+    def _end_ungraded(self, episode_class: str | None, error: str) -> None:
         self.finished = True
         if self.writer is not None:
             end = EpisodeEnd(
-                reward=0.0, terminated=False, truncated=True, verdicts={}, cls=cls, error=error,
-                audit=[], extra={"steps": self.steps},
+                reward=0.0, terminated=False, truncated=True, verdicts={},
+                episode_class=episode_class, error=error, audit=[], extra={"steps": self.steps},
             )  # fmt: skip
             self.writer.end(end)
             self.writer.close()

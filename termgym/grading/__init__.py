@@ -16,7 +16,14 @@ from termgym.grading._inputs import (
     report_inputs,
 )
 from termgym.grading._runner import grade, grade_rulesets, prepare
-from termgym.grading._verdict import EpisodeClass, GradeReport, GraderResult, Verdict, classify
+from termgym.grading._verdict import (
+    EpisodeClass,
+    GradeReport,
+    GraderResult,
+    RecordedOutcome,
+    Verdict,
+    classify,
+)
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "InputDifference",
     "InputsComparison",
     "ProgramStart",
+    "RecordedOutcome",
     "SandboxSource",
     "Verdict",
     "classify",

@@ -21,6 +21,7 @@ from termgym.recording._records import (
     EpisodeEnd,
     EpisodeHeader,
     StepRecord,
+    end_from,
 )
 from termgym.recording._synthetic import synthetic_steps, write_synthetic_episode
 from termgym.recording._writer import (
@@ -49,6 +50,7 @@ __all__ = [
     "RunWriter",
     "StepList",
     "StepRecord",
+    "end_from",
     "episode_files",
     "index_cast",
     "latest_run",

@@ -112,6 +112,7 @@ class EpisodeLog:
         end: The end line, or None while the episode runs or after a crash.
         skipped: Human-readable notes on each truncated or corrupt line that was left out.
         read_upto: Byte offset just after the last complete line read (where to follow on).
+        end_line: The line number of the end line (0: none), for messages about it.
     """
 
     path: Path
@@ -120,6 +121,12 @@ class EpisodeLog:
     end: EpisodeEnd | None
     skipped: list[str] = field(default_factory=list)
     read_upto: int = 0
+    end_line: int = 0
+
+    @property
+    def end_where(self) -> str:
+        """Where the end line is, as messages name it: "<file>: line <n>"."""
+        return f"{self.path}: line {self.end_line}"
 
     @property
     def episode_id(self) -> str:
@@ -168,6 +175,7 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
         lazy = len(data) > _LAZY_ABOVE
     header: EpisodeHeader | None = None
     end: EpisodeEnd | None = None
+    end_line = 0
     step_spans: list[tuple[int, int, int]] = []
     parsed: dict[int, StepRecord] = {}
     for start, stop, lineno in _split_lines(data, skipped):
@@ -197,7 +205,7 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
                         "unknown fields ignored"
                     )
             elif kind == "end":
-                end = end_from(obj)
+                end, end_line = end_from(obj), lineno
             else:
                 skipped.append(f"line {lineno}: unexpected line type {kind!r}")
         except (TypeError, ValueError) as exc:
@@ -205,7 +213,8 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
     if header is None:
         skipped.insert(0, "header line missing or unreadable")
     steps = StepList(data, step_spans, skipped, parsed)
-    return EpisodeLog(Path(path), header, steps, end, skipped, data.rfind(b"\n") + 1)
+    read_upto = data.rfind(b"\n") + 1
+    return EpisodeLog(Path(path), header, steps, end, skipped, read_upto, end_line)
 
 
 def read_episode(path: Path | str, lazy: bool | None = None) -> EpisodeLog:
@@ -317,11 +326,17 @@ class EpisodeFollower:
         self.path = Path(path)
         self.header: EpisodeHeader | None = None
         self.end: EpisodeEnd | None = None
+        self.end_line = 0
         self.skipped: list[str] = []
         self.steps_seen = 0
         self._offset = offset
         self._pending = b""
         self._lineno = 0
+
+    @property
+    def end_where(self) -> str:
+        """Where the end line is, as messages name it: "<file>: line <n>"."""
+        return f"{self.path}: line {self.end_line}"
 
     @property
     def finished(self) -> bool:
@@ -358,7 +373,7 @@ class EpisodeFollower:
                 elif kind == "header":
                     self.header = header_from(obj)
                 elif kind == "end":
-                    self.end = end_from(obj)
+                    self.end, self.end_line = end_from(obj), self._lineno
                 else:
                     self.skipped.append(f"line {self._lineno}: unexpected line type {kind!r}")
             except (ValueError, TypeError, AttributeError) as exc:

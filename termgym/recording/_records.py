@@ -105,10 +105,13 @@ class EpisodeEnd:
         reward: Final reward (the grader score; 0 on infrastructure error).
         terminated: Ended by submit.
         truncated: Ended by the step or time limit (the state was still graded).
-        verdicts: Shadow grading: variant or rule-set name -> {"passed", "score", "details"}.
-        cls: "adapted", "stale", "both", "neither", "grader-error" (the final state could not
-            be graded: counted, scored 0), "error" (termgym's machinery failed: left out of
-            the rates), or None (an original episode, graded).
+        verdicts: Shadow grading as written: rule-set name -> `Verdict.to_dict()` (older
+            recordings: {"passed", "score", "details"}). Readers above the grading layer
+            parse them once with `termgym.grading.GradeReport.from_wire`.
+        episode_class: "adapted", "stale", "both", "neither", "grader-error" (the final
+            state could not be graded: counted, scored 0), "error" (termgym's machinery
+            failed: left out of the rates), or None (an original episode, graded). Written
+            under the key "cls"; "class" and "shadow_class" are read too.
         error: Infrastructure error message (grader crash, sandbox died), or None.
         audit: Audit hits, each a mapping with at least "kind" and "message", and "step"
             (the step index it happened at) when known.
@@ -120,7 +123,7 @@ class EpisodeEnd:
     terminated: bool
     truncated: bool
     verdicts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    cls: str | None = None
+    episode_class: str | None = None
     error: str | None = None
     audit: Sequence[Mapping[str, Any]] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -204,7 +207,7 @@ def end_line(end: EpisodeEnd, ended: float, steps: int) -> dict[str, Any]:
         "terminated": end.terminated,
         "truncated": end.truncated,
         "verdicts": end.verdicts,
-        "cls": end.cls,
+        "cls": end.episode_class,
         "error": end.error,
         "audit": list(end.audit),
         "extra": end.extra,
@@ -253,12 +256,48 @@ def step_from(data: Mapping[str, Any]) -> StepRecord:
     return StepRecord(**values)
 
 
+END_CLASS_KEYS: tuple[str, ...] = ("cls", "class", "shadow_class")
+"""Where an end line keeps the episode class: the wire key "cls", then the legacy ones."""
+
+
 def end_from(data: Mapping[str, Any]) -> EpisodeEnd:
-    """Build an EpisodeEnd from an end line."""
+    """Build an EpisodeEnd from an end line (the class read from "cls", or a legacy key).
+
+    Raises:
+        ValueError: A field has the wrong shape (the message says which, what was expected
+            and what was found); the verdicts themselves are parsed by `termgym.grading`.
+    """
     values: dict[str, Any] = {"reward": 0.0, "terminated": False, "truncated": False}
     values.update(_fields(EpisodeEnd, data))
-    values["audit"] = tuple(values.get("audit") or ())
+    values.pop("episode_class", None)
+    values["episode_class"] = next(
+        (data[key] for key in END_CLASS_KEYS if data.get(key) is not None), None
+    )
+    _expect(values["episode_class"], (str, type(None)), "cls", "a class name or null")
+    _expect(values["reward"], (int, float), "reward", "a number")
+    _expect(values.get("error"), (str, type(None)), "error", "text or null")
+    verdicts = values.get("verdicts") or {}
+    _expect(verdicts, Mapping, "verdicts", "a mapping of rule set -> verdict")
+    for name, verdict in verdicts.items():
+        _expect(verdict, Mapping, f"verdicts[{name!r}]", "a mapping with passed, score, rules")
+    values["verdicts"] = verdicts
+    audit = values.get("audit") or ()
+    _expect(audit, (list, tuple), "audit", "a list of audit hits")
+    values["audit"] = tuple(audit)
+    _expect(values.get("extra", {}), Mapping, "extra", "a mapping")
     return EpisodeEnd(**values)
+
+
+def _expect(value: Any, kinds: type | tuple[type, ...], name: str, expected: str) -> None:
+    if isinstance(value, bool) and kinds == (int, float):
+        kinds = ()  # true/false is not a number here
+    if not isinstance(value, kinds):
+        raise ValueError(f"{name}: expected {expected}, found {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=repr)
+    return f"{type(value).__name__} {text[:80]}{'...' if len(text) > 80 else ''}"
 
 
 def run_json_path(run_dir: Path) -> Path:

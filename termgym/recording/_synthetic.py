@@ -76,7 +76,7 @@ def write_synthetic_episode(
     task: str = "fuel-planner",
     variant: str = "contradicted",
     agent: str = "synthetic",
-    cls: str | None = "adapted",
+    episode_class: str | None = "adapted",
     error: str | None = None,
     finished: bool = True,
     seed: int = 0,
@@ -112,8 +112,8 @@ def write_synthetic_episode(
                 step = StepRecord(**{**step.__dict__, "screen": screen.text()})
             writer.step(step)
         if finished:
-            passed_new = cls in ("adapted", "both")
-            passed_old = cls in ("stale", "both")
+            passed_new = episode_class in ("adapted", "both")
+            passed_old = episode_class in ("stale", "both")
             writer.end(
                 EpisodeEnd(
                     reward=1.0 if passed_new else 0.0,
@@ -123,7 +123,7 @@ def write_synthetic_episode(
                         variant: _verdict(variant, 150, passed_new),
                         "original": _verdict("original", 100, passed_old),
                     },
-                    cls=cls if error is None else None,
+                    episode_class=episode_class if error is None else None,
                     error=error,
                     audit=[
                         {"kind": "leak", "message": "read graders/test_plan.py", "step": 3},

@@ -96,7 +96,7 @@ def _class_chart(run: RunData) -> str:
     for s in sorted(run.summaries, key=lambda s: (s.agent, s.task, s.episode_id)):
         if s.variant == "contradicted" and not s.infra_error:
             rows.setdefault(s.agent or "(unnamed)", []).append(
-                (f"{s.task} · {s.episode_id}", s.shadow_class)
+                (f"{s.task} · {s.episode_id}", s.episode_class)
             )
     if not rows:
         return '<p class="note">No contradicted episodes in this run.</p>'

@@ -97,11 +97,11 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
                 m.grader_errors,
             )
             for variant, counts in m.class_counts.items():
-                for klass, count in counts.items():
+                for episode_class, count in counts.items():
                     out.add(
                         "episodes_by_class",
                         "Episodes per shadow-grading class.",
-                        {**base, "variant": variant, "class": klass},
+                        {**base, "variant": variant, "class": episode_class},
                         count,
                     )
             audit = run.audit.for_agent(agent)

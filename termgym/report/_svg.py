@@ -136,24 +136,23 @@ def class_strip(
     y = top
     for label, items in rows.items():
         parts.append(_text(left - 8, y + cell - 2, label, anchor="end", size=11))
-        for i, (tip, klass) in enumerate(items):
+        for i, (tip, episode_class) in enumerate(items):
             x = left + (i % per_line) * (cell + gap)
             yy = y + (i // per_line) * (cell + gap)
-            color = CLASS_COLORS.get(klass, CLASS_COLORS[None])
+            color = CLASS_COLORS.get(episode_class, CLASS_COLORS[None])
             parts.append(
-                f'<rect class="cell cls-{klass or "none"}" x="{x}" y="{yy}" '
+                f'<rect class="cell cls-{episode_class or "none"}" x="{x}" y="{yy}" '
                 f'width="{cell}" height="{cell}" rx="2" fill="{color}">'
-                f"<title>{escape(tip)}: {klass or 'unclassed'}</title></rect>"
+                f"<title>{escape(tip)}: {episode_class or 'unclassed'}</title></rect>"
             )
         if not items:
             parts.append(_text(left, y + cell - 2, "no episodes", anchor="start", size=10))
         y += lines[label] * (cell + gap) + 12
     x = left
-    for klass in CLASSES:
-        parts.append(
-            f'<rect x="{x}" y="{y + 4}" width="10" height="10" fill="{CLASS_COLORS[klass]}"/>'
-        )
-        parts.append(_text(x + 14, y + 13, klass, anchor="start", size=11))
-        x += 90 if klass != "grader-error" else 110
+    for episode_class in CLASSES:
+        fill = CLASS_COLORS[episode_class]
+        parts.append(f'<rect x="{x}" y="{y + 4}" width="10" height="10" fill="{fill}"/>')
+        parts.append(_text(x + 14, y + 13, episode_class, anchor="start", size=11))
+        x += 90 if episode_class != "grader-error" else 110
     parts.append("</svg>")
     return "".join(parts)

@@ -12,6 +12,7 @@ from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
 from termgym.agents import SUBMIT, Agent, EpisodeContext, Reference
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
+from termgym.grading import GradeReport
 from termgym.run._jobs import Job
 from termgym.tasks import rule_files
 
@@ -29,7 +30,7 @@ class EpisodeResult:
             counted, its final state graded), or "infra-error" (termgym's machinery failed:
             retried, reported apart).
         reward: The grader's score (0 unless status is "ok").
-        cls: adapted / stale / both / neither / grader-error, or None.
+        episode_class: adapted / stale / both / neither / grader-error, or None.
         steps: Steps the agent took.
         phases: Seconds spent per phase: "setup", "agent", "grading".
         agent_timed_out: The agent's time ran out and the state was graded as it was.
@@ -44,7 +45,7 @@ class EpisodeResult:
     job: Job
     status: str
     reward: float = 0.0
-    cls: str | None = None
+    episode_class: str | None = None
     steps: int = 0
     phases: dict[str, float] = field(default_factory=dict)
     agent_timed_out: bool = False
@@ -141,18 +142,24 @@ def run_episode(
     if info.get("class") == INFRA_ERROR:
         raise InfrastructureError(str(info.get("error")))
     grading_error = info.get("error") if info.get("class") == GRADER_ERROR else None
-    verdicts = _mapping(info.get("verdicts"))
-    own, original = _mapping(verdicts.get(job.variant)), _mapping(verdicts.get("original"))
-    passed = bool(own["passed"]) if own.get("passed") is not None else float(result[1]) >= 1.0
-    old_rules = original.get("rules")
-    shifted = isinstance(old_rules, dict) and dict(old_rules) != dict(
-        info.get("rules_enforced") or {}
+    report = GradeReport.from_wire(
+        info.get("verdicts") or {},
+        variant=job.variant,
+        episode_class=info.get("class"),
+        where=f"episode {job.episode_id}: the final info",
+    )
+    own, original = report.own_verdict, report.verdicts.get("original")
+    passed = own.passed if own and own.passed is not None else float(result[1]) >= 1.0
+    shifted = (
+        original is not None
+        and original.rules_known
+        and dict(original.rules) != dict(info.get("rules_enforced") or {})
     )
     return EpisodeResult(
         job=job,
         status="agent-error" if agent_error else "ok",
         reward=float(result[1]),
-        cls=info.get("class"),
+        episode_class=info.get("class"),
         steps=steps,
         phases=phases,
         agent_timed_out=timed_out,
@@ -161,10 +168,6 @@ def run_episode(
         passed=passed,
         shifted=shifted,
     )
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
 
 
 def _probe_if_asked(agent: Agent) -> None:
@@ -192,7 +195,7 @@ def describe(result: EpisodeResult) -> dict[str, Any]:
         "seed": result.job.seed,
         "status": result.status,
         "reward": result.reward,
-        "class": result.cls,
+        "class": result.episode_class,
         "steps": result.steps,
         "phases": result.phases,
         "agent_timed_out": result.agent_timed_out,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym.errors import TaskNotFound
+from termgym.recording import end_from
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,13 @@ def finished_episodes(out_dir: Path) -> set[str]:
         return done
     for path in folder.glob("*.jsonl"):
         last = _last_line(path)
-        if last and last.get("type") == "end" and not last.get("error"):
+        if last is None or last.get("type") != "end":
+            continue
+        try:
+            end = end_from(last)
+        except ValueError:  # a malformed end line: run the episode again (kept aside)
+            continue
+        if not end.error:
             done.add(path.stem)
     return done
 

@@ -106,10 +106,12 @@ class LiveMetrics:
             self._counters[("passed_total", key, ())] += float(result.passed)
             if result.status == "agent-error":
                 self._counters[("errors_total", key, (("kind", "agent"),))] += 1
-            if result.cls == "grader-error":
+            if result.episode_class == "grader-error":
                 self._counters[("errors_total", key, (("kind", "grader"),))] += 1
-            if result.cls in CLASSES:
-                self._counters[("episodes_by_class_total", key, (("class", result.cls),))] += 1
+            if result.episode_class in CLASSES:
+                self._counters[
+                    ("episodes_by_class_total", key, (("class", result.episode_class),))
+                ] += 1
                 if result.shifted:
                     self._counters[("shifted_total", key, ())] += 1
             agent_seconds = float(result.phases.get("agent", 0.0))

@@ -149,8 +149,8 @@ async def _attempts(
         if folder is not None:
             _set_aside(folder, job, attempt)
     return Trajectory(job.episode_id, job.task, job.variant, job.seed, job.index,
-                      status="infra-error", error=error, attempts=retries + 1, cls=INFRA_ERROR,
-                      truncated=True)  # fmt: skip
+                      status="infra-error", error=error, attempts=retries + 1,
+                      episode_class=INFRA_ERROR, truncated=True)  # fmt: skip
 
 
 async def _episode(
@@ -202,7 +202,7 @@ async def _episode(
             reward=float(result[1]),
             terminated=bool(result[2]),
             truncated=bool(result[3]),
-            cls=info.get("class"),
+            episode_class=info.get("class"),
             verdicts=grading_metadata(info)["verdicts"],
             metadata=grading_metadata(info, float(result[1])),
             status=status,
@@ -270,7 +270,7 @@ def _append_result(folder: Path, trajectory: Trajectory) -> None:
         "seed": trajectory.seed,
         "status": status[trajectory.status],
         "reward": trajectory.reward,
-        "class": trajectory.cls,
+        "class": trajectory.episode_class,
         "steps": trajectory.steps,
         "phases": {},
         "agent_timed_out": False,

@@ -41,7 +41,7 @@ class Trajectory:
         reward: The episode's score (the weighted mean of its graders' scores).
         terminated: The model submitted.
         truncated: The step or turn budget ran out (graded all the same), or an error.
-        cls: adapted / stale / both / neither / grader-error / error, None for original.
+        episode_class: adapted / stale / both / neither / grader-error / error, None for original.
         verdicts: Rule set -> {passed, score}: the episode's own and the shadow ones.
         metadata: `termgym.chat.grading_metadata` of the final info.
         status: See `Status`.
@@ -63,7 +63,7 @@ class Trajectory:
     reward: float = 0.0
     terminated: bool = False
     truncated: bool = False
-    cls: str | None = None
+    episode_class: str | None = None
     verdicts: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
     status: Status = "ok"
@@ -81,7 +81,7 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able form (one line of trajectories.jsonl)."""
         data = asdict(self)
-        data["class"] = data.pop("cls")
+        data["class"] = data.pop("episode_class")
         data["messages"] = list(self.messages)
         data["actions"] = list(self.actions)
         data["rewards"] = list(self.rewards)
@@ -110,7 +110,7 @@ class Trajectory:
                 reward=float(data.get("reward", 0.0)),
                 terminated=bool(data.get("terminated", False)),
                 truncated=bool(data.get("truncated", False)),
-                cls=data.get("class"),
+                episode_class=data.get("class", data.get("cls")),
                 verdicts=dict(data.get("verdicts") or {}),
                 metadata=dict(data.get("metadata") or {}),
                 status=data.get("status", "ok"),

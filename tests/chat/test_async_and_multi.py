@@ -49,10 +49,10 @@ def test_astep_runs_off_the_loop_and_matches_step(cargo: str, run_id: str) -> No
         finally:
             await env.aclose()
 
-    lags, (output, reward, cls), took = asyncio.run(main())
+    lags, (output, reward, episode_class), took = asyncio.run(main())
     assert output.strip() == "done" and took >= 0.6
     assert len(lags) >= 20 and max(lags) < 0.3  # the loop kept ticking while the command ran
-    assert (reward, cls) == (1.0, "adapted")
+    assert (reward, episode_class) == (1.0, "adapted")
 
 
 def test_task_sets_resolve_globs_lists_and_folders() -> None:

@@ -126,6 +126,6 @@ def test_the_async_chat_api_matches_the_sync_one(cargo: str, run_id: str) -> Non
         finally:
             await chat.aclose()
 
-    reward, cls, transcript = asyncio.run(episode())
-    assert (reward, cls) == (1.0, "adapted")
+    reward, episode_class, transcript = asyncio.run(episode())
+    assert (reward, episode_class) == (1.0, "adapted")
     assert transcript[2]["role"] == "assistant" and "[tool call] bash(" in transcript[2]["content"]

@@ -36,7 +36,10 @@ def test_a_sync_policy_rollout_records_a_run_that_reports_read(cargo: str, tmp_p
         for i in (0, 1)
     ]
     by_variant = {t.variant: t for t in trajectories}
-    assert by_variant["contradicted"].cls == "adapted" and by_variant["contradicted"].reward == 1.0
+    assert (
+        by_variant["contradicted"].episode_class == "adapted"
+        and by_variant["contradicted"].reward == 1.0
+    )
     assert (
         by_variant["withheld"].reward == 0.0 and by_variant["withheld"].metadata["passed"] is False
     )
@@ -48,7 +51,7 @@ def test_a_sync_policy_rollout_records_a_run_that_reports_read(cargo: str, tmp_p
     assert saved == {t.episode_id: t for t in trajectories}  # written as each one ended
     run = load_run(out)
     assert len(run.summaries) == 6 and list(run.metrics) == ["rollout"]
-    assert {s.variant for s in run.summaries if s.shadow_class == "adapted"} == {"contradicted"}
+    assert {s.variant for s in run.summaries if s.episode_class == "adapted"} == {"contradicted"}
     with pytest.raises(
         ValueError, match=r"no task of the set offers the variant\(s\) \['swapped'\]"
     ):

@@ -166,5 +166,5 @@ def test_episodes_are_recorded_step_by_step(tmp_path, base_image: str, run_id: s
     assert log.header.agent == "tester" and log.header.seed == 5
     assert [s.action for s in log.steps] == ["echo one", "echo two"]
     assert log.steps[1].output == "two\n"
-    assert log.end is not None and log.end.cls in ("stale", "both", "neither", "adapted")
+    assert log.end is not None and log.end.episode_class in ("stale", "both", "neither", "adapted")
     assert "withheld" in log.end.verdicts and "original" in log.end.verdicts

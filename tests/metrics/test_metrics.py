@@ -17,8 +17,10 @@ from termgym.analysis.metrics import (
 _ids = itertools.count()
 
 
-def _ep(task, variant, passed, cls=None, agent="a", error=None):
-    return EpisodeSummary(f"e{next(_ids)}", task, variant, agent, passed, cls, error=error)
+def _ep(task, variant, passed, episode_class=None, agent="a", error=None):
+    return EpisodeSummary(
+        f"e{next(_ids)}", task, variant, agent, passed, episode_class, error=error
+    )
 
 
 def _balanced(n_tasks, per_task, p_orig=0.75, p_contra=0.25):
@@ -157,4 +159,4 @@ def test_summary_from_dict_accepts_recording_names():
     s = EpisodeSummary.from_dict(
         {"task_id": "t", "variant": "contradicted", "passed": 1, "class": "stale", "reward": None}
     )
-    assert (s.task, s.shadow_class, s.passed, s.reward) == ("t", "stale", True, 0.0)
+    assert (s.task, s.episode_class, s.passed, s.reward) == ("t", "stale", True, 0.0)

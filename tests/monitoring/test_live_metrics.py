@@ -22,13 +22,15 @@ from termgym.run._live import EpisodeAudit, LiveMetrics, MetricsServer
 MONITORING = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
 
 
-def _result(variant: str, status: str = "ok", passed: bool = True, cls: str | None = None):
+def _result(
+    variant: str, status: str = "ok", passed: bool = True, episode_class: str | None = None
+):
     return SimpleNamespace(
         job=Job("t", variant, 0, 1),
         status=status,
         passed=passed,
-        cls=cls,
-        shifted=cls is not None,
+        episode_class=episode_class,
+        shifted=episode_class is not None,
         phases={"agent": 2.0},
     )
 
@@ -47,8 +49,10 @@ def test_the_exposition_parses_and_counts_by_agent_variant_and_kind() -> None:
     live.step("contradicted", 0.2)
     live.step("contradicted", 3.0)
     live.episode(_result("original"), EpisodeAudit(leaked=False, probed=True, disclosed=True))
-    live.episode(_result("contradicted", passed=False, cls="stale"))
-    live.episode(_result("contradicted", status="agent-error", passed=False, cls="neither"))
+    live.episode(_result("contradicted", passed=False, episode_class="stale"))
+    live.episode(
+        _result("contradicted", status="agent-error", passed=False, episode_class="neither")
+    )
     live.episode(_result("contradicted", status="infra-error", passed=False))
     samples = _samples(live.text())
     base = (("agent", "oracle"), ("run", "run-1"))

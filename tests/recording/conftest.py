@@ -59,7 +59,7 @@ def write_episode(
                         "original": {"passed": False, "score": 0.0, "details": {}},
                         "contradicted": {"passed": True, "score": 1.0, "details": {}},
                     },
-                    cls="adapted",
+                    episode_class="adapted",
                 )
             )
     return writer.jsonl_path

@@ -30,7 +30,7 @@ def test_garbage_in_the_middle_is_skipped_and_the_rest_kept(tmp_path: Path, lazy
     path.write_bytes(b"\n".join(lines))
     log = read_episode(path, lazy=lazy)
     assert [s.index for s in log.steps] == [0, 1, 3, 4, 5]
-    assert log.end is not None and log.end.cls == "adapted"
+    assert log.end is not None and log.end.episode_class == "adapted"
     assert len(log.skipped) == 2
     assert any("line 4" in note for note in log.skipped)
     assert any("line 6" in note for note in log.skipped)
@@ -80,6 +80,6 @@ def test_the_follower_sees_new_steps_and_the_end_as_they_are_written(tmp_path: P
     writer.step(make_step(1))
     writer.step(make_step(2))
     assert [s.index for s in follower.poll()] == [1, 2]
-    writer.end(EpisodeEnd(reward=0.0, terminated=True, truncated=False, cls="stale"))
-    assert follower.poll() == [] and follower.finished and follower.end.cls == "stale"
+    writer.end(EpisodeEnd(reward=0.0, terminated=True, truncated=False, episode_class="stale"))
+    assert follower.poll() == [] and follower.finished and follower.end.episode_class == "stale"
     writer.close()

@@ -45,7 +45,7 @@ def test_every_field_round_trips_through_the_jsonl_file(tmp_path: Path) -> None:
         terminated=False,
         truncated=True,
         verdicts={"original": {"passed": True, "score": 1.0, "details": {"n": 1}}},
-        cls="stale",
+        episode_class="stale",
         error=None,
         audit=({"kind": "leak", "message": "m", "step": 0},),
         extra={"k": [1, 2]},

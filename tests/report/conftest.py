@@ -26,7 +26,7 @@ def write_episode(
     variant: str,
     agent: str,
     passed: bool,
-    cls: str | None = None,
+    episode_class: str | None = None,
     actions: Iterable[str] = ("ls",),
     outputs: Iterable[str] | None = None,
     transcript: list[Mapping[str, Any]] | None = None,
@@ -80,7 +80,7 @@ def write_episode(
     if variant != "original":
         verdicts["original"] = {
             "rules": dict(ORIGINAL),
-            "passed": cls in ("stale", "both"),
+            "passed": episode_class in ("stale", "both"),
             "score": 0.0,
         }
     writer.end(
@@ -89,7 +89,7 @@ def write_episode(
             terminated=True,
             truncated=False,
             verdicts=verdicts if not error else {},
-            cls=cls if not error else None,
+            episode_class=episode_class if not error else None,
             error=error,
             extra={"transcript": transcript or []},
         )
@@ -130,7 +130,7 @@ def make_run(tmp_path: Path) -> RunFactory:
                     variant="original",
                     agent=agent,
                     passed=k < pass_original * per_task,
-                    cls=None,
+                    episode_class=None,
                 )
                 passed = k < pass_contradicted * per_task
                 limit = 150 if passed else 100
@@ -140,7 +140,7 @@ def make_run(tmp_path: Path) -> RunFactory:
                     variant="contradicted",
                     agent=agent,
                     passed=passed,
-                    cls="adapted" if passed else "stale",
+                    episode_class="adapted" if passed else "stale",
                     actions=[f"python3 plan.py --max-weight {limit}"],
                 )
                 if withheld:
@@ -150,7 +150,7 @@ def make_run(tmp_path: Path) -> RunFactory:
                         variant="withheld",
                         agent=agent,
                         passed=passed,
-                        cls="adapted" if passed else "stale",
+                        episode_class="adapted" if passed else "stale",
                     )
         return run_dir
 

@@ -68,7 +68,7 @@ def test_audit_reads_the_transcript_and_probe_of_an_episode(tmp_path):
         variant="contradicted",
         agent="llm",
         passed=True,
-        cls="adapted",
+        episode_class="adapted",
         actions=["cat policy/fuel.yaml"],
         outputs=["max_weight: 150\n"],
         transcript=transcript,
@@ -223,7 +223,7 @@ def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_one
         variant="withheld",
         agent="oracle",
         passed=True,
-        cls="both",
+        episode_class="both",
         actions=[oracle_cmd],
     )
     memorized = oracle_cmd.replace("python3 plan.py", "python3 plan.py --reserve 0.1")
@@ -233,7 +233,7 @@ def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_one
         variant="withheld",
         agent="memorizer",
         passed=True,
-        cls="both",
+        episode_class="both",
         actions=[memorized.replace('{"fuel_reserve":0.1}', "{}")],
     )
     audit = load_run(run_dir, resamples=0).audit

@@ -38,7 +38,7 @@ def test_a_run_grades_every_episode_and_reports_its_phases(tmp_path, base_rootfs
     assert len(summary.results) == 4 and not summary.skipped
     by_variant = {(r.job.variant, r.job.index): r for r in summary.results}
     assert by_variant[("original", 0)].reward == 1.0
-    assert by_variant[("contradicted", 1)].cls == "stale"
+    assert by_variant[("contradicted", 1)].episode_class == "stale"
     for line in _results(tmp_path / "run"):
         assert line["status"] == "ok" and line["attempts"] == 1
         assert set(line["phases"]) == {"setup", "agent", "grading"}
@@ -105,7 +105,7 @@ def test_a_grader_that_fails_on_the_final_state_is_a_counted_grader_error(
     )  # fmt: skip
     summary = Runner(config).run()
     [result] = summary.results
-    assert (result.status, result.cls, result.reward, result.attempts) == (
+    assert (result.status, result.episode_class, result.reward, result.attempts) == (
         "ok", "grader-error", 0.0, 1,
     )  # fmt: skip
     assert "wrote no score" in result.error and summary.infra_errors == 0

@@ -45,7 +45,7 @@ def test_a_secret_run_draws_held_out_values_and_writes_no_secret(tmp_path, base_
     rules = get_task("text-report").rules
     for path in sorted((out / "episodes").glob("*sampled*.jsonl")):
         log = read_episode(path)
-        assert log.end is not None and log.end.cls == "adapted", path.name
+        assert log.end is not None and log.end.episode_class == "adapted", path.name
         values = log.header.rules_enforced
         assert all(rules[name].is_held_out(value) for name, value in values.items())
         assert log.header.extra["draw"]["secret_id"] == Rotation(SECRET).secret_id

@@ -165,5 +165,5 @@ def test_a_run_of_attacking_episodes_goes_on_and_counts_every_one(
     assert len(summary.results) == 6 and summary.infra_errors == 0
     assert {r.status for r in summary.results} == {"ok"}
     assert all(r.reward == 0.0 for r in summary.results)
-    assert {r.cls for r in summary.results} <= {None, "neither", "grader-error"}
+    assert {r.episode_class for r in summary.results} <= {None, "neither", "grader-error"}
     assert os.path.getsize(tmp_path / "run" / "results.jsonl") > 0

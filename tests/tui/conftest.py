@@ -21,15 +21,15 @@ def run_dir(tmp_path: Path) -> Path:
     run = RunWriter(
         tmp_path / "runs", run_id=RUN_ID, header={"agent": "synthetic", "started": 1_790_000_000.0}
     )
-    write_synthetic_episode(run.run_dir, "fuel-0", steps=30, cls="adapted")
+    write_synthetic_episode(run.run_dir, "fuel-0", steps=30, episode_class="adapted")
     write_synthetic_episode(
-        run.run_dir, "fuel-1", steps=20, cls="stale", seed=1, started=1_790_000_100.0
+        run.run_dir, "fuel-1", steps=20, episode_class="stale", seed=1, started=1_790_000_100.0
     )
     write_synthetic_episode(
         run.run_dir,
         "fuel-2",
         steps=12,
-        cls=None,
+        episode_class=None,
         seed=2,
         error="GraderError: grader crashed",
         variant="withheld",

@@ -43,7 +43,7 @@ def test_audit_hits_are_computed_from_the_log_when_the_end_has_none(tmp_path) ->
                 reward=0.0,
                 terminated=True,
                 truncated=False,
-                cls="stale",
+                episode_class="stale",
                 verdicts={
                     "original": {"passed": True, "rules": {"max_weight": 100}},
                     "contradicted": {"passed": False, "rules": {"max_weight": 150}},

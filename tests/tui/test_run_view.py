@@ -149,7 +149,7 @@ async def test_a_run_being_written_shows_new_episodes_and_steps_as_they_arrive(
         assert view.border_subtitle == ""
         from termgym.recording import EpisodeEnd
 
-        writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False, cls="both"))
+        writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False, episode_class="both"))
         await pilot.pause(0.8)
         await settle(pilot)
         assert "both" in shown_text(app) and "● live" not in shown_text(app)
@@ -188,7 +188,7 @@ async def test_the_disclosure_line_splits_pass_rates_and_d_toggles_it(tmp_path: 
                 EpisodeEnd(
                     reward=1.0 if passed else 0.0, terminated=True, truncated=False,
                     verdicts={"withheld": {"passed": passed, "rules": {"max_weight": 100}}},
-                    cls=None, extra={"transcript": probe if says else []},
+                    episode_class=None, extra={"transcript": probe if says else []},
                 )
             )  # fmt: skip
     app = TermgymApp(run)
