@@ -12,7 +12,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
-from termgym.run import RunConfig, Runner, RunSummary
+from termgym.run import (
+    EpisodeDone,
+    MetricsServing,
+    ProgressEvent,
+    Retrying,
+    RunConfig,
+    Runner,
+    RunPlanned,
+    RunSummary,
+)
 from termgym.tasks import CONTRADICT_MODES, ROTATIONS, SECRET_ENV, SPLITS, Rotation
 
 console = Console(stderr=True)
@@ -52,35 +61,35 @@ def execute(config: RunConfig, *, quiet: bool = False, linger: float = 0.0) -> R
         bar = progress.add_task(config.agent, total=None, status="")
         counts = {"ok": 0, "agent-error": 0, "infra-error": 0, "grader-error": 0, "retries": 0}
 
-        def hook(event: str, value: Any) -> None:
-            if event == "total":
-                total, skipped = value
+        def hook(event: ProgressEvent) -> None:
+            if isinstance(event, RunPlanned):
                 progress.update(
                     bar,
-                    total=total,
-                    completed=skipped,
-                    status=f"{skipped} already done" if skipped else "",
+                    total=event.total,
+                    completed=event.skipped,
+                    status=f"{event.skipped} already done" if event.skipped else "",
                 )
-            elif event == "episode":
-                counts[value.status] += 1
-                if value.episode_class == "grader-error":
+            elif isinstance(event, EpisodeDone):
+                result = event.result
+                counts[result.status] += 1
+                if result.episode_class == "grader-error":
                     counts["grader-error"] += 1
                 progress.advance(bar)
                 progress.update(bar, status=_status(counts))
-                if value.status != "ok" or value.episode_class == "grader-error":
+                if result.status != "ok" or result.episode_class == "grader-error":
                     progress.console.print(
-                        f"[yellow]{value.job.episode_id}[/]: {value.status}: {value.error}"
+                        f"[yellow]{result.job.episode_id}[/]: {result.status}: {result.error}"
                     )
-            elif event == "metrics":
+            elif isinstance(event, MetricsServing):
                 progress.console.print(
-                    f"[dim]live metrics: http://127.0.0.1:{value}/metrics (docs/monitoring.md)[/]"
+                    f"[dim]live metrics: http://127.0.0.1:{event.port}/metrics "
+                    "(docs/monitoring.md)[/]"
                 )
-            elif event == "retry":
+            elif isinstance(event, Retrying):
                 counts["retries"] += 1
-                job, attempt, error = value
                 progress.console.print(
-                    f"[dim]{job.episode_id}: attempt {attempt} hit an infrastructure error, "
-                    f"retrying: {error}[/]"
+                    f"[dim]{event.job.episode_id}: attempt {event.attempt} hit an "
+                    f"infrastructure error, retrying: {event.error}[/]"
                 )
 
         runner = Runner(config, progress=hook)

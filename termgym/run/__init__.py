@@ -4,14 +4,32 @@ from __future__ import annotations
 
 from termgym.run._episode import EpisodeResult, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
+from termgym.run._progress import (
+    EpisodeDone,
+    MetricsServing,
+    ProgressEvent,
+    ProgressHook,
+    RanOnNode,
+    Retrying,
+    RunPlanned,
+    StepTaken,
+)
 from termgym.run._rollout import Policy, arollout, rollout
 from termgym.run._runner import RunConfig, Runner, RunSummary
 from termgym.run._trajectory import Trajectory, load_trajectories, save_trajectories
 
 __all__ = [
+    "EpisodeDone",
     "EpisodeResult",
     "Job",
+    "MetricsServing",
     "Policy",
+    "ProgressEvent",
+    "ProgressHook",
+    "RanOnNode",
+    "Retrying",
+    "RunPlanned",
+    "StepTaken",
     "RunConfig",
     "RunSummary",
     "Runner",

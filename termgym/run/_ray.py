@@ -35,6 +35,7 @@ from termgym.cluster import (
 from termgym.errors import ClusterError
 from termgym.run._episode import EpisodeResult
 from termgym.run._jobs import Job
+from termgym.run._progress import RanOnNode, Retrying
 
 if TYPE_CHECKING:
     from termgym.run._runner import RunConfig, Runner
@@ -175,7 +176,7 @@ def run_on_ray(
                 except (RayActorError, RayError) as exc:
                     _lost(runner, job, attempt, exc, queue, results)
                     continue  # the worker is gone (or broken): not returned to `free`
-                runner._progress("node", (job, shipped.node_id))
+                runner._progress(RanOnNode(job, shipped.node_id))
                 runner._record(_write_home(config, shipped), results)
                 free.append(worker)
     except BaseException:
@@ -203,7 +204,7 @@ def _lost(
     retried on another worker while the run's retries last."""
     error = f"ClusterError: the Ray worker running the episode was lost ({type(exc).__name__})"
     if attempt <= runner.config.retries:
-        runner._progress("retry", (job, attempt, error))
+        runner._progress(Retrying(job, attempt, error))
         queue.appendleft((job, attempt + 1))
         return
     lost = EpisodeResult(job=job, status="infra-error", error=error, attempts=attempt)

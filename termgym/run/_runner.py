@@ -6,7 +6,6 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +20,14 @@ from termgym.errors import TermgymError
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
 from termgym.run._live import LiveMetrics, MetricsServer, audit_recording
+from termgym.run._progress import (
+    EpisodeDone,
+    MetricsServing,
+    ProgressHook,
+    Retrying,
+    RunPlanned,
+    StepTaken,
+)
 from termgym.tasks import ContradictMode, Rotation, RuleDraw, Split, TaskSpec, get_task, list_tasks
 
 
@@ -106,9 +113,6 @@ class RunSummary:
         return sum(r.status == "infra-error" for r in self.results)
 
 
-ProgressHook = Callable[[str, Any], None]
-
-
 def _unused(path: Path) -> Path:
     """`path`, or the first of path.1, path.2 ... that does not exist yet."""
     candidate, number = path, 0
@@ -123,7 +127,7 @@ class Runner:
 
     def __init__(self, config: RunConfig, progress: ProgressHook | None = None) -> None:
         self.config = config
-        self._progress = progress or (lambda event, value: None)
+        self._progress: ProgressHook = progress or (lambda event: None)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.left_out: list[str] = []
@@ -163,11 +167,11 @@ class Runner:
         todo = [job for job in jobs if job.episode_id not in done]
         skipped = tuple(job.episode_id for job in jobs if job.episode_id in done)
         self._write_header(out, len(jobs))
-        self._progress("total", (len(jobs), len(skipped)))
+        self._progress(RunPlanned(len(jobs), len(skipped)))
         self.live.planned(len(jobs), len(skipped))
         if self.config.metrics_port is not None and self._server is None:
             self._server = MetricsServer(self.live, self.config.metrics_port).start()
-            self._progress("metrics", self._server.port)
+            self._progress(MetricsServing(self._server.port))
         started = time.monotonic()
         results: list[EpisodeResult] = []
         if self.config.ray:
@@ -211,7 +215,7 @@ class Runner:
         results.append(result)
         self._append_result(self.config.out, result)
         self.live.episode(result, audit_recording(result.episode_file))
-        self._progress("episode", result)
+        self._progress(EpisodeDone(result))
 
     def _pool_key(self) -> tuple[str, int]:
         """The shared pool this run's envs use: held for the whole run, so the short-lived
@@ -237,7 +241,7 @@ class Runner:
                     break  # a task or agent that cannot be made fails the same way again
                 if attempt <= self.config.retries and not self._stop.is_set():
                     self.live.retry(job.variant)
-                    self._progress("retry", (job, attempt, last_error))
+                    self._progress(Retrying(job, attempt, last_error))
         return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
 
     def _once(self, job: Job) -> EpisodeResult:
@@ -260,7 +264,7 @@ class Runner:
                 env,
                 agent,
                 agent_timeout=self.config.agent_timeout,
-                on_step=lambda j, n: self._progress("step", (j, n)),
+                on_step=lambda j, n: self._progress(StepTaken(j, n)),
                 on_act=lambda j, seconds: self.live.step(j.variant, seconds),
             )
         finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from termgym.recording import read_episode
-from termgym.run import RunConfig, Runner, finished_episodes
+from termgym.run import ProgressEvent, RanOnNode, Retrying, RunConfig, Runner, finished_episodes
 from tests.cluster.conftest import EXAMPLE_TASKS
 
 TERMGYM = str(Path(sys.executable).parent / "termgym")
@@ -48,9 +48,9 @@ def test_a_ray_run_spreads_over_both_workers_and_writes_home_like_a_local_run(
     monkeypatch.setenv("TERMGYM_TASKS_PATH", EXAMPLE_TASKS)
     nodes: set[str] = set()
 
-    def hook(event: str, value) -> None:
-        if event == "node":
-            nodes.add(value[1])
+    def hook(event: ProgressEvent) -> None:
+        if isinstance(event, RanOnNode):
+            nodes.add(event.node_id)
 
     out = tmp_path / "run"
     summary = Runner(_config(out, ray_on.address, "bwrap", episodes=4), progress=hook).run()
@@ -78,19 +78,23 @@ def test_a_worker_node_killed_mid_run_loses_no_episode_and_leaves_no_container(
     ray_on, tmp_path, monkeypatch, base_image
 ) -> None:
     monkeypatch.setenv("TERMGYM_TASKS_PATH", EXAMPLE_TASKS)
-    events: dict[str, list] = {"node": [], "retry": [], "episode": []}
+    nodes: list[RanOnNode] = []
+    retries: list[Retrying] = []
 
-    def hook(event: str, value) -> None:
-        events.setdefault(event, []).append(value)
-        if event == "node" and len(events["node"]) == 1:  # kill the node that ran the first
-            victim = next(n for n in ray_on.workers if n.node_id == value[1])
-            ray_on.kill_worker(victim)
+    def hook(event: ProgressEvent) -> None:
+        if isinstance(event, Retrying):
+            retries.append(event)
+        if isinstance(event, RanOnNode):
+            nodes.append(event)
+            if len(nodes) == 1:  # kill the node that ran the first
+                victim = next(n for n in ray_on.workers if n.node_id == event.node_id)
+                ray_on.kill_worker(victim)
 
     out = tmp_path / "killed"
     summary = Runner(_config(out, ray_on.address, "docker", episodes=4), progress=hook).run()
     assert sorted(r.status for r in summary.results) == ["ok"] * 8
-    assert len(events["retry"]) >= 1  # the episodes on the lost node ran again elsewhere
-    assert all("Ray worker" in error for _, _, error in events["retry"])
+    assert len(retries) >= 1  # the episodes on the lost node ran again elsewhere
+    assert all("Ray worker" in retry.error for retry in retries)
     assert len(finished_episodes(out)) == 8
     assert not (out / "episodes" / "failed").exists()  # nothing half-written came home
     assert _containers("killed") == []

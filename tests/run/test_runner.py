@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from termgym.recording import read_episode
-from termgym.run import RunConfig, Runner
+from termgym.run import EpisodeDone, ProgressEvent, Retrying, RunConfig, Runner, RunPlanned
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "run-tasks"
 TERMGYM = str(Path(sys.executable).parent / "termgym")
@@ -82,13 +82,15 @@ def test_infrastructure_failures_are_retried_then_reported_apart(
         backend="bwrap",
         retries=1,
     )
-    events: list[str] = []
-    summary = Runner(config, progress=lambda event, value: events.append(event)).run()
+    events: list[ProgressEvent] = []
+    summary = Runner(config, progress=events.append).run()
     [result] = summary.results
     assert result.status == "infra-error" and result.attempts == 2
     assert "termgym/missing:never" in result.error
     assert summary.infra_errors == 1
-    assert events.count("retry") == 1  # one retry made, one reported
+    assert [type(e) for e in events].count(Retrying) == 1  # one retry made, one reported
+    assert isinstance(events[0], RunPlanned) and events[0].total == 1
+    assert isinstance(events[-1], EpisodeDone) and events[-1].result is result
     assert not list((out / "episodes").glob("*.jsonl"))  # nothing counts as finished
 
 
