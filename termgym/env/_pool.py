@@ -14,6 +14,7 @@ import os
 import queue
 import signal
 import threading
+import time
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
@@ -127,8 +128,9 @@ class SandboxPool:
             self._closed = True
         for thread in self._threads:
             (self._closes if thread.name.endswith("close") else self._starts).put(None)
+        deadline = time.monotonic() + 30  # for all of them: a start in flight finishes first
         for thread in self._threads:
-            thread.join(timeout=30)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         with self._lock:
             owned = list(self._owned)
         for sandbox in owned:

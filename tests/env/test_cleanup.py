@@ -28,7 +28,8 @@ def containers_of(run_id: str) -> list:
 def _script(run_id: str, ending: str, record_dir: str = "") -> str:
     return textwrap.dedent(
         f"""
-        import os, signal, sys, time
+        import faulthandler, os, signal, sys, time
+        faulthandler.dump_traceback_later(100, exit=True)  # a hang says where, on stderr
         import termgym
         env = termgym.make("text-report", run_id={run_id!r}, pool_size=2,
                            record_dir={record_dir!r} or None)
@@ -93,7 +94,8 @@ def test_sigterm_leaves_no_container(base_image: str, run_id: str) -> None:
     _wait_ready(proc)
     assert containers_of(run_id)
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=120)
+    code = proc.wait(timeout=120)
+    assert code == 128 + signal.SIGTERM, proc.stderr.read()[-4000:]
     assert containers_of(run_id) == []
 
 
