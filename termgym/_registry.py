@@ -9,13 +9,13 @@ Gymnasium's registration does.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
+from termgym._vocabulary import did_you_mean
 from termgym.errors import TermgymError
 
 T = TypeVar("T")
@@ -121,14 +121,13 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = sorted(self._entries)
-            close = difflib.get_close_matches(name, known, n=1)
             message = self.miss.format(
                 name=name,
                 what=self.what,
                 article="an" if self.what[:1] in "aeiou" else "a",
                 known=", ".join(known) or "(none)",
                 listed=known,
-                hint=f" Did you mean {close[0]!r}?" if close else "",
+                hint=did_you_mean(name, known),
             )
             raise self.error(message) from None
 

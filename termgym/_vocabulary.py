@@ -1,7 +1,10 @@
-"""What every layer shares, defined here once: variant names, episode classes, terminal size."""
+"""What every layer shares, defined here once: variant names, episode classes, terminal size,
+and the wording of errors (a class name once, a did-you-mean hint)."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -41,3 +44,9 @@ def describe_error(exc: BaseException) -> str:
     text = str(exc)
     name = type(exc).__name__
     return text if text.startswith(name + ":") else f"{name}: {text}"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """ " Did you mean 'x'?" for the closest of `known` to a name that is not among them, or ""."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""

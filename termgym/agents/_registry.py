@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import json
 import typing
@@ -10,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from termgym._registry import Entry, Registry
+from termgym._vocabulary import did_you_mean
 from termgym.agents._base import Agent
 from termgym.errors import AgentError, UnknownAgent
 
@@ -77,10 +77,9 @@ def _check_options(name: str, factory: Callable[..., Any], options: dict[str, An
     accepted = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
     for option in options:
         if option not in accepted:
-            close = difflib.get_close_matches(option, accepted, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
             raise AgentError(
-                f"agent {name!r} takes no option {option!r}; expected one of {accepted}.{hint}"
+                f"agent {name!r} takes no option {option!r}; expected one of {accepted}."
+                + did_you_mean(option, accepted)
             )
 
 

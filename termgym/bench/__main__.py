@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 from pathlib import Path
 
+from termgym._vocabulary import did_you_mean
 from termgym.bench import run_section, sections
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
@@ -36,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.names or sections()
     for name in names:
         if name not in sections():
-            close = difflib.get_close_matches(name, sections(), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(name, sections())
             parser.error(f"expected a section among {', '.join(sections())}; got {name!r}.{hint}")
     for name in names:
         section = run_section(name, quick=args.quick)

@@ -6,10 +6,9 @@ cannot come from the caller: it lives here, in the environment, drawn with its g
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from termgym._vocabulary import did_you_mean
 from termgym.tasks._draw import SPLITS
 from termgym.tasks._spec import validation_message
 
@@ -140,21 +140,15 @@ class VariantSchedule:
         if not self.stages:
             raise ValueError(f"a variant schedule needs at least one stage; expected {FORMS}")
         for number, stage in enumerate(self.stages):
-            for name, weight in stage.mix:
-                if name not in allowed:
-                    close = difflib.get_close_matches(name, list(allowed), n=1)
-                    hint = f" Did you mean {close[0]!r}?" if close else ""
-                    raise ValueError(
-                        f"stage {number}: unknown variant {name!r}; expected one of "
-                        f"{', '.join(allowed)}.{hint}"
-                    )
-                if not math.isfinite(weight) or weight < 0:
-                    raise ValueError(
-                        f"stage {number}: the weight of {name!r} must be a finite number >= 0, "
-                        f"got {weight}"
-                    )
-            if sum(weight for _, weight in stage.mix) <= 0:
-                raise ValueError(f"stage {number}: expected a positive weight; they add up to 0")
+            check_mix(
+                stage.mix,
+                allowed,
+                f"stage {number}",
+                unknown=lambda name: (
+                    f"unknown variant {name!r}; expected one of {', '.join(allowed)}."
+                ),
+                empty="expected a positive weight; they add up to 0",
+            )
             if stage.episodes is None and stage.steps is None and number != len(self.stages) - 1:
                 raise ValueError(
                     f"stage {number}: expected 'episodes' or 'steps' (only the last stage "
@@ -177,11 +171,9 @@ class VariantSchedule:
         for number, stage in enumerate(self.stages):
             for name, value in stage.rules:
                 if name not in rules:
-                    close = difflib.get_close_matches(name, list(rules), n=1)
-                    hint = f" Did you mean {close[0]!r}?" if close else ""
                     raise ValueError(
                         f"stage {number}: unknown rule {name!r} in 'rules'; expected one of "
-                        f"{', '.join(sorted(rules))}.{hint}"
+                        f"{', '.join(sorted(rules))}.{did_you_mean(name, rules)}"
                     )
                 data = rules[name].model_dump()
                 data["value"] = value
@@ -281,3 +273,24 @@ def _weight(value: Any, name: str, number: int) -> float:
             f"stage {number}: expected a number as the weight of {name!r}, got {value!r}"
         )
     return float(value)
+
+
+def check_mix(
+    mix: Sequence[tuple[str, float]],
+    allowed: Sequence[str],
+    where: str,
+    *,
+    unknown: Callable[[str], str],
+    empty: str,
+) -> None:
+    """A stage's mix names only `allowed` entries, with finite weights >= 0 and a positive
+    total; errors start with `where`, `unknown(name)` says what an unknown name should be."""
+    for name, weight in mix:
+        if name not in allowed:
+            raise ValueError(f"{where}: {unknown(name)}{did_you_mean(name, allowed)}")
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(
+                f"{where}: the weight of {name!r} must be a finite number >= 0, got {weight}"
+            )
+    if sum(weight for _, weight in mix) <= 0:
+        raise ValueError(f"{where}: {empty}")

@@ -8,9 +8,7 @@ the environment, with its generator, as variant schedules draw variants.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from termgym._task_paths import SPEC_FILE, task_dirs
+from termgym.env._schedule import check_mix
 from termgym.errors import TaskNotFound
 from termgym.tasks import Task, get_task, load_task
 
@@ -127,21 +126,13 @@ class TaskSchedule:
         if not self.stages:
             raise ValueError(f"a task schedule needs at least one stage; expected {SCHEDULE_FORMS}")
         for number, stage in enumerate(self.stages):
-            for name, weight in stage.mix:
-                if name not in task_ids:
-                    close = difflib.get_close_matches(name, list(task_ids), n=1)
-                    hint = f" Did you mean {close[0]!r}?" if close else ""
-                    raise ValueError(
-                        f"task schedule stage {number}: {name!r} is not in the task set "
-                        f"({', '.join(task_ids)}).{hint}"
-                    )
-                if not math.isfinite(weight) or weight < 0:
-                    raise ValueError(
-                        f"task schedule stage {number}: the weight of {name!r} must be a "
-                        f"finite number >= 0, got {weight}"
-                    )
-            if sum(weight for _, weight in stage.mix) <= 0:
-                raise ValueError(f"task schedule stage {number}: the weights add up to 0")
+            check_mix(
+                stage.mix,
+                task_ids,
+                f"task schedule stage {number}",
+                unknown=lambda name: f"{name!r} is not in the task set ({', '.join(task_ids)}).",
+                empty="the weights add up to 0",
+            )
             if stage.episodes is None and number != len(self.stages) - 1:
                 raise ValueError(
                     f"task schedule stage {number}: expected 'episodes' "

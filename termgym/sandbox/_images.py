@@ -126,8 +126,13 @@ def _parent_image(client: Any, recipe: str, log: Log) -> tuple[str, str]:
     else:
         packages = " ".join(sorted(set(BASE_PACKAGES)))
         return f"debian:{SUITE}", _REGISTRY_PARENT_STEPS.format(packages=packages)
-    rootfs = ensure_base_rootfs(log=log)
-    log(f"Importing {rootfs} as {imported} ...")
+    import_rootfs(client, ensure_base_rootfs(log=log), imported, log)
+    return imported, ""
+
+
+def import_rootfs(client: Any, rootfs: Path, tag: str, log: Log = _quiet) -> None:
+    """`docker import` a root filesystem folder as the image `tag` (repository:name)."""
+    log(f"Importing {rootfs} as {tag} ...")
     with tempfile.TemporaryDirectory(prefix="termgym-import-") as tmp:
         tarball = Path(tmp) / "rootfs.tar"
         done = subprocess.run(
@@ -137,9 +142,8 @@ def _parent_image(client: Any, recipe: str, log: Log) -> tuple[str, str]:
         )
         if done.returncode != 0:
             raise ImageError(f"Could not pack {rootfs}: {done.stderr.decode(errors='replace')}")
-        repository, _, tag = imported.partition(":")
-        client.api.import_image_from_file(str(tarball), repository=repository, tag=tag)
-    return imported, ""
+        repository, _, name = tag.partition(":")
+        client.api.import_image_from_file(str(tarball), repository=repository, tag=name)
 
 
 def ensure_base_rootfs(*, log: Log = _quiet) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from termgym.errors import ImageError
 from termgym.sandbox._engine import docker_client
-from termgym.sandbox._images import Log, _build, _image_or_none, _quiet, cache_dir
+from termgym.sandbox._images import Log, _build, _image_or_none, _quiet, cache_dir, import_rootfs
 
 UBUNTU_MIRROR = "http://archive.ubuntu.com/ubuntu"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -200,7 +200,7 @@ def ensure_local_base(base: LocalBase, *, log: Log = _quiet) -> str:
     rootfs_tag = f"termgym/tb-rootfs-{base.distro}-{base.suite}:{base.rootfs_recipe()}"
     if _image_or_none(client, rootfs_tag) is None:
         rootfs = _debootstrap(base, log)
-        _import(client, rootfs, rootfs_tag, log)
+        import_rootfs(client, rootfs, rootfs_tag, log)
     dockerfile = stand_in_dockerfile(base, rootfs_tag)
     log(f"Building {base.tag} from {rootfs_tag} ...")
     _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=base.tag)
@@ -279,20 +279,3 @@ def _debootstrap(base: LocalBase, log: Log) -> Path:
                 entry.unlink()
     (home / ".complete").write_text(base.rootfs_recipe())
     return rootfs
-
-
-def _import(client: object, rootfs: Path, tag: str, log: Log) -> None:
-    log(f"Importing {rootfs} as {tag} ...")
-    with tempfile.TemporaryDirectory(prefix="termgym-import-") as tmp:
-        tarball = Path(tmp) / "rootfs.tar"
-        done = subprocess.run(
-            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tarball), "."],
-            capture_output=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise ImageError(f"Could not pack {rootfs}: {done.stderr.decode(errors='replace')}")
-        repository, _, name = tag.partition(":")
-        client.api.import_image_from_file(  # type: ignore[attr-defined]
-            str(tarball), repository=repository, tag=name
-        )
