@@ -25,6 +25,7 @@ from termgym.grading import grade, grade_rulesets, prepare, verifier_config
 from termgym.grading._runner import grade_rulesets_in
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
+    EpisodePlan,
     GraderSpec,
     RuleSet,
     Task,
@@ -56,15 +57,24 @@ def _solved(backend: str, task: Task, config: SandboxConfig) -> Sandbox:
     return box
 
 
-def _bench_task(
-    backend: str, task: Task, pool: SandboxPool, reps: int, out: dict[str, list[float]]
-) -> None:
+def _contradicted(
+    task: Task, pool: SandboxPool
+) -> tuple[EpisodePlan, SandboxConfig, SandboxConfig]:
+    """The task's contradicted episode, its sandbox config and its verifier's, which `pool`
+    starts warming."""
     plan = instantiate(task, "contradicted", seed=1)
     config = SandboxConfig(
         image=task_image(task), workdir=plan.workdir, disk_mb=task.spec.limits.disk_mb
     )
     verifier = verifier_config(config)
     pool.prefill(verifier)
+    return plan, config, verifier
+
+
+def _bench_task(
+    backend: str, task: Task, pool: SandboxPool, reps: int, out: dict[str, list[float]]
+) -> None:
+    plan, config, verifier = _contradicted(task, pool)
     one, three = _rulesets(task)
     trivial = [RuleSet("original", one[0].rules, (_TRIVIAL,))]
     for _ in range(reps):

@@ -16,24 +16,18 @@ import tempfile
 import time
 
 from termgym.bench import Section, timings_row
-from termgym.bench.grading import _make, _solved, _wait_warm
+from termgym.bench.grading import _contradicted, _make, _solved, _wait_warm
 from termgym.env._pool import SandboxPool
-from termgym.grading import report_inputs, verifier_config
+from termgym.grading import report_inputs
 from termgym.grading._runner import grade_rulesets_in
 from termgym.grading._verdict import GradeReport
-from termgym.sandbox import SandboxConfig
-from termgym.tasks import Task, instantiate, list_tasks, task_image
+from termgym.tasks import Task, list_tasks
 
 
 def _bench_task(
     task: Task, pool: SandboxPool, reps: int, out: dict[str, list[float]], starts: list[int]
 ) -> None:
-    plan = instantiate(task, "contradicted", seed=1)
-    config = SandboxConfig(
-        image=task_image(task), workdir=plan.workdir, disk_mb=task.spec.limits.disk_mb
-    )
-    verifier = verifier_config(config)
-    pool.prefill(verifier)
+    plan, config, verifier = _contradicted(task, pool)
     box = _solved("docker", task, config)
     try:
         with tempfile.TemporaryFile() as work:
