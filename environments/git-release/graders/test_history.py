@@ -2,10 +2,9 @@
 
 import os
 import subprocess
-import tempfile
 
-REPO = "/app/repo"
-PREVIOUS = "1.4.2"
+from gitlib import REPO, git, new_version, tags
+
 SEEDED = [  # newest first, with committer dates: a rebase or amend would change them
     ("Raise KeyError when removing an unknown node", "2024-05-20"),
     ("Add HashRing.nodes()", "2024-05-13"),
@@ -21,40 +20,6 @@ SEEDED = [  # newest first, with committer dates: a rebase or amend would change
     ("Release 1.2.0", "2023-12-04"),
     ("Import hashring from the cache service", "2023-11-20"),
 ]
-
-
-def git(*args):
-    with tempfile.NamedTemporaryFile("w", suffix=".gitconfig", delete=False) as config:
-        config.write("[safe]\n\tdirectory = *\n")
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=config.name, GIT_CONFIG_NOSYSTEM="1")
-    try:
-        proc = subprocess.run(["git", *args], cwd=REPO, env=env, capture_output=True, text=True)
-    finally:
-        os.unlink(config.name)
-    assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr.strip()}"
-    return proc.stdout.strip()
-
-
-def tags():
-    """Every tag, read in one go with the same command whatever the rules (the tag the rules
-    name is looked up here, never on git's command line): name -> (object type, commit,
-    subject)."""
-    out = git("for-each-ref", "--format=%(refname:short)%00%(objecttype)%00%(*objectname)"
-              "%00%(objectname)%00%(contents:subject)", "refs/tags")
-    found = {}
-    for line in out.splitlines():
-        name, kind, peeled, target, subject = line.split("\0")
-        found[name] = (kind, peeled or target, subject)
-    return found
-
-
-def new_version(bump):
-    major, minor, patch = (int(p) for p in PREVIOUS.split("."))
-    return {
-        "major": f"{major + 1}.0.0",
-        "minor": f"{major}.{minor + 1}.0",
-        "patch": f"{major}.{minor}.{patch + 1}",
-    }[bump]
 
 
 def test_exactly_one_release_commit_on_top_of_untouched_history(rules):

@@ -1,53 +1,15 @@
 """Hidden tests: the release commit, version files, changelog and tag follow CONTRIBUTING.md."""
 
-import os
 import re
-import subprocess
-import tempfile
 
-REPO = "/app/repo"
-PREVIOUS = "1.4.2"
+from gitlib import git, new_version, tags
+
 OLD_VERSIONS = ["1.2.0", "1.3.0", "1.4.0", "1.4.1", "1.4.2"]
 UNRELEASED = [
     "- Lookups are cached (up to 4096 keys); the cache is cleared when nodes change.",
     "- `HashRing.nodes()` lists the nodes on the ring.",
     "- Removing an unknown node raises `KeyError` instead of corrupting the ring.",
 ]
-
-
-def git(*args, check=True):
-    with tempfile.NamedTemporaryFile("w", suffix=".gitconfig", delete=False) as config:
-        config.write("[safe]\n\tdirectory = *\n")
-    env = dict(os.environ, GIT_CONFIG_GLOBAL=config.name, GIT_CONFIG_NOSYSTEM="1")
-    try:
-        proc = subprocess.run(["git", *args], cwd=REPO, env=env, capture_output=True, text=True)
-    finally:
-        os.unlink(config.name)
-    if check:
-        assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr.strip()}"
-    return proc.stdout.strip()
-
-
-def tags():
-    """Every tag, read in one go with the same command whatever the rules (the tag the rules
-    name is looked up here, never on git's command line): name -> (object type, commit,
-    subject)."""
-    out = git("for-each-ref", "--format=%(refname:short)%00%(objecttype)%00%(*objectname)"
-              "%00%(objectname)%00%(contents:subject)", "refs/tags")
-    found = {}
-    for line in out.splitlines():
-        name, kind, peeled, target, subject = line.split("\0")
-        found[name] = (kind, peeled or target, subject)
-    return found
-
-
-def new_version(bump):
-    major, minor, patch = (int(p) for p in PREVIOUS.split("."))
-    if bump == "major":
-        return f"{major + 1}.0.0"
-    if bump == "minor":
-        return f"{major}.{minor + 1}.0"
-    return f"{major}.{minor}.{patch + 1}"
 
 
 def test_version_file_and_package_agree_on_the_new_version(rules):
