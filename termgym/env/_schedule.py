@@ -175,12 +175,8 @@ class VariantSchedule:
                         f"stage {number}: unknown rule {name!r} in 'rules'; expected one of "
                         f"{', '.join(sorted(rules))}.{did_you_mean(name, rules)}"
                     )
-                data = rules[name].model_dump()
-                data["value"] = value
-                if data.get("contradict") == value:
-                    data["contradict"] = None
                 try:
-                    type(rules[name]).model_validate(data)
+                    rules[name].with_value(value)
                 except ValueError as exc:
                     raise ValueError(
                         f"stage {number}: rules.{name} = {value!r}: {validation_message(exc)}"

@@ -143,6 +143,15 @@ class RuleSpec(BaseModel):
             return self.held_out_range[0] <= float(value) <= self.held_out_range[1]
         return False
 
+    def with_value(self, value: Any) -> RuleSpec:
+        """This rule as if authored with `value` (a `contradict` equal to it becomes the old
+        value). Raises pydantic's ValueError when `value` does not fit the rule."""
+        data = self.model_dump()
+        data["value"] = value
+        if data.get("contradict") == value:
+            data["contradict"] = self.value
+        return type(self).model_validate(data)
+
     @property
     def has_held_out(self) -> bool:
         """Whether any value of the rule is kept for evaluation."""

@@ -338,12 +338,8 @@ def switch_rules(task: Task, values: Mapping[str, Any]) -> Task:
                 f"rule switch: task {task.id!r} has no rule {name!r}; expected one of "
                 f"{sorted(rules)}"
             )
-        data = rules[name].model_dump()
-        data["value"] = value
-        if data.get("contradict") == value:
-            data["contradict"] = task.spec.rules[name].value
         try:
-            rules[name] = RuleSpec.model_validate(data)
+            rules[name] = rules[name].with_value(value)
         except ValueError as exc:
             raise TaskError(
                 f"rule switch: {task.id}.{name} = {value!r}: {validation_message(exc)}"
