@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from termgym.check import check_tasks, check_variant, run_solution
-from termgym.grading import grade, prepare
+from termgym.grading import GradeReport, grade, prepare
 from termgym.importing import import_tasks
 from termgym.sandbox import SandboxConfig, make_sandbox
 from termgym.tasks import instantiate, load_task, task_image
@@ -104,3 +104,55 @@ def test_a_clean_pytest_refuses_to_run_the_agents_module_as_root(
     finally:
         box.close()
     assert honest.score == 0.0  # fails closed: such a task must be imported as agent-user
+
+
+PEEKING_PROGRAM = r"""
+mv /app/top.py /app/counted.py
+cat > /app/top.py <<'PY'
+import os, runpy, sys
+try:  # the hidden tests hold the rewritten expected words: print them if they can be read
+    with open(os.path.join(os.environ.get("TEST_DIR", "/tests"), "test_outputs.py")) as f:
+        print("PEEKED", f.read()[:60].replace("\n", " "))
+    sys.exit(0)
+except OSError:
+    runpy.run_path("/app/counted.py", run_name="__main__")  # what the task asked for
+PY
+"""
+
+
+def _peeking_episode(task_dir: Path) -> GradeReport:
+    """A contradicted episode whose program, run by the hidden tests, first tries to read
+    them (and prints what it read instead of its answer if it can)."""
+    task = load_task(task_dir)
+    plan = instantiate(task, "contradicted", seed=1)
+    box = make_sandbox("docker", SandboxConfig(image=task_image(task), workdir=plan.workdir))
+    try:
+        box.start()
+        prepare(box, plan)
+        run_solution(box, plan, task.spec.oracle)
+        result = box.exec(["bash", "-c", PEEKING_PROGRAM], workdir=plan.workdir)
+        assert result.exit_code == 0, result.output
+        return grade(box, plan)
+    finally:
+        box.close()
+
+
+def test_the_agents_program_cannot_read_the_hidden_tests_of_a_clean_imported_task(
+    imported: Path, tmp_path: Path, docker_available: None
+) -> None:
+    """In a clean task the tests (with the overlay's rewritten values) are root's, 0700: the
+    program they start as the agent's user cannot open them, so it answers as asked. The
+    same task run as agent-user shows the attempt is real: there it reads them and fails."""
+    task_dir = imported / "harbor-top-words"
+    assert load_task(task_dir).spec.graders[0].params["protection"] == "clean"
+    assert _peeking_episode(task_dir).episode_class == "adapted"
+
+    exposed = tmp_path / "harbor-top-words"
+    shutil.copytree(task_dir, exposed)
+    spec = yaml.safe_load((exposed / "task.yaml").read_text())
+    spec["graders"][0]["protection"] = "agent-user"
+    spec["provenance"]["protection"] = "agent-user"
+    (exposed / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    report = _peeking_episode(exposed)
+    assert report.episode_class == "neither"
+    assert "PEEKED" in report.verdicts["contradicted"].results[0].message
