@@ -28,8 +28,11 @@ def _read(path, workdir):
     return termgym_agentexec.as_agent(_read_text, _resolve(path, workdir))
 
 
-def _exists(full):
-    return os.path.exists(full)
+def _look(full, text):
+    """None if `full` does not exist (for the agent's user), else its text ("" unless `text`)."""
+    if not os.path.exists(full):
+        return None
+    return _read_text(full) if text else ""
 
 
 def _as_list(value):
@@ -41,13 +44,14 @@ def _as_list(value):
 def file_check(path, workdir, exists=True, contains=None, not_contains=None, equals=None):
     """The file exists (or not) and holds / lacks the given text."""
     full = _resolve(path, workdir)
-    if not termgym_agentexec.as_agent(_exists, full):
+    wants_text = exists and not (contains is None and not_contains is None and equals is None)
+    text = termgym_agentexec.as_agent(_look, full, wants_text)  # one look, as the agent
+    if text is None:
         return (not exists, f"{path} does not exist")
     if not exists:
         return (False, f"{path} exists but should not")
-    if contains is None and not_contains is None and equals is None:
+    if not wants_text:
         return (True, f"{path} exists")
-    text = _read(path, workdir)
     if equals is not None and text.strip() != str(equals).strip():
         return (False, f"{path}: content differs from the expected text")
     for needle in _as_list(contains):

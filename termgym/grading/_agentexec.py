@@ -42,10 +42,13 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 AGENT_UID = int(os.environ.get("TERMGYM_AGENT_UID", "60000"))
 GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -308,6 +311,8 @@ def stop_agent_processes() -> None:
     if not privileged():
         return
     for _ in range(20):
+        if not _agent_pids():  # none left, and only such a process could start another
+            return
         pid = os.fork()
         if pid == 0:
             try:
@@ -320,8 +325,6 @@ def stop_agent_processes() -> None:
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
-        if not _agent_pids():
-            return
 
 
 def _agent_pids() -> list[int]:

@@ -5,7 +5,8 @@ manifest (jobs and rule sets), the runner, `termgym_agentexec` and `termgym_inpu
 It lands in a fresh folder with a random name under GRADE_ROOT, which every user may pass
 through but not list: mode 0700, root's. The agent's work keeps its paths; every entry of
 it becomes the agent's user's (AGENT_UID), loses setuid, setgid and sticky bits, and
-devices are left out.
+devices are left out, as is anything below a symlink of the work itself (it would land
+where the agent's symlink points).
 """
 
 from __future__ import annotations
@@ -60,10 +61,13 @@ def write_bundle(
     """Write the verifier's whole input (work first, then the grading folder) to `out`."""
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         if work is not None:
+            links: set[str] = set()
             with tarfile.open(fileobj=work, mode="r|") as source:
                 for member in source:
-                    if member.ischr() or member.isblk():
+                    if member.ischr() or member.isblk() or _under_a_link(member.name, links):
                         continue
+                    if member.issym():
+                        links.add(member.name.strip("/"))
                     data = source.extractfile(member) if member.isfile() else None
                     member.uid = member.gid = AGENT_UID
                     member.uname = member.gname = ""
@@ -87,6 +91,14 @@ def write_bundle(
             for path in sorted(staging.rglob("*")):
                 rel = path.relative_to(staging).as_posix()
                 tar.add(str(path), arcname=f"{base}/{rel}", recursive=False, filter=_private)
+
+
+def _under_a_link(name: str, links: set[str]) -> bool:
+    """`name` lies below a symlink the work itself holds (overlapping declared paths, one
+    reached through the agent's symlink in the other): unpacked, it would be written
+    wherever that symlink points in the verifier, so it is left out."""
+    parts = name.strip("/").split("/")
+    return any("/".join(parts[:end]) in links for end in range(1, len(parts)))
 
 
 def _dir(tar: tarfile.TarFile, name: str, mode: int) -> None:

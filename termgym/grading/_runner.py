@@ -24,11 +24,11 @@ from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
 from termgym.grading._inputs import RECORD, parse_starts
 from termgym.grading._plan import GradingPlan, plan_grading
 from termgym.grading._report import new_key, parse
+from termgym.grading._standby import ENV, go, standby_spec
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
-from termgym.sandbox import RunResult, Sandbox, SandboxConfig
-from termgym.sandbox._userns import AGENT_UID
+from termgym.sandbox import HoldsStandby, RunResult, Sandbox, SandboxConfig
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 
@@ -112,7 +112,7 @@ def grade(
             source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
         verdicts, more = grade_rulesets_in(
             source, _agent_config(sandbox), task, rulesets, work=work, network_of=network,
-            record_inputs=record_inputs,
+            record_inputs=record_inputs, standby=isinstance(sandbox, HoldsStandby),
         )  # fmt: skip
         timings.update(more)
     if live:
@@ -208,14 +208,23 @@ def grade_rulesets_in(
     work: BinaryIO | None,
     network_of: str = "",
     record_inputs: bool = False,
+    standby: bool = False,
 ) -> tuple[dict[str, Verdict], dict[str, float]]:
-    """Grade `work` (a tar of the agent's files) in a verifier from `source`."""
+    """Grade `work` (a tar of the agent's files) in a verifier from `source`.
+
+    `standby`: the backend's verifiers keep a standby runner (`HoldsStandby`); the grading
+    goes to it when it waits, else to a cold exec of the runner.
+    """
     start = time.perf_counter()
     folder = new_folder()
     key = new_key()
     plan = plan_grading(task, rulesets, record_inputs=record_inputs)
+    python = task.spec.grading.python
+    config = verifier_config(
+        agent, network_of=network_of, standby=standby_spec(python) if standby else None
+    )
     try:
-        verifier = source.acquire(verifier_config(agent, network_of=network_of))
+        verifier = source.acquire(config)
     except InfrastructureError:
         raise
     except Exception as exc:  # noqa: BLE001 - a clean sandbox that will not start is ours
@@ -256,13 +265,12 @@ def _inject(
 
 
 def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: float) -> RunResult:
-    env = {
-        "HOME": "/root",
-        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "TERMGYM_REPORT_KEY": key,
-        "TERMGYM_AGENT_UID": str(AGENT_UID),
-    }
+    """The runner's run: handed to the verifier's standby if one waits, else a cold exec."""
+    standby = sandbox.take_standby() if isinstance(sandbox, HoldsStandby) else None
     try:
+        if standby is not None:
+            return standby.finish(go(folder, key), timeout=budget)
+        env = {**dict(ENV), "TERMGYM_REPORT_KEY": key}
         return sandbox.exec(
             folder.argv(task.spec.grading.python), timeout=budget, workdir=folder.path, env=env
         )

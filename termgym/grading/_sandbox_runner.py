@@ -8,6 +8,11 @@ as the agent's user: `termgym_agentexec`), and prints one line: "TERMGYM-REPORT 
 base64 of the zlib-compressed JSON report of every run, a space and the report's
 HMAC-SHA256 under the key in TERMGYM_REPORT_KEY (which it removes from its environment
 first, so no job ever sees it). The host believes no other line.
+
+As a verifier's standby (termgym.grading._standby) the same source is compiled from stdin
+by a bootstrap, with __name__ "termgym_standby", before the verifier holds any file of the
+agent's: it imports what grading needs and waits for one line on stdin, the JSON
+{"manifest": path relative to its cwd, "key": the report key}, then does as above.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import base64
 import contextlib
 import hashlib
 import hmac
-import inspect
 import json
 import os
 import re
@@ -25,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import zlib
 from typing import Any
 
@@ -221,6 +224,29 @@ def _alarm(signum: int, frame: object) -> None:
     raise _Timeout()
 
 
+def _parameters(func: Any) -> tuple[tuple[str, ...], bool]:
+    """The keyword names `func` takes, and whether it takes **kwargs (a plain function is read
+    off its code: importing inspect costs a short grading more than the grading itself)."""
+    code = getattr(func, "__code__", None)
+    if code is not None and getattr(func, "__wrapped__", None) is None:
+        count = code.co_argcount + code.co_kwonlyargcount
+        first = getattr(code, "co_posonlyargcount", 0)
+        return tuple(code.co_varnames[first:count]), bool(code.co_flags & 8)
+    import inspect
+
+    params = inspect.signature(func).parameters
+    named = tuple(
+        n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+    return named, any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+def _traceback(limit: int | None = None) -> str:
+    import traceback
+
+    return traceback.format_exc(limit=limit)
+
+
 def run_call(
     job: dict[str, Any], name: str, rules: dict[str, Any], ctx: dict[str, Any]
 ) -> dict[str, Any]:
@@ -247,8 +273,7 @@ def run_call(
         module = __import__(module_name, fromlist=["_"])
         func = getattr(module, attr)
         kwargs = fill(dict(job.get("kwargs", {})), rules)
-        params = inspect.signature(func).parameters
-        takes_all = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        params, takes_all = _parameters(func)
         if "rules" in params or takes_all:
             kwargs["rules"] = dict(rules)
         if "workdir" in params or takes_all:
@@ -257,10 +282,10 @@ def run_call(
     except _Timeout:
         out["timed_out"] = True
     except AssertionError as exc:  # a failed assertion is a verdict, as in pytest
-        message = str(exc) or traceback.format_exc(limit=-1).strip().splitlines()[-2].strip()
+        message = str(exc) or _traceback(limit=-1).strip().splitlines()[-2].strip()
         out["value"] = {"score": 0.0, "passed": False, "message": "assert: " + message}
     except BaseException:  # noqa: B036 - a grader may call sys.exit; report, never die
-        out["error"] = traceback.format_exc()[-OUTPUT_TAIL:]
+        out["error"] = _traceback()[-OUTPUT_TAIL:]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         os.chdir(ctx["cwd"])
@@ -279,8 +304,7 @@ def sign(key: bytes, payload: str) -> str:
     return REPORT_PREFIX + payload + " " + mac
 
 
-def main(manifest_path: str) -> None:
-    key = os.environ.pop("TERMGYM_REPORT_KEY", "").encode("ascii")
+def main(manifest_path: str, key: bytes) -> None:
     graders = os.path.dirname(os.path.abspath(manifest_path))
     with open(manifest_path) as handle:
         manifest = json.load(handle)
@@ -315,6 +339,40 @@ def main(manifest_path: str) -> None:
     sys.stdout.flush()
 
 
+WARM = ("collections.abc", "pickle", "runpy", "shlex", "stat", "typing")
+"""Imported by a standby before it waits: the stdlib the grading support modules use."""
+
+
+def standby() -> None:
+    """Wait for the go line on stdin (see the module docstring), then grade."""
+    os.environ.pop("TERMGYM_REPORT_KEY", None)
+    for name in WARM:
+        __import__(name)
+    line = sys.stdin.buffer.readline()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # nothing started from here on reads the host's pipe
+    os.close(null)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the process's stdin from here on
+    try:
+        go = json.loads(line)
+        manifest, key = go["manifest"], go["key"]
+    except (ValueError, KeyError, TypeError):
+        sys.stdout.write(f"the standby runner expected a go line, got {line[:200]!r}\n")
+        sys.exit(2)
+    main(manifest, key.encode("ascii"))
+
+
+def _exit() -> None:
+    """Leave at once (the report is out): no interpreter teardown for the host to wait on."""
+    sys.stdout.flush()
+    os._exit(0)
+
+
 if __name__ == "__main__":
     os.umask(0o022)
-    main(sys.argv[1])
+    main(sys.argv[1], os.environ.pop("TERMGYM_REPORT_KEY", "").encode("ascii"))
+    _exit()
+elif __name__ == "termgym_standby":
+    os.umask(0o022)
+    standby()
+    _exit()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol, runtime_checkable
 
-from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+from termgym.sandbox import Sandbox, SandboxConfig, StandbySpec, make_sandbox
 
 
 @runtime_checkable
@@ -39,10 +39,14 @@ class ColdStarts:
         sandbox.close()
 
 
-def verifier_config(agent: SandboxConfig, *, network_of: str = "") -> SandboxConfig:
+def verifier_config(
+    agent: SandboxConfig, *, network_of: str = "", standby: StandbySpec | None = None
+) -> SandboxConfig:
     """The verifier of an agent's sandbox: the same clean image and limits, no shell, no
-    network of its own (only the agent's, for live-state grading)."""
+    network of its own (only the agent's, for live-state grading), and the standby runner
+    where the backend keeps one."""
     labels = {**agent.labels, "io.termgym.role": "verifier"}
     return dataclasses.replace(
-        agent, role="verifier", network=False, network_of=network_of, env={}, labels=labels
-    )
+        agent, role="verifier", network=False, network_of=network_of, env={}, labels=labels,
+        interactive=False, standby=standby,
+    )  # fmt: skip

@@ -13,9 +13,12 @@ from termgym.sandbox._base import (
     BASE_IMAGE,
     SANDBOX_LABEL,
     VERIFIER_CAPS,
+    HoldsStandby,
     RunResult,
     Sandbox,
     SandboxConfig,
+    StandbyProgram,
+    StandbySpec,
 )
 from termgym.sandbox._docker import collect_garbage
 from termgym.sandbox._images import (
@@ -45,9 +48,12 @@ __all__ = [
     "SANDBOX_LABEL",
     "VERIFIER_CAPS",
     "BackendSpec",
+    "HoldsStandby",
     "RunResult",
     "Sandbox",
     "SandboxConfig",
+    "StandbyProgram",
+    "StandbySpec",
     "build_base",
     "build_image",
     "bwrap_works",

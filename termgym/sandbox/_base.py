@@ -26,6 +26,26 @@ programs as an unprivileged user (and stop them). An agent's sandbox keeps none.
 
 
 @dataclass(frozen=True)
+class StandbySpec:
+    """A program a verifier starts with itself, before anything is imported into it, and
+    that waits on its stdin until `StandbyProgram.finish` hands it the rest (how grading
+    skips starting the runner's interpreter per grading: docs/security.md, "The standby
+    runner").
+
+    Attributes:
+        argv: The program, run as the verifier's root from `workdir`, in a session of its own.
+        env: Its environment, over the backend's defaults (as an exec's `env`).
+        first: Bytes written to its stdin at once (the runner's source).
+        workdir: Where it starts.
+    """
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    first: bytes = b""
+    workdir: str = "/"
+
+
+@dataclass(frozen=True)
 class SandboxConfig:
     """What a sandbox is started with.
 
@@ -52,6 +72,8 @@ class SandboxConfig:
         interactive: The agent's shell is a person's terminal (a prompt, echo, readline
             line editing, history, completion), as keys mode and `termgym play` want; False
             is the bare shell command mode runs commands in (no prompt, no echo).
+        standby: A verifier's standby program, started by `start()` (backends that are
+            `HoldsStandby`; others refuse a config that names one).
     """
 
     image: str = BASE_IMAGE
@@ -70,6 +92,7 @@ class SandboxConfig:
     role: Role = "agent"
     network_of: str = ""
     interactive: bool = False
+    standby: StandbySpec | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +118,28 @@ class RunResult:
     truncated: bool = False
     restarted: bool = False
     raw: bytes = b""
+
+
+class StandbyProgram(Protocol):
+    """A started program waiting for its input (`SandboxConfig.standby`)."""
+
+    def alive(self) -> bool:
+        """True while it runs and waits."""
+
+    def finish(self, data: bytes, *, timeout: float) -> RunResult:
+        """Write `data` to its stdin, close it, wait up to `timeout` s for it to end."""
+
+    def kill(self) -> None:
+        """Stop it unfinished."""
+
+
+@runtime_checkable
+class HoldsStandby(Protocol):
+    """A backend whose verifiers can keep a standby program (bwrap, local)."""
+
+    def take_standby(self) -> StandbyProgram | None:
+        """The standby started with the sandbox, once: None if none was asked for, it was
+        taken already, or it is no longer waiting (a dead standby is never used)."""
 
 
 @runtime_checkable

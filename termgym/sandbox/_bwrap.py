@@ -30,7 +30,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import subprocess
 import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -41,7 +40,8 @@ from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _fscopy, _seccomp, _userns
 from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
-from termgym.sandbox._common import ShellSandbox, run_host
+from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
+from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._signals import default_signals
 
@@ -58,7 +58,7 @@ def episodes_dir() -> Path:
     return cache_dir() / "episodes"
 
 
-class BwrapSandbox(ShellSandbox):
+class BwrapSandbox(KeepsStandby, ShellSandbox):
     """A bubblewrap sandbox; see the module docstring."""
 
     backend = "bwrap"
@@ -111,6 +111,7 @@ class BwrapSandbox(ShellSandbox):
             self._mkdir(self.config.workdir)
             if self.config.role == "agent":
                 self._start_shell()
+            self._start_standby(self.config, self._spawn_standby)
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
@@ -158,14 +159,14 @@ class BwrapSandbox(ShellSandbox):
         size = (
             f"size={self.config.disk_mb}m,mode=0711,nr_inodes={max(self.config.disk_mb, 64) * 64}"
         )
-        if not _mount(["-t", "tmpfs", "-o", size, "tmpfs", str(disk)]):
+        if mount("tmpfs", str(disk), options=size):
             return False
         (disk / "upper").mkdir()
         (disk / "work").mkdir()
         os.chown(disk / "upper", self.uid_base, self.uid_base)
         (disk / "upper").chmod(0o755)
         options = f"lowerdir={self.rootfs},upperdir={disk / 'upper'},workdir={disk / 'work'}"
-        return _mount(["-t", "overlay", "overlay", "-o", options + ",nosuid,nodev", str(merged)])
+        return not mount("overlay", str(merged), options=options, flags=MS_NOSUID | MS_NODEV)
 
     def _mkdir(self, path: str) -> None:
         if self.mode == "overlay":
@@ -355,11 +356,26 @@ class BwrapSandbox(ShellSandbox):
         finally:
             os.close(fd)
 
+    def _spawn_standby(self) -> HostProcess:
+        """The config's standby, in a new bwrap over the same root, as an exec would be."""
+        standby = self.config.standby
+        assert standby is not None
+        fd = _seccomp.filter_fd()
+        try:
+            argv = self._bwrap_argv(fd, standby.workdir, dict(standby.env), session=True)
+            return HostProcess(
+                [*argv, "--", *standby.argv], env=HOST_ENV, limit=self.config.output_limit,
+                preexec_fn=self._preexec, pass_fds=self._keep(fd), first=standby.first,
+            )  # fmt: skip
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         """Stop every process, unmount and delete the episode's folder (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        self._drop_standby()
         if self.shell is not None:
             self.shell.close()
         if self.cgroup is not None:
@@ -377,11 +393,6 @@ def _fscopy_root(root: Path):  # type: ignore[no-untyped-def]
         os.close(fd)
 
 
-def _mount(args: list[str]) -> bool:
-    done = subprocess.run(["mount", *args], capture_output=True, check=False)
-    return done.returncode == 0
-
-
 def _check_reachable(folder: Path) -> None:
     """The sandbox's root (an unprivileged host uid) must be able to walk to its root fs."""
     for parent in [folder, *folder.parents]:
@@ -395,11 +406,9 @@ def _check_reachable(folder: Path) -> None:
 
 def remove_episode(home: Path) -> None:
     """Unmount (if mounted) and delete one episode folder."""
-    for mount in (home / "merged", home / "disk"):
-        if os.path.ismount(mount):
-            done = subprocess.run(["umount", str(mount)], capture_output=True, check=False)
-            if done.returncode != 0:
-                subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+    for mounted in (home / "merged", home / "disk"):
+        if os.path.ismount(mounted):
+            unmount(str(mounted))
     shutil.rmtree(home, ignore_errors=True)
 
 

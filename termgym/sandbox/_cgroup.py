@@ -85,6 +85,7 @@ class Cgroup:
     def kill_all(self, patience: float = 5.0) -> bool:
         """SIGKILL every process in the cgroup until none is left; False if some survive."""
         deadline = time.monotonic() + patience
+        pause = 0.0005  # a killed process is gone within a millisecond or two: look again soon
         while True:
             members = self.pids()
             if not members:
@@ -94,7 +95,8 @@ class Cgroup:
             for pid in members:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.01)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
 
     def remove(self) -> None:
         """Kill what is left and delete the folders (idempotent)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from termgym.errors import SandboxCrashed, SandboxError
+from termgym.errors import SandboxCrashed, SandboxError, SandboxStartError
 from termgym.sandbox._base import RunResult, SandboxConfig
 from termgym.sandbox._shell import Channel, PersistentShell
 
@@ -125,6 +125,39 @@ class ShellSandbox:
         self.close()
 
 
+class KeepsStandby:
+    """The standby program of the backends that are `HoldsStandby` (bwrap, local).
+
+    A subclass's `start()` calls `_start_standby(spawn)` last, `close()` calls
+    `_drop_standby()` first.
+    """
+
+    _standby: HostProcess | None = None
+
+    def _start_standby(self, config: SandboxConfig, spawn: Callable[[], HostProcess]) -> None:
+        if config.standby is None:
+            return
+        if config.role != "verifier":
+            raise SandboxStartError(
+                f"Expected a standby program on a verifier (role='verifier') only; this "
+                f"sandbox's role is {config.role!r}."
+            )
+        self._standby = spawn()
+
+    def take_standby(self) -> HostProcess | None:
+        """The standby started with the sandbox, once; None if it is not waiting (any more)."""
+        standby, self._standby = self._standby, None
+        if standby is not None and not standby.alive():
+            standby.kill()
+            return None
+        return standby
+
+    def _drop_standby(self) -> None:
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.kill()
+
+
 def run_host(
     argv: Sequence[str],
     *,
@@ -140,58 +173,133 @@ def run_host(
     Output beyond `limit` bytes is dropped behind a marker as it arrives (a flood costs no
     memory); at `timeout` the whole session is killed and the result says `timed_out`.
     """
-    from termgym.sandbox._shell import _Collector
+    process = HostProcess(
+        argv, cwd=cwd, env=env, limit=limit, preexec_fn=preexec_fn, pass_fds=pass_fds,
+        stdin=False,
+    )  # fmt: skip
+    return process.finish(b"", timeout=timeout)
 
-    began = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=preexec_fn,
-        pass_fds=tuple(pass_fds),
-    )
-    assert proc.stdout is not None
-    collector = _Collector(limit)
-    fd = proc.stdout.fileno()
-    deadline = began + timeout
-    timed_out = False
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+
+class HostProcess:
+    """A host process started now and waited for later: `finish()` hands it the rest of its
+    input and collects its output as `run_host` does (a standby program, SandboxConfig).
+
+    Stdout and stderr are merged into one pipe nothing reads before `finish()`, so a program
+    that waits for its input must stay quiet until then (a pipe holds 64 KiB).
+
+    Args:
+        first: Bytes written to its stdin at once (the stdin pipe stays open after).
+        stdin: False gives the program /dev/null instead of a pipe.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        limit: int = 1_000_000,
+        preexec_fn: Callable[[], None] | None = None,
+        pass_fds: Sequence[int] = (),
+        stdin: bool = True,
+        first: bytes = b"",
+    ) -> None:
+        self.limit = limit
+        self.proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec_fn,
+            pass_fds=tuple(pass_fds),
+        )
+        self._finished = False
+        if first:
+            self._write(first, close=False)
+
+    def alive(self) -> bool:
+        """True while the program runs and `finish()` has not been called."""
+        return not self._finished and self.proc.poll() is None
+
+    def _write(self, data: bytes, *, close: bool) -> None:
+        stdin = self.proc.stdin
+        if stdin is None:
+            return
+        with contextlib.suppress(OSError):  # a program that died reads nothing: its status says
+            if data:
+                stdin.write(data)
+                stdin.flush()
+            if close:
+                stdin.close()
+
+    def finish(self, data: bytes, *, timeout: float) -> RunResult:
+        """Write `data` to its stdin, close it, and wait up to `timeout` seconds for the end.
+
+        The output is every byte the program (and whatever it started that kept the pipe)
+        wrote since it started; at `timeout` its whole session is killed.
+        """
+        from termgym.sandbox._shell import _Collector
+
+        if self._finished:
+            raise SandboxError("This host process was already finished.")
+        self._finished = True
+        began = time.monotonic()
+        self._write(data, close=True)
+        proc = self.proc
+        assert proc.stdout is not None
+        collector = _Collector(self.limit)
+        fd = proc.stdout.fileno()
+        deadline = began + timeout
+        timed_out = False
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            collector.feed(chunk)
+            collector.trim()
+        if timed_out:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdout.close()
+        try:
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            code = proc.wait()
             timed_out = True
-            break
-        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        collector.feed(chunk)
-        collector.trim()
-    if timed_out:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    proc.stdout.close()
-    try:
-        code = proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        code = proc.wait()
-        timed_out = True
-    out, truncated = collector.finish()
-    return RunResult(
-        output=out.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
-        exit_code=None if timed_out else code,
-        duration=time.monotonic() - began,
-        timed_out=timed_out,
-        truncated=truncated,
-        raw=out,
-    )
+        out, truncated = collector.finish()
+        return RunResult(
+            output=out.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
+            exit_code=None if timed_out else code,
+            duration=time.monotonic() - began,
+            timed_out=timed_out,
+            truncated=truncated,
+            raw=out,
+        )
+
+    def kill(self) -> None:
+        """Kill its session and reap it (a standby never finished); safe to call twice."""
+        self._finished = True
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
 
 
 def kill_session(sid: int) -> int:

@@ -157,8 +157,13 @@ class DockerSandbox(ShellSandbox):
         """Start the container (and, for an agent, attach the persistent shell)."""
         import docker.errors
 
-        client = docker_client()
         config = self.config
+        if config.standby is not None:
+            raise SandboxStartError(
+                "The docker backend keeps no standby program (bwrap and local do); expected "
+                "a config with standby=None."
+            )
+        client = docker_client()
         try:
             # create + start, not run: run would try to pull a missing image from a registry
             self.container = within(

@@ -12,12 +12,12 @@ from typing import BinaryIO
 from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _fscopy
 from termgym.sandbox._base import RunResult, SandboxConfig
-from termgym.sandbox._common import ShellSandbox, kill_session, run_host
+from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
 from termgym.sandbox._shell import BASH_ARGV
 from termgym.sandbox._signals import default_signals
 
 
-class LocalSandbox(ShellSandbox):
+class LocalSandbox(KeepsStandby, ShellSandbox):
     """A bash on the host, its absolute sandbox paths mapped under a temporary root folder.
 
     `/app` in the config or in copy_in/copy_out means `<root>/app` on the host. Commands the
@@ -48,6 +48,7 @@ class LocalSandbox(ShellSandbox):
         self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
         if self.config.role == "agent":
             self._start_shell()
+        self._start_standby(self.config, self._spawn_standby)
 
     def _shell_argv(self) -> list[str]:
         return list(BASH_ARGV)
@@ -104,12 +105,23 @@ class LocalSandbox(ShellSandbox):
     ) -> RunResult:
         """Run a host program in the mapped workdir."""
         cwd = self.host_path(workdir or self.config.workdir)
+        return run_host(
+            argv, timeout=timeout, cwd=cwd, env=self._exec_env(env),
+            limit=self.config.output_limit, preexec_fn=default_signals,
+        )  # fmt: skip
+
+    def _exec_env(self, env: Mapping[str, str] | None) -> dict[str, str]:
         # an evaluator's secret (termgym.tasks.SECRET_ENV) never reaches a program run here
         host = {k: v for k, v in os.environ.items() if k != "TERMGYM_SECRET"}
-        full_env = {**host, **self._shell_env(), **(env or {})}
-        return run_host(
-            argv, timeout=timeout, cwd=cwd, env=full_env, limit=self.config.output_limit,
-            preexec_fn=default_signals,
+        return {**host, **self._shell_env(), **(env or {})}
+
+    def _spawn_standby(self) -> HostProcess:
+        standby = self.config.standby
+        assert standby is not None
+        return HostProcess(
+            standby.argv, cwd=self.host_path(standby.workdir),
+            env=self._exec_env(dict(standby.env)), limit=self.config.output_limit,
+            preexec_fn=default_signals, first=standby.first,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -117,6 +129,7 @@ class LocalSandbox(ShellSandbox):
         if self._closed:
             return
         self._closed = True
+        self._drop_standby()
         self.freeze()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -167,3 +167,31 @@ def test_a_run_of_attacking_episodes_goes_on_and_counts_every_one(
     assert all(r.reward == 0.0 for r in summary.results)
     assert {r.episode_class for r in summary.results} <= {None, "neither", "grader-error"}
     assert os.path.getsize(tmp_path / "run" / "results.jsonl") > 0
+
+
+def test_the_agents_own_symlinks_never_carry_its_files_elsewhere_in_the_verifier(
+    attack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task declares /app/out/tool besides its workdir /app: the agent makes /app/out a
+    symlink, so the copy of /app/out/tool is taken through it, and unpacked through the
+    same symlink it would land in /usr/local/bin of the verifier (or below /lib, replacing
+    the loader every program there starts with). Shown first with the guard lifted."""
+    import termgym.grading._bundle as bundle
+
+    task = Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "overlapping-state"
+    plant = (
+        "mkdir -p /usr/local/bin/tool && echo x > /usr/local/bin/tool/planted && "
+        "echo built > /usr/local/bin/tool/README && rm -rf /app/out && "
+        "ln -s /usr/local/bin /app/out"
+    )
+    with monkeypatch.context() as lifted:
+        lifted.setattr(bundle, "_under_a_link", lambda name, links: False)
+        episode = attack(task, variant="original")
+        episode.run(plant)
+        _, info = episode.submit()
+        assert "outside=True" in str(info["verdicts"]), info
+    episode = attack(task, variant="original")
+    episode.run(plant)
+    reward, info = episode.submit()
+    assert "outside=False" in str(info["verdicts"]), info
+    assert reward == 0.0 and info["error"] is None

@@ -1,0 +1,167 @@
+"""The standby runner: a verifier started ahead of its grading holds the runner, already
+started and waiting, and hands it the grading on its stdin (docs/security.md).
+
+Graded on bwrap (the backend whose verifiers keep a standby) with a real runner in a real
+verifier; the docker backend refuses a standby and grades by a cold exec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import termgym.grading._runner as runner_module
+from termgym.errors import SandboxStartError
+from termgym.grading import grade, prepare
+from termgym.grading._standby import standby_spec
+from termgym.grading._verifier import ColdStarts, verifier_config
+from termgym.sandbox import HoldsStandby, Sandbox, SandboxConfig, make_sandbox
+from termgym.sandbox._common import HostProcess
+from termgym.tasks import instantiate, load_task
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
+KEY = "5e" * 32
+
+pytestmark = pytest.mark.bwrap
+
+
+class Watched(ColdStarts):
+    """Cold verifiers (started with their standby), watched: what each import found, how
+    its standby ended; `before_use` may harm the standby first."""
+
+    def __init__(self, before_use: Any = None) -> None:
+        super().__init__("bwrap")
+        self.before_use = before_use
+        self.standbys: list[HostProcess] = []
+        self.alive_at_import: list[bool] = []
+        self.configs: list[SandboxConfig] = []
+
+    def acquire(self, config: SandboxConfig) -> Sandbox:
+        self.configs.append(config)
+        verifier = super().acquire(config)
+        standby = getattr(verifier, "_standby", None)
+        if standby is not None:
+            self.standbys.append(standby)
+            if self.before_use is not None:
+                self.before_use(standby)
+        original = verifier.import_archive
+
+        def import_archive(archive: Any) -> None:
+            self.alive_at_import.append(standby is not None and standby.proc.poll() is None)
+            original(archive)
+
+        verifier.import_archive = import_archive  # type: ignore[method-assign]
+        return verifier
+
+
+@pytest.fixture
+def episode(base_rootfs: str) -> Any:
+    task = load_task(FIXTURES / "standby-probe")
+    box = make_sandbox("bwrap", SandboxConfig(workdir="/app", memory_mb=256))
+    box.start()
+    plan = instantiate(task, "original", seed=0)
+    prepare(box, plan)
+    box.run("echo 10 > /app/out.txt")
+    yield box, plan
+    box.close()
+
+
+def _probe(report: Any) -> dict[str, Any]:
+    verdict = report.verdicts["original"]
+    assert verdict.passed, verdict
+    (probe,) = [r for r in verdict.results if r.grader == "probe"]
+    return json.loads(probe.message)
+
+
+def test_a_bwrap_grading_goes_to_the_standby_that_waited_before_the_work_arrived(
+    episode: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box, plan = episode
+    monkeypatch.setattr(runner_module, "new_key", lambda: KEY)
+    source = Watched()
+    report = grade(box, plan, shadow=False, verifiers=source)
+    assert source.configs[0].standby == standby_spec("/usr/bin/python3")
+    assert source.alive_at_import == [True]  # started and waiting before any file came in
+    (standby,) = source.standbys
+    assert standby.proc.returncode == 0 and not standby.alive()  # it graded, then ended
+    seen = _probe(report)
+    # the key reached the runner on its stdin only: not its command line, not its environment
+    assert KEY not in seen["cmdline"] and KEY not in seen["environ"]
+    assert "TERMGYM_REPORT_KEY" not in seen["env_now"]
+    assert "termgym_standby" in seen["cmdline"] and "manifest" not in seen["cmdline"]
+    # the agent's user reads nothing of the runner but its command line, nor signals it
+    agent = seen["agent"]
+    assert all(agent[name]["exit"] != 0 for name in ("environ", "fd/0", "mem")), agent
+    assert agent["cmdline"]["exit"] == 0 and agent["cmdline"]["bytes"] > 0
+    assert seen["agent_ptrace"] != 0
+
+
+def test_a_standby_that_died_before_its_grading_is_never_used_and_the_grading_runs_cold(
+    episode: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box, plan = episode
+    monkeypatch.setattr(runner_module, "new_key", lambda: KEY)
+
+    def kill(standby: HostProcess) -> None:
+        os.killpg(standby.proc.pid, signal.SIGKILL)
+        standby.proc.wait(timeout=10)
+
+    source = Watched(before_use=kill)
+    report = grade(box, plan, shadow=False, verifiers=source)
+    seen = _probe(report)  # passed, by an authentic report of a cold exec
+    assert "termgym_run.py manifest.json" in seen["cmdline"]
+    # a cold exec's key stays in its process's environment block (dropped from os.environ
+    # only): the probe sees it there, so it would see a standby's too
+    assert KEY in seen["environ"] and "TERMGYM_REPORT_KEY" not in seen["env_now"]
+    assert seen["agent"]["environ"]["exit"] != 0  # the agent's user never could
+    assert source.standbys[0].proc.returncode == -signal.SIGKILL
+
+
+def test_a_standby_keeps_waiting_in_a_pool_until_its_grading(base_rootfs: str) -> None:
+    from termgym.env._pool import SandboxPool
+
+    pool = SandboxPool(lambda c: make_sandbox("bwrap", c), size=1)
+    config = verifier_config(SandboxConfig(memory_mb=256), standby=standby_spec("/usr/bin/python3"))
+    try:
+        pool.prefill(config)
+        deadline = time.monotonic() + 30
+        while pool.ready(config) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        verifier = pool.acquire(config)
+        assert isinstance(verifier, HoldsStandby)
+        time.sleep(0.5)  # long after its imports: still waiting on its stdin
+        standby = verifier.take_standby()
+        assert standby is not None and standby.alive()
+        assert verifier.take_standby() is None  # handed over once
+        result = standby.finish(b"not a go line\n", timeout=20)
+        assert result.exit_code == 2 and "expected a go line" in result.output
+        pool.release(verifier)
+    finally:
+        pool.close()
+
+
+def test_only_a_verifier_keeps_a_standby_and_docker_refuses_one(base_rootfs: str) -> None:
+    spec = standby_spec("/usr/bin/python3")
+    agent = make_sandbox("bwrap", SandboxConfig(standby=spec))
+    with pytest.raises(SandboxStartError, match="verifier"):
+        agent.start()
+    docker = make_sandbox("docker", verifier_config(SandboxConfig(), standby=spec))
+    assert not isinstance(docker, HoldsStandby)
+    with pytest.raises(SandboxStartError, match="keeps no standby"):
+        docker.start()
+
+
+def test_closing_a_verifier_stops_its_unused_standby(base_rootfs: str) -> None:
+    config = verifier_config(SandboxConfig(memory_mb=256), standby=standby_spec("/usr/bin/python3"))
+    verifier = make_sandbox("bwrap", config)
+    verifier.start()
+    standby = verifier._standby  # type: ignore[attr-defined]
+    assert standby is not None and standby.alive()
+    verifier.close()
+    assert standby.proc.returncode is not None  # killed and reaped, no zombie left
