@@ -1,5 +1,6 @@
 """Cost as work grows: concurrent envs, back-to-back resets, Ray's overhead and the driver's
-ceiling, and the machinery of a short RL episode (`python -m termgym.bench scale`)."""
+ceiling (`python -m termgym.bench scale`; the machinery of a short RL episode is the
+`short` section, termgym.bench.short)."""
 
 from __future__ import annotations
 
@@ -267,52 +268,6 @@ def _ray_vector(envs: int, seconds: float) -> str:
     )
 
 
-# -- 4. short RL episodes ----------------------------------------------------------------------
-
-
-def _short_episodes(episodes: int) -> tuple[list[Row], str]:
-    """reset, one command, submit (graded in a clean verifier), recording on; bwrap."""
-    import termgym
-    from termgym.env._pool import shared_pool
-
-    resets, steps, grades, totals = [], [], [], []
-    with tempfile.TemporaryDirectory(prefix="termgym-bench-") as tmp:
-        env = termgym.make(TASK, backend="bwrap", record_dir=tmp, shadow=False, pool_size=1)
-        pool = shared_pool("bwrap", 1)
-        try:
-            env.reset(seed=0)
-            for i in range(episodes):
-                deadline = time.monotonic() + 10
-                while pool.ready(env.options.config) < 1 and time.monotonic() < deadline:
-                    time.sleep(0.01)  # a warm sandbox, as while the policy computes
-                t0 = time.perf_counter()
-                env.reset(seed=i)
-                t1 = time.perf_counter()
-                env.step("echo 100 > answer")
-                t2 = time.perf_counter()
-                env.step(termgym.SUBMIT)
-                t3 = time.perf_counter()
-                resets.append(t1 - t0)
-                steps.append(t2 - t1)
-                grades.append(t3 - t2)
-                totals.append(t3 - t0)
-        finally:
-            env.close()
-    rows = [
-        timings_row("short episode (bwrap): reset, warm", resets),
-        timings_row("short episode (bwrap): one command, recorded", steps),
-        timings_row("short episode (bwrap): submit, graded in a verifier", grades),
-        timings_row("short episode (bwrap): all of it", totals),
-    ]
-    total = rows[-1].p50_ms
-    note = (
-        f"machinery per short episode on bwrap, p50: {total:.0f} ms "
-        f"(target at most 100 ms: {'met' if total <= 100 else 'MISSED'}); "
-        f"one core runs {1000 / total:.1f} such episodes a second"
-    )
-    return rows, note
-
-
 def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
@@ -348,9 +303,6 @@ def bench_scale(quick: bool = False) -> Section:
         + "; ".join(f"{label}: {rate:.1f} episodes/s" for label, rate in rates.items())
     )
     if "bwrap" in backends:
-        short_rows, short_note = _short_episodes(20 if quick else 60)
-        rows += short_rows
-        notes.append(short_note)
         try:
             ray_notes, _ = _ray_overhead(8 if quick else 40, "bwrap")
             notes += ray_notes
@@ -363,7 +315,7 @@ def bench_scale(quick: bool = False) -> Section:
     )
     return Section(
         name="scale",
-        title="Scale: concurrent envs, back-to-back resets, Ray, short episodes",
+        title="Scale: concurrent envs, back-to-back resets, Ray",
         rows=tuple(rows),
         notes=tuple(notes),
     )

@@ -71,6 +71,7 @@ def grade(
     *,
     verifiers: SandboxSource | None = None,
     record_inputs: bool = False,
+    standby: bool | None = None,
 ) -> GradeReport:
     """Judge the agent's final state in a clean verifier, under the episode's rules and the shadows.
 
@@ -85,6 +86,8 @@ def grade(
         verifiers: Where verifier sandboxes come from (a warm pool); None starts one cold.
         record_inputs: Fingerprint what each program the graders start as the agent's user
             is given (on each GraderResult's `starts`; `termgym check` compares them).
+        standby: Hand the grading to a standby runner started with the verifier (None:
+            where the backend keeps one, `HoldsStandby`; False: a cold exec of the runner).
 
     Raises:
         GraderError: grading the agent's final state failed (a grader crashed or hung, the
@@ -112,7 +115,8 @@ def grade(
             source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
         verdicts, more = grade_rulesets_in(
             source, _agent_config(sandbox), task, rulesets, work=work, network_of=network,
-            record_inputs=record_inputs, standby=isinstance(sandbox, HoldsStandby),
+            record_inputs=record_inputs,
+            standby=isinstance(sandbox, HoldsStandby) if standby is None else standby,
         )  # fmt: skip
         timings.update(more)
     if live:

@@ -11,7 +11,8 @@ first, so no job ever sees it). The host believes no other line.
 
 As a verifier's standby (termgym.grading._standby) the same source is compiled from stdin
 by a bootstrap, with __name__ "termgym_standby", before the verifier holds any file of the
-agent's: it imports what grading needs and waits for one line on stdin, the JSON
+agent's: it imports what grading needs, prints STANDBY_READY, and waits for one line on
+stdin, the JSON
 {"manifest": path relative to its cwd, "key": the report key}, then does as above.
 """
 
@@ -37,6 +38,7 @@ FILE_LIMIT = 256000
 INPUTS_RECORD = ".termgym-inputs.jsonl"
 INPUTS_LIMIT = 4 << 20
 REPORT_PREFIX = "TERMGYM-REPORT "
+STANDBY_READY = "TERMGYM-STANDBY-READY"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 _LAUNCH = """\
@@ -348,6 +350,8 @@ def standby() -> None:
     os.environ.pop("TERMGYM_REPORT_KEY", None)
     for name in WARM:
         __import__(name)
+    sys.stdout.write(STANDBY_READY + "\n")
+    sys.stdout.flush()
     line = sys.stdin.buffer.readline()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # nothing started from here on reads the host's pipe

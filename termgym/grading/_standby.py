@@ -32,6 +32,10 @@ ENV = (
 """The runner's environment, the same as a cold exec's less the report key."""
 
 
+READY = b"TERMGYM-STANDBY-READY"
+"""What the standby prints once it waits (termgym.grading._sandbox_runner.STANDBY_READY)."""
+
+
 def standby_spec(python: str) -> StandbySpec:
     """The standby of a verifier whose runner is `python` (the task's `grading.python`)."""
     source = RUNNER.read_bytes()
@@ -40,6 +44,7 @@ def standby_spec(python: str) -> StandbySpec:
         env=ENV,
         first=b"%d\n" % len(source) + source,
         workdir="/",
+        ready=READY,
     )
 
 

@@ -37,12 +37,17 @@ class StandbySpec:
         env: Its environment, over the backend's defaults (as an exec's `env`).
         first: Bytes written to its stdin at once (the runner's source).
         workdir: Where it starts.
+        ready: The line it prints once it waits: `start()` returns after it (within
+            `ready_timeout` seconds), so a pooled verifier is ready when its standby is. A
+            standby that never prints it is stopped and not used. Empty: no wait.
     """
 
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
     first: bytes = b""
     workdir: str = "/"
+    ready: bytes = b""
+    ready_timeout: float = 30.0
 
 
 @dataclass(frozen=True)

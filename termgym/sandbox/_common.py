@@ -142,7 +142,13 @@ class KeepsStandby:
                 f"Expected a standby program on a verifier (role='verifier') only; this "
                 f"sandbox's role is {config.role!r}."
             )
-        self._standby = spawn()
+        standby = spawn()
+        if config.standby.ready and not standby.wait_for(
+            config.standby.ready, timeout=config.standby.ready_timeout
+        ):
+            standby.kill()  # never ready: the grading runs cold, and says what went wrong
+            return
+        self._standby = standby
 
     def take_standby(self) -> HostProcess | None:
         """The standby started with the sandbox, once; None if it is not waiting (any more)."""
@@ -184,8 +190,9 @@ class HostProcess:
     """A host process started now and waited for later: `finish()` hands it the rest of its
     input and collects its output as `run_host` does (a standby program, SandboxConfig).
 
-    Stdout and stderr are merged into one pipe nothing reads before `finish()`, so a program
-    that waits for its input must stay quiet until then (a pipe holds 64 KiB).
+    Stdout and stderr are merged into one pipe nothing reads before `finish()` but
+    `wait_for()`, so a program that waits for its input must stay quiet until then, past
+    the line it may print to say it waits (a pipe holds 64 KiB).
 
     Args:
         first: Bytes written to its stdin at once (the stdin pipe stays open after).
@@ -217,12 +224,34 @@ class HostProcess:
             pass_fds=tuple(pass_fds),
         )
         self._finished = False
+        self._early = b""  # output read before finish(), by wait_for
         if first:
             self._write(first, close=False)
 
     def alive(self) -> bool:
         """True while the program runs and `finish()` has not been called."""
         return not self._finished and self.proc.poll() is None
+
+    def wait_for(self, line: bytes, *, timeout: float) -> bool:
+        """Read its output up to the line `line` (which is dropped; what came before it is
+        kept for `finish()`); False if it ended or `timeout` passed first."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        fd, deadline, wanted = stdout.fileno(), time.monotonic() + timeout, line + b"\n"
+        while wanted not in self._early:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk or len(self._early) > self.limit:
+                return False
+            self._early += chunk
+        before, _, after = self._early.partition(wanted)
+        self._early = before + after
+        return True
 
     def _write(self, data: bytes, *, close: bool) -> None:
         stdin = self.proc.stdin
@@ -251,6 +280,8 @@ class HostProcess:
         proc = self.proc
         assert proc.stdout is not None
         collector = _Collector(self.limit)
+        if self._early:
+            collector.feed(self._early)
         fd = proc.stdout.fileno()
         deadline = began + timeout
         timed_out = False

@@ -343,7 +343,7 @@ class PersistentShell:
         return (
             _HYGIENE
             + exports
-            + f"mkdir -p $'{workdir}' 2>/dev/null; cd $'{workdir}'\n"
+            + f"[ -d $'{workdir}' ] || mkdir -p $'{workdir}' 2>/dev/null; cd $'{workdir}'\n"
             + (_TERMINAL if self.interactive else "")
             + self._done_line(seq, "$$")
         )
