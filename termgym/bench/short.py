@@ -5,7 +5,7 @@ Three measurements, side by side in one run:
 - warm episodes: the pool has had time to refill (the agent's sandbox and the verifier with
   its standby runner), as while a policy computes its next action;
 - the grading alone, handed to the verifier's standby runner or to a cold exec of the runner,
-  alternating episode by episode over the same pool;
+  alternating episode by episode over the same pool (on docker too, where an engine answers);
 - back-to-back episodes, no pause at all: episodes/s, and the whole machine's CPU per
   episode (every process and the kernel, from /proc/stat; so whatever else runs on the
   machine is counted too), which says how many such episodes one core runs a second.
@@ -84,7 +84,7 @@ def _warm_episodes(episodes: int) -> list[Row]:
     ]
 
 
-def _grading_side_by_side(episodes: int) -> tuple[list[Row], float]:
+def _grading_side_by_side(episodes: int, backend: str = "bwrap") -> tuple[list[Row], float]:
     """The same final state graded by the standby runner and by a cold exec, alternating."""
     from termgym.env._pool import SandboxPool
     from termgym.grading import grade, prepare
@@ -95,7 +95,7 @@ def _grading_side_by_side(episodes: int) -> tuple[list[Row], float]:
 
     task = load_task(TASK)
     agent = SandboxConfig(workdir=task.spec.workdir, memory_mb=task.spec.limits.memory_mb)
-    pool = SandboxPool(lambda c: make_sandbox("bwrap", c), size=1)
+    pool = SandboxPool(lambda c: make_sandbox(backend, c), size=1)
     warm = verifier_config(agent, standby=standby_spec(task.spec.grading.python))
     cold = verifier_config(agent)
     spent: dict[bool, list[float]] = {True: [], False: []}
@@ -105,7 +105,7 @@ def _grading_side_by_side(episodes: int) -> tuple[list[Row], float]:
         for i in range(2 * episodes):
             standby = i % 2 == 0
             _wait_warm(pool, warm if standby else cold)
-            box = make_sandbox("bwrap", agent)
+            box = make_sandbox(backend, agent)
             box.start()
             try:
                 plan = instantiate(task, "original", seed=i)
@@ -121,8 +121,8 @@ def _grading_side_by_side(episodes: int) -> tuple[list[Row], float]:
     finally:
         pool.close()
     rows = [
-        timings_row("grading alone: cold exec of the runner", spent[False]),
-        timings_row("grading alone: standby runner", spent[True]),
+        timings_row(f"grading alone ({backend}): cold exec of the runner", spent[False]),
+        timings_row(f"grading alone ({backend}): standby runner", spent[True]),
     ]
     return rows, rows[0].p50_ms / rows[1].p50_ms
 
@@ -153,6 +153,7 @@ def _back_to_back(episodes: int) -> tuple[float, float, float]:
 def bench_short(quick: bool = False) -> Section:
     """The short-episodes section of `python -m termgym.bench`."""
     from termgym.sandbox import bwrap_works
+    from termgym.sandbox._engine import docker_answers
 
     if not bwrap_works():
         return Section(
@@ -165,12 +166,20 @@ def bench_short(quick: bool = False) -> Section:
     rows = _warm_episodes(20 if quick else 60)
     grading_rows, ratio = _grading_side_by_side(10 if quick else 30)
     rows += grading_rows
+    docker_note = "docker not measured: no engine answers"
+    if docker_answers():
+        docker_rows, docker_ratio = _grading_side_by_side(5 if quick else 15, "docker")
+        rows += docker_rows
+        docker_note = (
+            f"grading alone on docker, cold exec / standby runner at p50: {docker_ratio:.2f}x"
+        )
     rate, wall_ms, cpu_ms = _back_to_back(20 if quick else 60)
     total = rows[3].p50_ms
     notes = (
         f"machinery per warm short episode, p50: {total:.0f} ms (target at most "
         f"{TARGET_MS:.0f} ms: {'met' if total <= TARGET_MS else 'MISSED'})",
-        f"grading alone, cold exec / standby runner at p50: {ratio:.2f}x",
+        f"grading alone on bwrap, cold exec / standby runner at p50: {ratio:.2f}x",
+        docker_note,
         f"back to back, no pause: {rate:.1f} episodes/s ({wall_ms:.0f} ms each on "
         f"{os.cpu_count()} cores); the whole machine's CPU {cpu_ms:.0f} ms per episode, so one "
         f"core runs {1000 / cpu_ms:.1f} such episodes a second (target 10: "

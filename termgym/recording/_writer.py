@@ -165,12 +165,13 @@ class EpisodeWriter:
             os.fsync(f.fileno())
 
     def close(self) -> None:
-        """Flush, fsync and close both files. Safe to call twice."""
+        """Flush, fsync (unless `end` just did) and close both files. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
         try:
-            self._sync()
+            if not self._ended:  # `end` synced both files, and nothing is written after it
+                self._sync()
         finally:
             self._jsonl.close()
             self._cast.close()

@@ -78,7 +78,7 @@ class SandboxConfig:
             line editing, history, completion), as keys mode and `termgym play` want; False
             is the bare shell command mode runs commands in (no prompt, no echo).
         standby: A verifier's standby program, started by `start()` (backends that are
-            `HoldsStandby`; others refuse a config that names one).
+            `HoldsStandby`: docker, bwrap, local).
     """
 
     image: str = BASE_IMAGE
@@ -140,7 +140,7 @@ class StandbyProgram(Protocol):
 
 @runtime_checkable
 class HoldsStandby(Protocol):
-    """A backend whose verifiers can keep a standby program (bwrap, local)."""
+    """A backend whose verifiers can keep a standby program (docker, bwrap, local)."""
 
     def take_standby(self) -> StandbyProgram | None:
         """The standby started with the sandbox, once: None if none was asked for, it was

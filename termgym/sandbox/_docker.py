@@ -158,10 +158,10 @@ class DockerSandbox(ShellSandbox):
         import docker.errors
 
         config = self.config
-        if config.standby is not None:
+        if config.standby is not None and config.role != "verifier":
             raise SandboxStartError(
-                "The docker backend keeps no standby program (bwrap and local do); expected "
-                "a config with standby=None."
+                f"Expected a standby program on a verifier (role='verifier') only; this "
+                f"sandbox's role is {config.role!r}."
             )
         client = docker_client()
         try:
@@ -191,6 +191,11 @@ class DockerSandbox(ShellSandbox):
             raise SandboxStartError(f"Docker could not start {config.image}: {exc}.{hint}") from exc
         self._watch_disk()
         if config.role != "agent":
+            try:
+                self._start_standby()
+            except BaseException:
+                self.close()
+                raise
             return
         try:
             self._start_shell()
@@ -505,26 +510,62 @@ class DockerSandbox(ShellSandbox):
         ))["Id"]  # fmt: skip
         sock = within(ENGINE_DEADLINE, "starting an exec", lambda: api.exec_start(
             exec_id, socket=True))  # fmt: skip
-        collector = _Collector(self.config.output_limit)
-        frames = _Frames(sock, collector)
+        frames = _Frames(sock, _Collector(self.config.output_limit))
+        return self._finish_exec(exec_id, frames, began, timeout)
+
+    def _finish_exec(
+        self, exec_id: str, frames: _Frames, began: float, timeout: float
+    ) -> RunResult:
+        """Read an exec's output to its end (or kill it past `timeout` from `began`)."""
         finished = frames.until(began + timeout)
         code: int | None = None
         if finished:
-            code = within(ENGINE_DEADLINE, "inspecting an exec", lambda: api.exec_inspect(
+            code = within(ENGINE_DEADLINE, "inspecting an exec", lambda: self._api.exec_inspect(
                 exec_id)).get("ExitCode")  # fmt: skip
         else:
             self._kill_overrun(exec_id, frames)
-        duration = time.monotonic() - began
-        raw, truncated = collector.finish()
+        raw, truncated = frames.collector.finish()
         timed_out = not finished
         return RunResult(
             output=raw.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
             exit_code=None if timed_out else code,
-            duration=duration,
+            duration=time.monotonic() - began,
             timed_out=timed_out,
             truncated=truncated,
             raw=raw,
         )
+
+    # ---- the standby program (SandboxConfig.standby) -------------------------------------
+
+    _standby: DockerStandby | None = None
+
+    def _start_standby(self) -> None:
+        spec = self.config.standby
+        if spec is None:
+            return
+        api = self._api
+        env = {**DEFAULT_ENV, **dict(spec.env)}
+        exec_id = within(ENGINE_DEADLINE, "creating an exec", lambda: api.exec_create(
+            self.container_id, list(spec.argv), workdir=spec.workdir, environment=env,
+            user=AGENT_USER, stdout=True, stderr=True, stdin=True,
+        ))["Id"]  # fmt: skip
+        sock = within(ENGINE_DEADLINE, "starting an exec", lambda: api.exec_start(
+            exec_id, socket=True))  # fmt: skip
+        standby = DockerStandby(self, exec_id, _Frames(sock, _Collector(self.config.output_limit)))
+        if not standby.send(spec.first) or (
+            spec.ready and not standby.wait_for(spec.ready, timeout=spec.ready_timeout)
+        ):
+            standby.kill()  # never ready: the grading runs cold, and says what went wrong
+            return
+        self._standby = standby
+
+    def take_standby(self) -> DockerStandby | None:
+        """The standby started with the container, once; None if it is not waiting."""
+        standby, self._standby = self._standby, None
+        if standby is not None and not standby.alive():
+            standby.kill()
+            return None
+        return standby
 
     def _kill_overrun(self, exec_id: str, frames: _Frames) -> None:
         """An exec overran: kill its processes by host pid if possible, else the container."""
@@ -549,6 +590,9 @@ class DockerSandbox(ShellSandbox):
         if self._closed:
             return
         self._closed = True
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.frames.close()
         shared_watch().forget(id(self))
         if self.shell is not None:
             self.shell.kill_hook = None
@@ -559,6 +603,67 @@ class DockerSandbox(ShellSandbox):
                     force=True))  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
                 log.warning("could not remove %s: %s", self.name, exc)
+
+
+class DockerStandby:
+    """A standby program in a container: an exec started with its stdin attached, waiting."""
+
+    def __init__(self, sandbox: DockerSandbox, exec_id: str, frames: _Frames) -> None:
+        self.sandbox, self.exec_id, self.frames = sandbox, exec_id, frames
+        self._finished = False
+
+    def send(self, data: bytes) -> bool:
+        """Write `data` to its stdin; False if the stream is gone."""
+        if not data:
+            return True
+        raw = self.frames.raw
+        try:
+            raw.setblocking(True)
+            raw.settimeout(ENGINE_DEADLINE)
+            raw.sendall(data)
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                raw.setblocking(False)
+        return True
+
+    def wait_for(self, line: bytes, *, timeout: float) -> bool:
+        """Read its output up to the line `line` (dropped from it); False if it ended first."""
+        wanted = line + b"\n"
+        buf = self.frames.collector.buf
+        deadline = time.monotonic() + timeout
+        while wanted not in buf:
+            if self.frames.closed or time.monotonic() > deadline:
+                return False
+            self.frames.until(min(deadline, time.monotonic() + 0.05), stop=wanted)
+        at = buf.find(wanted)
+        del buf[at : at + len(wanted)]
+        return True
+
+    def alive(self) -> bool:
+        """True while it waits: its stream open and quiet since its ready line."""
+        if self._finished or self.frames.closed:
+            return False
+        try:
+            ready, _, _ = select.select([self.frames.raw], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not ready  # anything to read now is its end, or output it should not have made
+
+    def finish(self, data: bytes, *, timeout: float) -> RunResult:
+        """Hand it `data` on its stdin and read its output to its end (killed past `timeout`)."""
+        if self._finished:
+            raise SandboxError("This standby was already finished.")
+        self._finished = True
+        began = time.monotonic()
+        self.send(data)
+        return self.sandbox._finish_exec(self.exec_id, self.frames, began, timeout)  # noqa: SLF001
+
+    def kill(self) -> None:
+        """Stop it unfinished: its stream closed, its processes killed with the container."""
+        self._finished = True
+        self.frames.close()
 
 
 class _ChunkReader(io.RawIOBase):
@@ -612,9 +717,12 @@ class _Frames:
         self.buffer = b""
         self.closed = False
 
-    def until(self, deadline: float) -> bool:
-        """Read until EOF (True, socket closed) or `deadline` (False, socket left open)."""
+    def until(self, deadline: float, stop: bytes = b"") -> bool:
+        """Read until EOF (True, socket closed) or `deadline` (False, socket left open); with
+        `stop`, also return (False) once the output holds it."""
         while not self.closed:
+            if stop and stop in self.collector.buf:
+                return False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
