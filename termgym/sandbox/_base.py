@@ -131,6 +131,9 @@ class StandbyProgram(Protocol):
     def alive(self) -> bool:
         """True while it runs and waits."""
 
+    def wait_for(self, line: bytes, *, timeout: float) -> bool:
+        """Read its output up to `line` (dropped from it); False if it ended or timed out."""
+
     def finish(self, data: bytes, *, timeout: float) -> RunResult:
         """Write `data` to its stdin, close it, wait up to `timeout` s for it to end."""
 

@@ -14,8 +14,8 @@ from types import TracebackType
 from typing import Any
 
 from termgym.errors import SandboxCrashed, SandboxError, SandboxStartError
-from termgym.sandbox._base import RunResult, SandboxConfig
-from termgym.sandbox._shell import Channel, PersistentShell
+from termgym.sandbox._base import RunResult, SandboxConfig, StandbyProgram
+from termgym.sandbox._shell import Channel, PersistentShell, _Collector
 
 DEFAULT_ENV: Mapping[str, str] = {
     "HOME": "/root",
@@ -126,22 +126,26 @@ class ShellSandbox:
 
 
 class KeepsStandby:
-    """The standby program of the backends that are `HoldsStandby` (bwrap, local).
+    """The standby program of a backend that is `HoldsStandby` (docker, bwrap, local).
 
-    A subclass's `start()` calls `_start_standby(spawn)` last, `close()` calls
-    `_drop_standby()` first.
+    A subclass's `start()` calls `_start_standby(config, spawn)` last (`spawn` starts the
+    config's standby and gives it `first`), `close()` calls `_drop_standby()` first.
     """
 
-    _standby: HostProcess | None = None
+    _standby: StandbyProgram | None = None
 
-    def _start_standby(self, config: SandboxConfig, spawn: Callable[[], HostProcess]) -> None:
-        if config.standby is None:
-            return
-        if config.role != "verifier":
+    @staticmethod
+    def _refuse_misplaced_standby(config: SandboxConfig) -> None:
+        if config.standby is not None and config.role != "verifier":
             raise SandboxStartError(
                 f"Expected a standby program on a verifier (role='verifier') only; this "
                 f"sandbox's role is {config.role!r}."
             )
+
+    def _start_standby(self, config: SandboxConfig, spawn: Callable[[], StandbyProgram]) -> None:
+        if config.standby is None:
+            return
+        self._refuse_misplaced_standby(config)
         standby = spawn()
         if config.standby.ready and not standby.wait_for(
             config.standby.ready, timeout=config.standby.ready_timeout
@@ -150,7 +154,7 @@ class KeepsStandby:
             return
         self._standby = standby
 
-    def take_standby(self) -> HostProcess | None:
+    def take_standby(self) -> StandbyProgram | None:
         """The standby started with the sandbox, once; None if it is not waiting (any more)."""
         standby, self._standby = self._standby, None
         if standby is not None and not standby.alive():
@@ -162,6 +166,21 @@ class KeepsStandby:
         standby, self._standby = self._standby, None
         if standby is not None:
             standby.kill()
+
+
+def collected(
+    collector: _Collector, code: int | None, *, began: float, timed_out: bool
+) -> RunResult:
+    """The RunResult of a program whose output `collector` holds."""
+    raw, truncated = collector.finish()
+    return RunResult(
+        output=raw.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
+        exit_code=None if timed_out else code,
+        duration=time.monotonic() - began,
+        timed_out=timed_out,
+        truncated=truncated,
+        raw=raw,
+    )
 
 
 def run_host(
@@ -270,8 +289,6 @@ class HostProcess:
         The output is every byte the program (and whatever it started that kept the pipe)
         wrote since it started; at `timeout` its whole session is killed.
         """
-        from termgym.sandbox._shell import _Collector
-
         if self._finished:
             raise SandboxError("This host process was already finished.")
         self._finished = True
@@ -309,15 +326,7 @@ class HostProcess:
                 os.killpg(proc.pid, signal.SIGKILL)
             code = proc.wait()
             timed_out = True
-        out, truncated = collector.finish()
-        return RunResult(
-            output=out.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
-            exit_code=None if timed_out else code,
-            duration=time.monotonic() - began,
-            timed_out=timed_out,
-            truncated=truncated,
-            raw=out,
-        )
+        return collected(collector, code, began=began, timed_out=timed_out)
 
     def kill(self) -> None:
         """Kill its session and reap it (a standby never finished); safe to call twice."""

@@ -45,7 +45,7 @@ from termgym.errors import (
     SandboxStartError,
 )
 from termgym.sandbox._base import SANDBOX_LABEL, VERIFIER_CAPS, RunResult, SandboxConfig
-from termgym.sandbox._common import DEFAULT_ENV, ShellSandbox
+from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
 from termgym.sandbox._disk import shared_watch
 from termgym.sandbox._engine import docker_client
@@ -130,7 +130,7 @@ class DockerExecChannel:
         return None
 
 
-class DockerSandbox(ShellSandbox):
+class DockerSandbox(KeepsStandby, ShellSandbox):
     """A container started through the Docker SDK; see the module docstring."""
 
     backend = "docker"
@@ -158,11 +158,7 @@ class DockerSandbox(ShellSandbox):
         import docker.errors
 
         config = self.config
-        if config.standby is not None and config.role != "verifier":
-            raise SandboxStartError(
-                f"Expected a standby program on a verifier (role='verifier') only; this "
-                f"sandbox's role is {config.role!r}."
-            )
+        self._refuse_misplaced_standby(config)  # before a container is made for nothing
         client = docker_client()
         try:
             # create + start, not run: run would try to pull a missing image from a registry
@@ -192,7 +188,7 @@ class DockerSandbox(ShellSandbox):
         self._watch_disk()
         if config.role != "agent":
             try:
-                self._start_standby()
+                self._start_standby(config, self._spawn_standby)
             except BaseException:
                 self.close()
                 raise
@@ -524,25 +520,14 @@ class DockerSandbox(ShellSandbox):
                 exec_id)).get("ExitCode")  # fmt: skip
         else:
             self._kill_overrun(exec_id, frames)
-        raw, truncated = frames.collector.finish()
-        timed_out = not finished
-        return RunResult(
-            output=raw.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
-            exit_code=None if timed_out else code,
-            duration=time.monotonic() - began,
-            timed_out=timed_out,
-            truncated=truncated,
-            raw=raw,
-        )
+        return collected(frames.collector, code, began=began, timed_out=not finished)
 
     # ---- the standby program (SandboxConfig.standby) -------------------------------------
 
-    _standby: DockerStandby | None = None
-
-    def _start_standby(self) -> None:
+    def _spawn_standby(self) -> DockerStandby:
+        """The config's standby: an exec with its stdin attached, given `first` at once."""
         spec = self.config.standby
-        if spec is None:
-            return
+        assert spec is not None
         api = self._api
         env = {**DEFAULT_ENV, **dict(spec.env)}
         exec_id = within(ENGINE_DEADLINE, "creating an exec", lambda: api.exec_create(
@@ -552,19 +537,8 @@ class DockerSandbox(ShellSandbox):
         sock = within(ENGINE_DEADLINE, "starting an exec", lambda: api.exec_start(
             exec_id, socket=True))  # fmt: skip
         standby = DockerStandby(self, exec_id, _Frames(sock, _Collector(self.config.output_limit)))
-        if not standby.send(spec.first) or (
-            spec.ready and not standby.wait_for(spec.ready, timeout=spec.ready_timeout)
-        ):
-            standby.kill()  # never ready: the grading runs cold, and says what went wrong
-            return
-        self._standby = standby
-
-    def take_standby(self) -> DockerStandby | None:
-        """The standby started with the container, once; None if it is not waiting."""
-        standby, self._standby = self._standby, None
-        if standby is not None and not standby.alive():
-            standby.kill()
-            return None
+        if not standby.send(spec.first):
+            standby.frames.close()  # its stream is gone: never ready, never used
         return standby
 
     def _kill_overrun(self, exec_id: str, frames: _Frames) -> None:
@@ -590,9 +564,7 @@ class DockerSandbox(ShellSandbox):
         if self._closed:
             return
         self._closed = True
-        standby, self._standby = self._standby, None
-        if standby is not None:
-            standby.frames.close()
+        self._drop_standby()
         shared_watch().forget(id(self))
         if self.shell is not None:
             self.shell.kill_hook = None
