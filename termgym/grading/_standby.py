@@ -11,6 +11,7 @@ the cold exec: docs/security.md, "The standby runner".
 
 from __future__ import annotations
 
+import functools
 import json
 
 from termgym.grading._bundle import RUNNER, GradingFolder
@@ -36,8 +37,10 @@ READY = b"TERMGYM-STANDBY-READY"
 """What the standby prints once it waits (termgym.grading._sandbox_runner.STANDBY_READY)."""
 
 
+@functools.cache
 def standby_spec(python: str) -> StandbySpec:
-    """The standby of a verifier whose runner is `python` (the task's `grading.python`)."""
+    """The standby of a verifier whose runner is `python` (the task's `grading.python`);
+    made once per interpreter path, as every grading asks for it (and pools key on it)."""
     source = RUNNER.read_bytes()
     return StandbySpec(
         argv=(python, "-I", "-B", "-c", BOOT),

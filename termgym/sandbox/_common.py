@@ -243,7 +243,7 @@ class HostProcess:
             pass_fds=tuple(pass_fds),
         )
         self._finished = False
-        self._early = b""  # output read before finish(), by wait_for
+        self._collector = _Collector(limit)  # everything it printed, from its start
         if first:
             self._write(first, close=False)
 
@@ -251,13 +251,13 @@ class HostProcess:
         """True while the program runs and `finish()` has not been called."""
         return not self._finished and self.proc.poll() is None
 
-    def wait_for(self, line: bytes, *, timeout: float) -> bool:
-        """Read its output up to the line `line` (which is dropped; what came before it is
-        kept for `finish()`); False if it ended or `timeout` passed first."""
+    def _read(self, deadline: float, stop: bytes = b"") -> bool:
+        """Collect its output until EOF (True), `deadline`, or (with `stop`) until the output
+        holds `stop` (False both)."""
         stdout = self.proc.stdout
         assert stdout is not None
-        fd, deadline, wanted = stdout.fileno(), time.monotonic() + timeout, line + b"\n"
-        while wanted not in self._early:
+        fd = stdout.fileno()
+        while not (stop and stop in self._collector.buf):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
@@ -265,11 +265,22 @@ class HostProcess:
             if not ready:
                 continue
             chunk = os.read(fd, 65536)
-            if not chunk or len(self._early) > self.limit:
-                return False
-            self._early += chunk
-        before, _, after = self._early.partition(wanted)
-        self._early = before + after
+            if not chunk:
+                return True
+            self._collector.feed(chunk)
+            self._collector.trim()
+        return False
+
+    def wait_for(self, line: bytes, *, timeout: float) -> bool:
+        """Read its output up to the line `line` (which is dropped; what came before it is
+        kept for `finish()`); False if it ended, flooded past the output limit or `timeout`
+        passed first."""
+        wanted, buf = line + b"\n", self._collector.buf
+        self._read(time.monotonic() + timeout, stop=wanted)
+        at = buf.find(wanted)
+        if at < 0 or self._collector.head is not None:
+            return False
+        del buf[at : at + len(wanted)]
         return True
 
     def _write(self, data: bytes, *, close: bool) -> None:
@@ -296,25 +307,7 @@ class HostProcess:
         self._write(data, close=True)
         proc = self.proc
         assert proc.stdout is not None
-        collector = _Collector(self.limit)
-        if self._early:
-            collector.feed(self._early)
-        fd = proc.stdout.fileno()
-        deadline = began + timeout
-        timed_out = False
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            collector.feed(chunk)
-            collector.trim()
+        timed_out = not self._read(began + timeout)
         if timed_out:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -326,7 +319,7 @@ class HostProcess:
                 os.killpg(proc.pid, signal.SIGKILL)
             code = proc.wait()
             timed_out = True
-        return collected(collector, code, began=began, timed_out=timed_out)
+        return collected(self._collector, code, began=began, timed_out=timed_out)
 
     def kill(self) -> None:
         """Kill its session and reap it (a standby never finished); safe to call twice."""

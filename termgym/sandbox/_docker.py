@@ -601,15 +601,13 @@ class DockerStandby:
         return True
 
     def wait_for(self, line: bytes, *, timeout: float) -> bool:
-        """Read its output up to the line `line` (dropped from it); False if it ended first."""
-        wanted = line + b"\n"
-        buf = self.frames.collector.buf
-        deadline = time.monotonic() + timeout
-        while wanted not in buf:
-            if self.frames.closed or time.monotonic() > deadline:
-                return False
-            self.frames.until(min(deadline, time.monotonic() + 0.05), stop=wanted)
+        """Read its output up to the line `line` (dropped from it); False if it ended, flooded
+        past the output limit or `timeout` passed first."""
+        wanted, buf = line + b"\n", self.frames.collector.buf
+        self.frames.until(time.monotonic() + timeout, stop=wanted)
         at = buf.find(wanted)
+        if at < 0 or self.frames.collector.head is not None:
+            return False
         del buf[at : at + len(wanted)]
         return True
 
