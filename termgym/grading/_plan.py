@@ -34,6 +34,7 @@ class Manifest(TypedDict):
     rulesets: dict[str, dict[str, Any]]
     jobs: list[JobEntry]
     record_inputs: bool
+    in_place: bool
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,13 @@ def canonical_rulesets(rulesets: Sequence[RuleSet]) -> dict[str, dict[str, str]]
 
 
 def plan_grading(
-    task: Task, rulesets: Sequence[RuleSet], *, record_inputs: bool = False
+    task: Task, rulesets: Sequence[RuleSet], *, record_inputs: bool = False, in_place: bool = False
 ) -> GradingPlan:
     """The jobs of every grader of `rulesets` (each grader's spec taken from the first).
 
     `record_inputs`: fingerprint what each of the agent's programs is given (`termgym check`
-    compares them across rule sets; `termgym.grading._inputs`)."""
+    compares them across rule sets; `termgym.grading._inputs`). `in_place`: the plan of a
+    grading in the sandbox that holds the state (`grade_rulesets`), whose runner stays open."""
     specs: dict[str, GraderSpec] = {}
     for ruleset in rulesets:
         for spec in ruleset.graders:
@@ -107,6 +109,7 @@ def plan_grading(
             )
         )
     manifest = Manifest(
-        workdir=task.spec.workdir, rulesets=values, jobs=jobs, record_inputs=record_inputs
+        workdir=task.spec.workdir, rulesets=values, jobs=jobs, record_inputs=record_inputs,
+        in_place=in_place,
     )
     return GradingPlan(manifest, files, budget, kinds, canonical)

@@ -1,10 +1,13 @@
 """The runner's report: found, authenticated and validated on the host, or a GraderError.
 
-The runner prints one line, "TERMGYM-REPORT <payload> <hmac>", where the HMAC-SHA256 key
-was made for this grading only and never entered a sandbox's files (it reaches the runner
-in its exec's environment, which the runner drops before any job starts). Lines without a
-valid HMAC are ignored, however they look; a payload that is not exactly the documented
-shape is an error, never a partial verdict.
+The runner writes exactly one line on a channel only it holds (its stdout, kept close-on-
+exec while fds 1 and 2 become /dev/null for everything it starts): "TERMGYM-REPORT
+<payload> <hmac>", where the HMAC-SHA256 key was made for this grading only and never
+entered a sandbox's files (it reaches the runner on its stdin, or a cold exec's
+environment, which the runner drops before any job starts), or, when the runner itself
+failed, "TERMGYM-RUNNER-ERROR <why>". Anything else on the channel, a second line, a line
+without a valid HMAC or a payload that is not exactly the documented shape is an error,
+never a partial verdict.
 """
 
 from __future__ import annotations
@@ -16,13 +19,29 @@ import hmac
 import json
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from termgym.errors import GraderError
 
 REPORT_PREFIX = "TERMGYM-REPORT "
+RUNNER_ERROR = "TERMGYM-RUNNER-ERROR "
 MAX_REPORT = 64 << 20
 """Bytes of decompressed report accepted (every run's files are capped by the runner)."""
+
+
+@dataclass(frozen=True)
+class RunnerReport:
+    """What one authentic report holds.
+
+    Attributes:
+        jobs: Job id -> its runs (validated dicts, read by the grader kinds).
+        dumpable: The runner could not make itself non-dumpable (no ctypes in the image):
+            a root process there could read its memory (docs/security.md).
+    """
+
+    jobs: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    dumpable: bool = False
 
 
 def new_key() -> str:
@@ -32,24 +51,57 @@ def new_key() -> str:
     return secrets.token_hex(32)
 
 
-def parse(output: str, key: str) -> dict[str, list[dict[str, Any]]] | None:
-    """Job id -> runs from the authentic report line in `output`; None when there is none.
+def parse(output: str, key: str) -> Mapping[str, list[dict[str, Any]]] | None:
+    """Job id -> runs of the authentic report in `output` (`read_report`); None if none."""
+    report = read_report(output, key, alone=False)
+    return None if report is None else report.jobs
+
+
+def read_report(output: str, key: str, *, alone: bool = True) -> RunnerReport | None:
+    """The authentic report that is the whole of `output`; None when `output` holds none.
+
+    `alone=False` takes the first authentic line among others, as grading in place did
+    (`grade_rulesets`, in a sandbox whose programs share the runner's stdout).
 
     Raises:
-        GraderError: an authentic report that is malformed.
+        GraderError: the channel carried something besides one authentic report (a second
+            line, the runner's own failure), or the report is malformed.
     """
-    for line in output.splitlines():
-        if not line.startswith(REPORT_PREFIX):
-            continue
-        payload, _, mac = line[len(REPORT_PREFIX) :].rpartition(" ")
-        expected = hmac.new(key.encode(), payload.encode(), hashlib.sha256).hexdigest()
-        if not payload or not hmac.compare_digest(mac.strip(), expected):
-            continue
-        return _decode(payload)
-    return None
+    lines = [line for line in output.splitlines() if line.strip()]
+    if not lines:
+        return None
+    if len(lines) == 1 and lines[0].startswith(RUNNER_ERROR):
+        raise GraderError(f"the grading runner failed: {_runner_error(lines[0])}")
+    authentic = [line for line in lines if _authentic(line, key)]
+    if not authentic:
+        return None
+    if len(lines) > 1 and alone:
+        raise GraderError(
+            f"the grading runner's channel carried {len(lines) - 1} line(s) besides its report "
+            f"(expected the report alone): {lines[0][:200]!r}"
+        )
+    payload = authentic[0][len(REPORT_PREFIX) :].rpartition(" ")[0]
+    return _decode(payload)
 
 
-def _decode(payload: str) -> dict[str, list[dict[str, Any]]]:
+def _authentic(line: str, key: str) -> bool:
+    if not line.startswith(REPORT_PREFIX):
+        return False
+    payload, _, mac = line[len(REPORT_PREFIX) :].rpartition(" ")
+    expected = hmac.new(key.encode(), payload.encode(), hashlib.sha256).hexdigest()
+    return bool(payload) and hmac.compare_digest(mac.strip(), expected)
+
+
+def _runner_error(line: str) -> str:
+    raw = line[len(RUNNER_ERROR) :]
+    try:
+        text = json.loads(raw)
+    except ValueError:
+        text = raw
+    return str(text)[-2000:]
+
+
+def _decode(payload: str) -> RunnerReport:
     try:
         packed = base64.b64decode(payload, validate=True)
         inflater = zlib.decompressobj()
@@ -59,19 +111,25 @@ def _decode(payload: str) -> dict[str, list[dict[str, Any]]]:
         data = json.loads(raw)
     except (binascii.Error, zlib.error, ValueError) as exc:
         raise GraderError(f"the grading report could not be read: {exc}") from None
-    if not isinstance(data, list):
+    if isinstance(data, list):  # the jobs alone, as runners before the runner facts wrote
+        data = {"jobs": data, "runner": {"dumpable": True}}
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise GraderError(
-            f"the grading report: expected a list of jobs, found {type(data).__name__}"
+            f"the grading report: expected {{'jobs': [...], 'runner': {{...}}}}, found "
+            f"{type(data).__name__}"
         )
+    runner = data.get("runner")
+    if not isinstance(runner, Mapping) or not isinstance(runner.get("dumpable"), bool):
+        raise GraderError(f"the grading report: malformed runner facts {runner!r:.200}")
     jobs: dict[str, list[dict[str, Any]]] = {}
-    for job in data:
+    for job in data["jobs"]:
         if not isinstance(job, Mapping) or not isinstance(job.get("id"), str):
             raise GraderError(f"the grading report: expected jobs with an id, found {job!r:.200}")
         runs = job.get("runs")
         if not isinstance(runs, list) or not all(_valid_run(r) for r in runs):
             raise GraderError(f"the grading report: malformed runs of job {job['id']!r}")
         jobs[job["id"]] = list(runs)
-    return jobs
+    return RunnerReport(jobs=jobs, dumpable=runner["dumpable"])
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import dataclasses
+import json
 import tarfile
 import tempfile
 import time
@@ -23,7 +26,7 @@ from termgym.errors import (
 from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
 from termgym.grading._inputs import RECORD, parse_starts
 from termgym.grading._plan import GradingPlan, plan_grading
-from termgym.grading._report import new_key, parse
+from termgym.grading._report import new_key, read_report
 from termgym.grading._standby import ENV, go, standby_spec
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
@@ -190,17 +193,22 @@ def grade_rulesets(
     folder = new_folder()
     key = new_key()
     start = time.perf_counter()
-    plan = plan_grading(task, rulesets)
+    plan = plan_grading(task, rulesets, in_place=True)
     _inject(sandbox, task, folder, None, plan)
     injected = time.perf_counter()
     result = _run(sandbox, task, folder, key, plan.budget)
     ran = time.perf_counter()
-    verdicts = _verdicts(result, key, rulesets, plan)
+    verdicts = _verdicts(result, key, rulesets, plan, alone=False)
     return verdicts, {
         "inject": injected - start,
         "run": ran - injected,
         "read": time.perf_counter() - ran,
     }
+
+
+GRADED = "graded"
+"""The one rule set's name inside every verifier: the same under every rule set, so nothing
+a program could find there (a test id, a folder, a report) tells which one it is."""
 
 
 def grade_rulesets_in(
@@ -214,19 +222,89 @@ def grade_rulesets_in(
     record_inputs: bool = False,
     standby: bool = False,
 ) -> tuple[dict[str, Verdict], dict[str, float]]:
-    """Grade `work` (a tar of the agent's files) in a verifier from `source`.
+    """Grade `work` (a tar of the agent's files) under each of `rulesets`, each in a fresh
+    verifier of its own from `source`, at the same time.
+
+    Every verifier is laid out alike: the same paths, the same names, one rule set called
+    GRADED, the work as the agent left it. So the graded program cannot tell which rule set
+    it is graded under by anything but the values the tests check (docs/security.md). Rule
+    sets that grade alike (the same rule values and graders) share one verifier.
 
     `standby`: the backend's verifiers keep a standby runner (`HoldsStandby`); the grading
     goes to it when it waits, else to a cold exec of the runner.
     """
-    start = time.perf_counter()
-    folder = new_folder()
-    key = new_key()
-    plan = plan_grading(task, rulesets, record_inputs=record_inputs)
-    python = task.spec.grading.python
+    groups = _alike(rulesets)
     config = verifier_config(
-        agent, network_of=network_of, standby=standby_spec(python) if standby else None
-    )
+        agent, network_of=network_of, standby=standby_spec(task.spec.grading.python) if standby
+        else None,
+    )  # fmt: skip
+    bundles = []
+    try:
+        for group in groups:
+            plan = plan_grading(task, [_renamed(group[0])], record_inputs=record_inputs)
+            folder = new_folder()
+            bundle: BinaryIO = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # type: ignore[assignment]
+            bundles.append((group, plan, folder, bundle))
+            write_bundle(
+                bundle, folder, work=_rewound(work), task_graders=task.root / "graders",
+                files=plan.files, manifest=plan.manifest,
+            )  # fmt: skip
+            bundle.seek(0)
+        if len(bundles) == 1:
+            outcomes = [_grade_one(source, config, task, *bundles[0])]
+        else:
+            futures = [_EXECUTOR.submit(_grade_one, source, config, task, *b) for b in bundles]
+            outcomes = [future.result() for future in futures]
+    finally:
+        for *_, bundle in bundles:
+            bundle.close()
+    verdicts: dict[str, Verdict] = {}
+    timings: dict[str, float] = {}
+    for group_verdicts, group_timings in outcomes:
+        verdicts.update(group_verdicts)
+        for name, seconds in group_timings.items():
+            timings[name] = max(timings.get(name, 0.0), seconds)
+    return {r.name: verdicts[r.name] for r in rulesets}, timings
+
+
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="termgym-grade")
+"""Verifiers of one grading run side by side (each thread waits on its verifier)."""
+
+
+def _alike(rulesets: Sequence[RuleSet]) -> list[list[RuleSet]]:
+    """Rule sets grouped by what grading them runs: the same values and the same graders."""
+    groups: dict[str, list[RuleSet]] = {}
+    for ruleset in rulesets:
+        key = json.dumps(
+            [dict(ruleset.rules), [g.model_dump() for g in ruleset.graders]],
+            sort_keys=True, default=str,
+        )  # fmt: skip
+        groups.setdefault(key, []).append(ruleset)
+    return list(groups.values())
+
+
+def _renamed(ruleset: RuleSet) -> RuleSet:
+    return dataclasses.replace(ruleset, name=GRADED)
+
+
+def _rewound(work: BinaryIO | None) -> BinaryIO | None:
+    if work is not None:
+        work.seek(0)
+    return work
+
+
+def _grade_one(
+    source: SandboxSource,
+    config: SandboxConfig,
+    task: Task,
+    group: list[RuleSet],
+    plan: GradingPlan,
+    folder: GradingFolder,
+    bundle: BinaryIO,
+) -> tuple[dict[str, Verdict], dict[str, float]]:
+    """One verifier: take it, import the bundle, run the runner, read its report."""
+    start = time.perf_counter()
+    key = new_key()
     try:
         verifier = source.acquire(config)
     except InfrastructureError:
@@ -236,7 +314,7 @@ def grade_rulesets_in(
     acquired = time.perf_counter()
     try:
         try:
-            _inject(verifier, task, folder, work, plan)
+            verifier.import_archive(bundle)
         except InfrastructureError:
             raise
         except (SandboxError, OSError, tarfile.TarError) as exc:
@@ -246,13 +324,26 @@ def grade_rulesets_in(
         ran = time.perf_counter()
     finally:
         source.release(verifier)
-    verdicts = _verdicts(result, key, rulesets, plan)
+    graded = _verdicts(result, key, [_renamed(group[0])], plan)[GRADED]
+    verdicts = {r.name: _as_ruleset(graded, r) for r in group}
     return verdicts, {
         "verifier": acquired - start,
         "inject": injected - acquired,
         "run": ran - injected,
         "read": time.perf_counter() - ran,
     }
+
+
+def _as_ruleset(verdict: Verdict, ruleset: RuleSet) -> Verdict:
+    """The verdict graded as GRADED, under its rule set's own name."""
+    results = tuple(
+        dataclasses.replace(
+            r, ruleset=ruleset.name,
+            starts=tuple(dataclasses.replace(s, ruleset=ruleset.name) for s in r.starts),
+        )  # fmt: skip
+        for r in verdict.results
+    )
+    return Verdict(ruleset.name, dict(ruleset.rules), results)
 
 
 def _inject(
@@ -285,10 +376,15 @@ def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: 
 
 
 def _verdicts(
-    result: RunResult, key: str, rulesets: Sequence[RuleSet], plan: GradingPlan
+    result: RunResult,
+    key: str,
+    rulesets: Sequence[RuleSet],
+    plan: GradingPlan,
+    *,
+    alone: bool = True,
 ) -> dict[str, Verdict]:
-    runs = parse(result.output, key)
-    if runs is None:
+    report = read_report(result.output, key, alone=alone)
+    if report is None:
         why = (
             f"the grading run overran its {plan.budget:.0f} s"
             if result.timed_out
@@ -296,6 +392,7 @@ def _verdicts(
             f"{tail(result.output, 800)}"
         )
         raise GraderError(why)
+    runs = report.jobs
     verdicts = {}
     for ruleset in rulesets:
         results = []

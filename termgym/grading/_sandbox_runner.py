@@ -38,6 +38,7 @@ FILE_LIMIT = 256000
 INPUTS_RECORD = ".termgym-inputs.jsonl"
 INPUTS_LIMIT = 4 << 20
 REPORT_PREFIX = "TERMGYM-REPORT "
+RUNNER_ERROR = "TERMGYM-RUNNER-ERROR "
 STANDBY_READY = "TERMGYM-STANDBY-READY"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -306,11 +307,8 @@ def sign(key: bytes, payload: str) -> str:
     return REPORT_PREFIX + payload + " " + mac
 
 
-def main(manifest_path: str, key: bytes) -> None:
-    graders = os.path.dirname(os.path.abspath(manifest_path))
-    with open(manifest_path) as handle:
-        manifest = json.load(handle)
-    os.remove(manifest_path)  # the rule sets live in this process only from here on
+def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
+    """Run every job of the manifest (its grading folder: `graders`); the report, unsigned."""
     sys.path[:0] = [os.path.join(graders, "graders"), graders]
     import termgym_agentexec
 
@@ -326,7 +324,7 @@ def main(manifest_path: str, key: bytes) -> None:
     ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"
     os.chdir(ctx["cwd"])
     rulesets = manifest["rulesets"]
-    report = []
+    jobs = []
     for job in manifest["jobs"]:
         names = job["rulesets"]
         if job.get("call"):
@@ -335,10 +333,69 @@ def main(manifest_path: str, key: bytes) -> None:
             runs = [run_exec(job, names, rulesets, ctx)]
         else:
             runs = [run_exec(job, [n], rulesets, ctx) for n in names]
-        report.append({"id": job["id"], "runs": runs})
-    packed = base64.b64encode(zlib.compress(json.dumps(report).encode("utf-8"))).decode("ascii")
-    sys.stdout.write("\n" + sign(key, packed) + "\n")
-    sys.stdout.flush()
+        jobs.append({"id": job["id"], "runs": runs})
+    return {"jobs": jobs, "runner": {"dumpable": _DUMPABLE[0]}}
+
+
+_DUMPABLE = [True]
+
+
+def _not_dumpable() -> None:
+    """Make this process non-dumpable: no process without CAP_SYS_PTRACE (which no verifier
+    process has), root's included, may then read its memory, environment or descriptors
+    through /proc, nor trace it. A root process that loaded the agent's code could otherwise
+    read the report key out of this one."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) == 0:  # PR_SET_DUMPABLE, SUID_DUMP_DISABLE
+            _DUMPABLE[0] = False
+    except (ImportError, OSError, AttributeError):
+        pass  # reported: the host marks the grading (docs/security.md)
+
+
+def _take_channel() -> int:
+    """Keep the host's pipe (fd 1) for the report alone, on a descriptor no program started
+    from here inherits (close-on-exec); fds 1 and 2 become /dev/null, so whatever a grader or
+    a program it starts prints reaches nobody. Only this process holds the channel, and
+    /proc/PID/fd of a non-dumpable process opens for nobody else."""
+    channel = os.dup(1)  # not inheritable (PEP 446)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return channel
+
+
+def _send(channel: int, line: str) -> None:
+    data = ("\n" + line + "\n").encode("ascii", "replace")
+    while data:
+        data = data[os.write(channel, data) :]
+
+
+def grade(manifest_path: str, key: bytes) -> None:
+    """Run the grading and write exactly one line on the channel: the signed report, or (if
+    the runner itself failed) an error the host reads as a grading error.
+
+    A manifest marked "in_place" (`termgym.grading.grade_rulesets`, for tests and benchmarks:
+    the sandbox's own programs grade its own state) keeps the old, open runner: dumpable,
+    reporting on the stdout it shares with everything it starts."""
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    os.remove(manifest_path)  # the rule sets live in this process only from here on
+    if manifest.get("in_place"):
+        _DUMPABLE[0] = True
+        channel = 1
+    else:
+        _not_dumpable()
+        channel = _take_channel()
+    try:
+        report = main(manifest, os.path.dirname(os.path.abspath(manifest_path)))
+        packed = base64.b64encode(zlib.compress(json.dumps(report).encode("utf-8")))
+        _send(channel, sign(key, packed.decode("ascii")))
+    except BaseException:  # noqa: B036 - a runner that fails says why, never prints twice
+        _send(channel, RUNNER_ERROR + json.dumps(_traceback()[-OUTPUT_TAIL:]))
 
 
 WARM = ("collections.abc", "pickle", "runpy", "shlex", "stat", "typing")
@@ -363,18 +420,18 @@ def standby() -> None:
     except (ValueError, KeyError, TypeError):
         sys.stdout.write(f"the standby runner expected a go line, got {line[:200]!r}\n")
         sys.exit(2)
-    main(manifest, key.encode("ascii"))
+    grade(manifest, key.encode("ascii"))
 
 
 def _exit() -> None:
     """Leave at once (the report is out): no interpreter teardown for the host to wait on."""
-    sys.stdout.flush()
     os._exit(0)
 
 
 if __name__ == "__main__":
     os.umask(0o022)
-    main(sys.argv[1], os.environ.pop("TERMGYM_REPORT_KEY", "").encode("ascii"))
+    _key = os.environ.pop("TERMGYM_REPORT_KEY", "").encode("ascii")
+    grade(sys.argv[1], _key)
     _exit()
 elif __name__ == "termgym_standby":
     os.umask(0o022)
