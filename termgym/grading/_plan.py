@@ -109,7 +109,10 @@ def plan_grading(
             )
         )
     manifest = Manifest(
-        workdir=task.spec.workdir, rulesets=values, jobs=jobs, record_inputs=record_inputs,
+        workdir=task.spec.workdir,
+        rulesets=values,
+        jobs=jobs,
+        record_inputs=record_inputs,
         in_place=in_place,
     )
     return GradingPlan(manifest, files, budget, kinds, canonical)

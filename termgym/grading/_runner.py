@@ -238,26 +238,24 @@ def grade_rulesets_in(
         agent, network_of=network_of, standby=standby_spec(task.spec.grading.python) if standby
         else None,
     )  # fmt: skip
-    bundles = []
-    try:
+    with contextlib.ExitStack() as stack:
+        bundles = []
         for group in groups:
             plan = plan_grading(task, [_renamed(group[0])], record_inputs=record_inputs)
             folder = new_folder()
-            bundle: BinaryIO = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # type: ignore[assignment]
-            bundles.append((group, plan, folder, bundle))
+            bundle = stack.enter_context(_spool())
             write_bundle(
                 bundle, folder, work=_rewound(work), task_graders=task.root / "graders",
                 files=plan.files, manifest=plan.manifest,
             )  # fmt: skip
             bundle.seek(0)
+            bundles.append((group, plan, folder, bundle))
         if len(bundles) == 1:
             outcomes = [_grade_one(source, config, task, *bundles[0])]
         else:
             futures = [_EXECUTOR.submit(_grade_one, source, config, task, *b) for b in bundles]
+            concurrent.futures.wait(futures)  # every one done with its bundle before any closes
             outcomes = [future.result() for future in futures]
-    finally:
-        for *_, bundle in bundles:
-            bundle.close()
     verdicts: dict[str, Verdict] = {}
     timings: dict[str, float] = {}
     for group_verdicts, group_timings in outcomes:
@@ -338,7 +336,8 @@ def _as_ruleset(verdict: Verdict, ruleset: RuleSet) -> Verdict:
     """The verdict graded as GRADED, under its rule set's own name."""
     results = tuple(
         dataclasses.replace(
-            r, ruleset=ruleset.name,
+            r,
+            ruleset=ruleset.name,
             starts=tuple(dataclasses.replace(s, ruleset=ruleset.name) for s in r.starts),
         )  # fmt: skip
         for r in verdict.results
