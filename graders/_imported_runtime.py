@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -160,11 +161,9 @@ def _verdict_tb(results, source):
 
 def _verdict_harbor(exit_code):
     for name in ("reward.txt", "reward.json"):
-        path = os.path.join(LOGS, name)
-        if not os.path.isfile(path) or os.path.islink(path):
+        raw = _read_regular(os.path.join(LOGS, name))
+        if raw is None:
             continue
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            raw = handle.read(4096).strip()
         try:
             if name == "reward.txt":
                 value = float(raw)
@@ -193,6 +192,21 @@ def _verdict_harbor(exit_code):
         "source": "none",
         "message": f"the test script wrote neither reward.txt nor reward.json (exit {exit_code})",
     }
+
+
+def _read_regular(path, limit=4096):
+    """The start of the regular file at `path`, opened without following a link (the agent's
+    user may own its folder, and swap the file for a link at any moment); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
 
 
 def run_script(config, env, results_dir):

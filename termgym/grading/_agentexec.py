@@ -92,15 +92,49 @@ def share(folder: str) -> None:
 
 
 def _hand_over() -> None:
+    """Give every shared folder's entries to the agent's user, without ever acting by path
+    on what that user could change: the agent's program may still be running and swap a
+    folder for a symlink mid-walk. The walk holds a descriptor of every folder it enters
+    (`os.fwalk`, which skips a folder replaced since it was listed) and changes owners
+    through descriptors of what it opened without following links."""
     for folder in _shared:
-        for base, dirs, files in os.walk(folder):
-            for name in [base] + [os.path.join(base, n) for n in dirs + files]:
-                try:
-                    info = os.lstat(name)
-                    if info.st_uid != AGENT_UID:
-                        os.lchown(name, AGENT_UID, AGENT_UID)
-                except OSError:
-                    pass
+        try:
+            top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            _give_fd(top)
+            for _, _dirs, files, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+                _give_fd(fd)
+                for name in files:
+                    _give_entry(name, fd)
+        finally:
+            os.close(top)
+
+
+def _give_entry(name: str, parent: int) -> None:
+    """The entry `name` of the folder open as `parent`, given to the agent's user when it is
+    a regular file with one link (a hard link would carry another file's owner along)."""
+    try:
+        if os.lstat(name, dir_fd=parent).st_uid == AGENT_UID:
+            return
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=parent)
+    except OSError:
+        return  # a symlink (ELOOP), gone, or unreadable: nothing to give
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+            _give_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _give_fd(fd: int) -> None:
+    try:
+        if os.fstat(fd).st_uid != AGENT_UID:
+            os.fchown(fd, AGENT_UID, AGENT_UID)
+    except OSError:
+        pass
 
 
 def _text(arg: Any) -> str:
@@ -122,11 +156,17 @@ def _hand_over_named(argv: Sequence[Any]) -> None:
         if not text.startswith(temp) or "/" in text[len(temp) :] or GRADER_DIR in text:
             continue
         try:
-            info = os.lstat(text)
+            fd = os.open(text, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == 0:
-                os.lchown(text, AGENT_UID, AGENT_UID)
+                os.fchown(fd, AGENT_UID, AGENT_UID)
         except OSError:
             pass
+        finally:
+            os.close(fd)
 
 
 def _graders_own(argv: Sequence[Any], shell: bool = False) -> bool:
@@ -283,12 +323,23 @@ def _system(command: Any) -> int:
 
 
 def _ensure_home() -> None:
-    if not os.path.isdir(AGENT_HOME):
-        try:
-            os.mkdir(AGENT_HOME, 0o700)
-            os.chown(AGENT_HOME, AGENT_UID, AGENT_UID)
-        except OSError:
-            pass
+    """The agent's user's home, made by root and given by descriptor: a link the agent's
+    program left at its place is never followed (an existing entry is left as it is)."""
+    try:
+        os.mkdir(AGENT_HOME, 0o700)
+    except OSError:
+        return
+    try:
+        fd = os.open(AGENT_HOME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_uid == 0:
+            os.fchown(fd, AGENT_UID, AGENT_UID)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def install() -> None:
