@@ -12,11 +12,12 @@ from typing import Any
 from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
 
 
-def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> dict[str, Any]:
+def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     """The final info of an episode reduced to JSON-able values.
 
-    Keys: task_id, variant, class, reward, passed (the episode's own rules), passed_original
-    (the shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
+    Keys: task_id, variant, class, reward (the episode's score, read from its own verdict:
+    what the last step returned), passed (the episode's own rules), passed_original (the
+    shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
     rules_enforced, stale, adapted, grader_error, infra_error (skip such episodes), error,
     episode_file. Values are None where the info has none (an episode not yet ended).
     """
@@ -33,7 +34,7 @@ def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> di
         "task_id": info.get("task_id"),
         "variant": variant,
         "class": cls,
-        "reward": float(reward) if reward is not None else None,
+        "reward": _reward(info, own),
         "passed": own["passed"] if own else None,
         "passed_original": original["passed"] if original else None,
         "verdicts": verdicts,
@@ -45,6 +46,15 @@ def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> di
         "error": info.get("error"),
         "episode_file": info.get("episode_file"),
     }
+
+
+def _reward(info: Mapping[str, Any], own: Mapping[str, Any] | None) -> float | None:
+    """The score the environment paid: its own verdict's, 0 when it could not be graded."""
+    if "verdicts" not in info:
+        return None  # not an episode's final info
+    if info.get("class") in (GRADER_ERROR, INFRA_ERROR) or own is None:
+        return 0.0
+    return own["score"] if own["score"] is not None else 0.0
 
 
 def _score(value: Any) -> float | None:
