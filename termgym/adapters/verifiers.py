@@ -147,9 +147,7 @@ class TermgymVerifiersEnv(vf.MultiTurnEnv):  # type: ignore[misc]
         if chat is None:
             return
         try:
-            if not chat.done and chat.env.episode is not None and not chat.env.episode.finished:
-                _, reward, _, _, info = await chat.env.astop("rollout ended")
-                chat.done, chat.reward, chat.last_info = True, float(reward), dict(info)
+            if await chat.astop("rollout ended") is not None:
                 state[STATE_KEY] = chat.metadata()
         finally:
             await chat.aclose()

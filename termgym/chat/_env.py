@@ -85,8 +85,20 @@ class ChatEnv:
 
     @property
     def max_turns(self) -> int:
-        """Replies allowed this episode."""
+        """Replies allowed this episode (default: the task's step budget)."""
         return self._max_turns or self.max_steps
+
+    @max_turns.setter
+    def max_turns(self, value: int | None) -> None:
+        self._max_turns = value
+
+    @property
+    def in_progress(self) -> bool:
+        """An episode was started and has not ended."""
+        episode = getattr(self.env, "episode", None)
+        if episode is None or not self.messages:
+            return False
+        return not self.done and not episode.finished
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -139,6 +151,19 @@ class ChatEnv:
         if not (result[2] or result[3]) and self.turns >= self.max_turns:
             result = _out_of_turns(result, await self.env.astop("turn limit"))
         return self._stepped(parsed, result)
+
+    def stop(self, reason: str = "rollout ended") -> dict[str, Any] | None:
+        """Grade an episode its framework ended early, as its final state stands (a
+        truncation); returns the final info, or None when no episode is in progress."""
+        if not self.in_progress:
+            return None
+        return self._stopped(self.env.stop(reason))
+
+    async def astop(self, reason: str = "rollout ended") -> dict[str, Any] | None:
+        """`stop()` without blocking the event loop."""
+        if not self.in_progress:
+            return None
+        return self._stopped(await self.env.astop(reason))
 
     def close(self) -> None:
         """Close the environment."""
@@ -240,6 +265,12 @@ class ChatEnv:
         if 0 < left <= 5:
             text += f"\n\n{left} {'turn' if left == 1 else 'turns'} left; SUBMIT once done."
         return text
+
+    def _stopped(self, result: tuple[Any, ...]) -> dict[str, Any]:
+        info = {**result[4], "turn": self.turns, "action": None}
+        info.setdefault("task_id", self.env.task_id)
+        self.done, self.reward, self.last_info = True, float(result[1]), info
+        return dict(info)
 
     def _steps(self) -> int:
         episode = getattr(self.env, "episode", None)

@@ -18,8 +18,10 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     Keys: task_id, variant, class, reward (the episode's score, read from its own verdict:
     what the last step returned), passed (the episode's own rules), passed_original (the
     shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
-    rules_enforced, stale, adapted, grader_error, infra_error (skip such episodes), error,
-    episode_file. Values are None where the info has none (an episode not yet ended).
+    rules_enforced, rules_changed (the enforced values differ from the authored ones, as
+    the shadow verdict graded them: what `termgym.analysis` counts as shifted), stale,
+    adapted, grader_error, infra_error (skip such episodes), error, episode_file. Values are
+    None where the info has none (an episode not yet ended).
     """
     verdicts = {
         str(name): {"passed": _passed(v.get("passed")), "score": _score(v.get("score"))}
@@ -30,6 +32,7 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     cls = info.get("class")
     own = verdicts.get(str(variant)) if variant is not None else None
     original = verdicts.get("original")
+    enforced = _jsonable(info.get("rules_enforced") or {})
     return {
         "task_id": info.get("task_id"),
         "variant": variant,
@@ -38,7 +41,8 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
         "passed": own["passed"] if own else None,
         "passed_original": original["passed"] if original else None,
         "verdicts": verdicts,
-        "rules_enforced": _jsonable(info.get("rules_enforced") or {}),
+        "rules_enforced": enforced,
+        "rules_changed": _rules_changed(info, enforced),
         "stale": cls == "stale",
         "adapted": cls == "adapted",
         "grader_error": cls == GRADER_ERROR,
@@ -55,6 +59,14 @@ def _reward(info: Mapping[str, Any], own: Mapping[str, Any] | None) -> float | N
     if info.get("class") in (GRADER_ERROR, INFRA_ERROR) or own is None:
         return 0.0
     return own["score"] if own["score"] is not None else 0.0
+
+
+def _rules_changed(info: Mapping[str, Any], enforced: Any) -> bool | None:
+    """Whether the enforced values differ from those the original shadow verdict graded
+    (None when the info holds no original verdict with its rules)."""
+    original = dict(info.get("verdicts") or {}).get("original")
+    rules = original.get("rules") if isinstance(original, Mapping) else None
+    return _jsonable(rules) != enforced if isinstance(rules, Mapping) else None
 
 
 def _score(value: Any) -> float | None:

@@ -106,7 +106,9 @@ def _read_keys(arguments: Mapping[str, Any], mode: str) -> tuple[str | None, str
 def _bash_doc(mode: str) -> str:
     if mode == "keys":
         return "Type a command line into the terminal, then press Enter; returns the screen."
-    return "Run a shell command in the task's persistent bash shell; returns its exit code and output."
+    return (
+        "Run a shell command in the task's persistent bash shell; returns its exit code and output."
+    )
 
 
 TOOLS: tuple[Tool, ...] = (
