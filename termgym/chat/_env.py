@@ -68,6 +68,7 @@ class ChatEnv:
         self._max_turns = max_turns
         self.offers_tools = tools
         self.messages: list[Message] = []
+        self._at_step: dict[int, int] = {}
         self.turns = 0
         self.done = False
         self.last_info: dict[str, Any] = {}
@@ -176,20 +177,23 @@ class ChatEnv:
     # -- the conversation ---------------------------------------------------------------
 
     def transcript(self) -> list[dict[str, Any]]:
-        """The conversation as recording transcript entries (read by the trace audit)."""
-        entries, step = [], 0
+        """The conversation as recording transcript entries (read by the trace audit and the
+        ATIF export). An entry's step is the llm agent's: a reply's is the number its action
+        takes (1 for the first action; a reply without one shares the next action's), an
+        observation's the number of actions taken before it."""
+        entries = []
         for message in self.messages:
             role = str(message.get("role"))
             content, reasoning = split_reasoning(message)
             if role == "assistant":
-                step += 1
                 content = "\n".join([content, *_call_texts(message)]).strip()
+            step = self._at_step.get(id(message), 0)
             entries.append({"step": step, "role": role, "content": content, "reasoning": reasoning})
         return entries
 
     def _opened(self, obs: Mapping[str, Any], info: dict[str, Any]) -> tuple[list[Message], dict]:
         self.turns, self.done, self.reward, self.last_info = 0, False, 0.0, dict(info)
-        self.messages = []
+        self.messages, self._at_step = [], {}
         opening: list[Message] = []
         if self._system_prompt is not None:
             template = self._system_prompt or protocol_prompt(self.mode, tools=self.offers_tools)
@@ -212,6 +216,7 @@ class ChatEnv:
             raise RuntimeError("call reset() before step()")
         message = _as_message(reply)
         self.messages.append(message)
+        self._at_step[id(message)] = self._steps() + 1
         self.turns += 1
         return parse_message(message, self.mode, tools=self.offers_tools)
 
@@ -250,6 +255,7 @@ class ChatEnv:
             for call_id in parsed.ignored_calls
         )
         self.messages.extend(new)
+        self._at_step.update((id(m), self._steps()) for m in new)
         return [dict(m) for m in new]
 
     def _render(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> str:
