@@ -16,6 +16,7 @@ back the reset's info instead, so the next reset's info repeats them as `prev_ep
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 try:
@@ -57,11 +58,22 @@ class TermgymGemEnv(gem.Env):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         env_options.setdefault("agent", "gem")
+        self.config: dict[str, Any] = {
+            "tasks": tasks,
+            "task_schedule": task_schedule,
+            "variant": variant,
+            "max_output_chars": max_output_chars,
+            "system_prompt": system_prompt,
+            "seed": seed,
+            **env_options,
+        }
+        """What this environment was made with; `spawn()` makes another of it."""
         self._env = MultiTaskEnv(tasks, task_schedule=task_schedule, variant=variant, **env_options)
         self.chat = ChatEnv(
             self._env,
             budget=ObservationBudget(max_chars=max_output_chars),
             system_prompt=system_prompt,
+            tools=False,  # GEM hands over the model's raw text; no tools are offered
         )
         self._seed = seed
         self._reset_once = False
@@ -92,10 +104,23 @@ class TermgymGemEnv(gem.Env):  # type: ignore[misc]
         return "```bash\nls\n```"
 
     def spawn(self, same_state: bool = False, **kwargs: Any) -> TermgymGemEnv:
-        """A new environment of the same task set (a sandbox's state cannot be copied)."""
+        """A new environment of the same configuration (task set, task and variant
+        schedules, backend and every other option), `kwargs` overriding any of it.
+
+        A live sandbox cannot be copied, so `same_state=True` raises. As GEM's own
+        environments do, a copy that keeps the seed is warned about: it draws the same
+        sequence of tasks and variants.
+        """
         if same_state:
             raise NotImplementedError("a live sandbox cannot be duplicated; spawn a fresh one")
-        return TermgymGemEnv(self._env.tasks, **kwargs)
+        config = {**self.config, **kwargs}
+        if config["seed"] is not None and config["seed"] == self.config["seed"]:
+            warnings.warn(
+                "termgym: spawn() kept the seed, so the copy draws the same sequence of tasks "
+                "and variants; pass seed=... to spawn() for another",
+                stacklevel=2,
+            )
+        return TermgymGemEnv(**config)
 
     def close(self) -> None:
         """Stop the sandboxes."""

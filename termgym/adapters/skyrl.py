@@ -8,13 +8,22 @@
 SkyRL's generator makes one environment per trajectory with `skyrl_gym.make(env_class,
 env_config=..., extras=row_extras)`, calls `init(prompt)`, then `step(model_output)` until
 `done`, then `get_metrics()` and `close()`. The episode's task, variant and seed come from
-the dataset row (its extras), the rest from `env_config`. The reward is the episode's score
-on the last step (0 before); the variant, class and verdicts ride in the last step's
-`metadata` and in `get_metrics()`, never in an observation.
+the dataset row (its extras), the rest from `env_config` (SkyRL's
+`environment.skyrl_gym.<env_class>`). The reward is the episode's score on the last step (0
+before); the variant, class and verdicts ride in the last step's `metadata` and in
+`get_metrics()`, never in an observation.
+
+The turn budget is the task's step budget. SkyRL's generator puts its `generator.max_turns`
+in the extras, default 1, meant for single-turn environments: that default is not taken
+(it would end every episode after one command), with a warning; a larger value is a cap,
+warned about when it is below the task's budget; `env_config.max_turns` sets termgym's own.
+An episode the generator ends before `done` (its `max_input_length`) is graded as its
+final state stands, in `get_metrics()` or `close()`, whichever comes first.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         "termgym.adapters.skyrl needs SkyRL-gym: pip install 'termgym[skyrl]'"
     ) from exc
 
-from termgym._vocabulary import INFRA_ERROR
+from termgym.adapters._metrics import aggregate, episode_metrics
 from termgym.chat import ChatEnv, ObservationBudget
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._task_set import resolve_task_set
@@ -50,7 +59,10 @@ ENV_CONFIG_KEYS = (
     *ENV_OPTIONS,
     "max_output_chars",
     "system_prompt",
+    "max_turns",
 )
+SKYRL_DEFAULT_TURNS = 1
+"""SkyRL's `generator.max_turns` default, meant for single-turn environments."""
 
 
 class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
@@ -60,9 +72,10 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         env_config: Defaults for every episode (a mapping or an OmegaConf config): tasks
             (the task set, default "*"), task_schedule, variant (a schedule), backend, mode,
             max_steps, step_timeout, record_dir, shadow, pool_size, runtime,
-            max_output_chars (the observation budget, default 8000), system_prompt.
+            max_output_chars (the observation budget, default 8000), system_prompt,
+            max_turns (replies per episode; default: the task's step budget).
         extras: The dataset row's extras: task, variant, seed (this episode's), max_turns
-            (set by SkyRL's generator).
+            (set by SkyRL's generator from generator.max_turns; see the module docstring).
     """
 
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
@@ -84,12 +97,12 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
             agent="skyrl",
             **env_options,
         )
-        max_turns = self.extras.get("max_turns")
+        self._own_turns = int(config["max_turns"]) if config.get("max_turns") else None
         self.chat = ChatEnv(
             self._env,
             budget=ObservationBudget(max_chars=int(config.get("max_output_chars", 8000))),
             system_prompt=config.get("system_prompt", ""),
-            max_turns=int(max_turns) if max_turns else None,
+            tools=False,  # SkyRL feeds text to the model's chat template and passes no tools
         )
         self._final: dict[str, Any] = {}
 
@@ -105,9 +118,11 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
             if self.extras.get(key) is not None:
                 options[key] = self.extras[key]
         seed = options.get("seed")
+        self.chat.max_turns = None
         messages, info = self.chat.reset(
             seed=int(seed) if seed is not None else None, options=options
         )
+        self.chat.max_turns = self._turn_budget(self.chat.max_steps)
         self.max_turns = self.chat.max_turns
         system = [dict(m) for m in prompt or () if m.get("role") == "system"]
         if system:
@@ -134,44 +149,53 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         )
 
     def get_metrics(self) -> dict[str, Any]:
-        """Per-episode metrics: reward, passed, stale, adapted, grader_error, steps, variant."""
-        final = self._final
-        return {
-            "reward": final.get("reward") or 0.0,
-            "passed": bool(final.get("passed")),
-            "stale": bool(final.get("stale")),
-            "adapted": bool(final.get("adapted")),
-            "grader_error": bool(final.get("grader_error")),
-            "infra_error": bool(final.get("infra_error")),
-            "turns": self.turns,
-            "variant": final.get("variant"),
-            "class": final.get("class"),
-        }
+        """Per-episode metrics: task, variant, class, reward, passed, rules_changed, stale,
+        adapted, grader_error, infra_error, error, turns. An episode the generator ended
+        before `done` is graded first, as its final state stands."""
+        self._grade_if_cut()
+        return episode_metrics(self._final, turns=self.turns)
 
     @staticmethod
     def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-        """Rates over episodes: the stale-rule and adaptation rates count only episodes whose
-        variant changed the rules (not original), and infrastructure errors are left out."""
-        counted = [m for m in metrics if not m.get("infra_error") and m.get("class") != INFRA_ERROR]
-        shifted = [m for m in counted if m.get("variant") not in (None, "original")]
-        out: dict[str, Any] = {"episodes": float(len(counted))}
-        if counted:
-            out["reward"] = sum(float(m.get("reward") or 0.0) for m in counted) / len(counted)
-            out["pass_rate"] = sum(bool(m.get("passed")) for m in counted) / len(counted)
-            out["grader_error_rate"] = sum(bool(m.get("grader_error")) for m in counted) / len(
-                counted
-            )
-        if shifted:
-            out["stale_rate"] = sum(bool(m.get("stale")) for m in shifted) / len(shifted)
-            out["adaptation_rate"] = sum(bool(m.get("adapted")) for m in shifted) / len(shifted)
-        for variant in sorted({str(m.get("variant")) for m in counted if m.get("variant")}):
-            group = [m for m in counted if m.get("variant") == variant]
-            out[f"pass_rate/{variant}"] = sum(bool(m.get("passed")) for m in group) / len(group)
-        return out
+        """Rates over episodes, each as `termgym.analysis` defines it (the report's numbers):
+        pass_rate, pass_rate/<variant>, adaptation_rate, stale_rate, memorization_index,
+        drop, withheld_hit_rate, reward, grader_error_rate; infrastructure errors are left
+        out and counted as infra_errors. A rate without episodes to count is left out."""
+        return aggregate(metrics)
 
     def close(self) -> None:
-        """Stop the episode's sandbox."""
-        self.chat.close()
+        """Grade an episode the generator left unfinished, then stop its sandbox."""
+        try:
+            self._grade_if_cut()
+        finally:
+            self.chat.close()
+
+    def _grade_if_cut(self) -> None:
+        if self.chat.stop("the generator ended the rollout") is not None:
+            self._final = self.chat.metadata()
+
+    def _turn_budget(self, steps: int) -> int:
+        """Replies this episode may take: termgym's max_turns, else the task's step budget,
+        capped by the generator's max_turns unless that is SkyRL's single-turn default."""
+        if self._own_turns:
+            return self._own_turns
+        generator = int(self.extras.get("max_turns") or 0)
+        if generator == SKYRL_DEFAULT_TURNS and steps > 1:
+            _warn_once(
+                f"termgym: SkyRL's generator.max_turns is {SKYRL_DEFAULT_TURNS} (its single-turn "
+                f"default), which would end every episode after one command; the task's step "
+                f"budget ({steps}) is used instead. Set generator.max_turns to cap the turns, "
+                "or max_turns in termgym's env_config."
+            )
+            return steps
+        if 0 < generator < steps:
+            _warn_once(
+                f"termgym: generator.max_turns={generator} is below the task's step budget "
+                f"({steps}): episodes end after {generator} replies and are graded as they "
+                "stand."
+            )
+            return generator
+        return steps
 
 
 def register(env_id: str = ENV_ID) -> str:
@@ -208,6 +232,11 @@ def dataset_rows(
         }
         for job in plan_jobs([t.id for t in task_set], per_task, episodes, seed)
     ]
+
+
+def _warn_once(message: str) -> None:
+    """Warn; Python's default filter shows a message once per place, not per episode."""
+    warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _as_user(message: Mapping[str, Any]) -> dict[str, str]:

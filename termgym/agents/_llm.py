@@ -1,10 +1,17 @@
-"""The llm agent: any OpenAI-compatible chat-completions endpoint, one fenced command per turn."""
+"""The llm agent: any OpenAI-compatible chat-completions endpoint, one action per turn.
+
+Two protocols, one reply parser (`termgym.chat.parse_message`, the chat adapter's):
+"text" (the default) offers no tools and asks for a fenced block or SUBMIT; "tools" sends
+the bash/keys/submit tools and answers each call with a `tool` message. Either reads every
+form a model may answer with: native tool calls, `<tool_call>` text, fenced blocks, SUBMIT.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from termgym.agents._base import SUBMIT, EpisodeContext
 from termgym.agents._probe import (
@@ -13,45 +20,31 @@ from termgym.agents._probe import (
     prefill_request,
     prefill_text,
 )
-from termgym.chat._budget import truncate_middle
-from termgym.chat._parse import parse_reply, split_reasoning
+from termgym.chat import (
+    ParsedReply,
+    parse_message,
+    parse_reply,
+    split_reasoning,
+    system_prompt,
+    tool_schemas,
+    truncate_middle,
+)
 from termgym.errors import AgentError
 
-SYSTEM_PROMPT = """\
-You are working in a Linux terminal to complete a task.
+__all__ = ["PROBE_QUESTION", "PROTOCOLS", "LLMAgent", "parse_reply", "truncate_middle"]
 
-Each turn, think briefly if you like, then end your reply with exactly one fenced code block:
-
-```bash
-<a shell command; it may span several lines>
-```
-
-It runs in a persistent bash shell (the working directory and variables carry over), and \
-you are shown its exit code and output. Use non-interactive commands only: no editors, \
-pagers or prompts. When the task is complete, reply with the single word SUBMIT and no code \
-block; your work is then checked and the episode ends. You have at most {max_steps} commands.
-"""
-
-KEYS_PROMPT = """\
-You are typing into a Linux terminal to complete a task.
-
-Each turn, think briefly if you like, then end your reply with exactly one fenced code block: \
-either ```bash with a command line (typed, then Enter is pressed) or ```keys with raw \
-keystrokes in this notation: plain characters, <Enter>, <Tab>, <Esc>, <BS>, <Up>, <Down>, \
-<Left>, <Right>, <C-c> (Ctrl+c), <M-x> (Alt+x), <lt> (a literal "<"). You are shown the \
-screen afterwards. When the task is complete, reply with the single word SUBMIT and no code \
-block; your work is then checked. You have at most {max_steps} turns.
-"""
+Protocol = Literal["text", "tools"]
+PROTOCOLS: tuple[Protocol, ...] = ("text", "tools")
+"""How actions are asked for: fenced blocks and SUBMIT, or tool calls (tools sent)."""
 
 PROBE_QUESTION = (
     "The task is over. List every instruction and rule you followed while working on it: "
     "each constraint, limit, threshold or value you applied, and where you learned it."
 )
 
-FORMAT_REMINDER = (
-    "Your reply had no code block and was not SUBMIT. Reply with exactly one ```bash block "
-    "holding the next command, or with the single word SUBMIT when the task is complete."
-)
+NOT_RUN = "Not run: one action per turn, and only the first tool call of a reply runs."
+ENDED = "The episode is over: your work was handed in for checking."
+LAST_STEP = "This was your last step: the command runs and the episode ends."
 
 
 class LLMAgent:
@@ -63,13 +56,16 @@ class LLMAgent:
             (Ollama); defaults to $TERMGYM_LLM_BASE_URL, then $OPENAI_BASE_URL, then OpenAI's.
         api_key: Defaults to $TERMGYM_LLM_KEY, then $OPENAI_API_KEY ("EMPTY" for a custom
             base_url that needs none).
+        protocol: "text" (no tools sent: a fenced block or SUBMIT per reply) or "tools" (the
+            bash/keys/submit tools are sent, each call answered by a `tool` message). Both
+            read tool calls, `<tool_call>` text, fenced blocks and SUBMIT alike.
         temperature: Sampling temperature (None: not sent, for models that refuse one).
         max_tokens: Cap on tokens per reply (None: the endpoint's default).
         timeout: Seconds one request may take.
         max_retries: Retries of the client library on connection errors, 408/409/429 and 5xx.
         max_output_chars: Characters of a command's output shown to the model (head and tail).
         max_history_chars: Once the conversation grows past this, the oldest outputs are elided.
-        format_retries: Replies without a code block or SUBMIT tolerated in a row.
+        format_retries: Replies without an action tolerated in a row.
         probe: After SUBMIT, ask the model which instructions and rules it followed.
         probe_mode: "ask" (a user message) or "prefill" (the question as the start of the
             model's own answer; termgym/agents/_probe.py, docs/agents.md).
@@ -100,6 +96,7 @@ class LLMAgent:
         probe_mode: str = "ask",
         probe_prefill: str | None = None,
         probe_prefill_into: str = "answer",
+        protocol: str = "text",
     ) -> None:
         try:
             import openai
@@ -107,6 +104,10 @@ class LLMAgent:
             raise AgentError(
                 "the llm agent needs the openai package: pip install 'termgym[llm]'"
             ) from exc
+        if protocol not in PROTOCOLS:
+            raise AgentError(
+                f"llm: protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}"
+            )
         self.model = model or os.environ.get("TERMGYM_LLM_MODEL", "")
         if not self.model:
             raise AgentError("llm: expected a model name (option model or $TERMGYM_LLM_MODEL)")
@@ -123,6 +124,7 @@ class LLMAgent:
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=key or "EMPTY", timeout=timeout, max_retries=max_retries
         )
+        self.protocol = protocol
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_output_chars = max_output_chars
@@ -135,38 +137,49 @@ class LLMAgent:
         self.probe_prefill_into = probe_prefill_into
         self.extra_body = dict(extra_body or {})
         self._context: EpisodeContext | None = None
-        self._messages: list[dict[str, str]] = []
+        self._messages: list[dict[str, Any]] = []
         self._transcript: list[dict[str, Any]] = []
         self._step = 0
         self._note = ""
         self._probed = False
+        self._owed: ParsedReply | None = None
+        """The last reply, whose tool calls (if any) the next message must answer."""
+
+    @property
+    def offers_tools(self) -> bool:
+        """Whether requests carry the bash/keys/submit tools."""
+        return self.protocol == "tools"
 
     def reset(self, context: EpisodeContext) -> None:
         """Start a conversation: the system prompt; the instruction comes with the first act."""
         self._context = context
-        template = KEYS_PROMPT if context.mode == "keys" else SYSTEM_PROMPT
         self._messages = []
         self._transcript = []
         self._step = 0
         self._note = ""
         self._probed = False
+        self._owed = None
+        template = system_prompt(context.mode, tools=self.offers_tools)
         self._add("system", template.format(max_steps=context.max_steps))
 
     def act(self, observation: Mapping[str, Any]) -> str:
         """Show the observation to the model and return the action it answers with."""
         context = self._require_context()
-        self._add("user", self._render(observation, first=self._step == 0))
+        self._answer(self._render(observation, first=self._step == 0))
         for _attempt in range(self.format_retries + 1):
-            content = self._complete()
-            action, self._note = parse_reply(content, context.mode)
-            if action is not None:
+            parsed = self._ask()
+            if parsed.action is not None:
                 break
-            self._add("user", FORMAT_REMINDER)
+            self._answer("\n\n".join(part for part in (parsed.note, parsed.error) if part))
         else:
+            calls = " nor a usable tool call" if self.offers_tools else ""
             raise AgentError(
                 f"llm: model {self.model!r} answered {self.format_retries + 1} times in a row "
-                "with neither a code block nor SUBMIT"
+                f"with neither a code block nor SUBMIT{calls} (last: {parsed.error})"
             )
+        self._note = parsed.note
+        action = parsed.action
+        assert action is not None
         if action == SUBMIT:
             if self.probe_enabled:
                 self.probe()
@@ -181,11 +194,14 @@ class LLMAgent:
         if self._probed or self._context is None:
             return None
         self._probed = True
+        if self._owed is not None and self._owed.tool_call_id is not None:
+            last = self._owed.action != SUBMIT and self._step >= self._context.max_steps
+            self._answer(LAST_STEP if last else ENDED)  # the API wants every call answered
         if self.probe_mode == "prefill":
             return self._prefilled_probe()
         self._add("probe_question", PROBE_QUESTION)
         try:
-            return self._complete(role="probe", entry={"probe_mode": "ask"})
+            return _text(self._complete(role="probe", entry={"probe_mode": "ask"}))
         except AgentError as exc:
             self._transcript.append(
                 {
@@ -207,8 +223,10 @@ class LLMAgent:
             {"step": self._step, "role": "probe_prefill", "content": text, "reasoning": None}
         )
         try:
-            content = self._complete(
-                role="probe", messages=messages, extra=extra, entry={"probe_mode": "prefill"}
+            content = _text(
+                self._complete(
+                    role="probe", messages=messages, extra=extra, entry={"probe_mode": "prefill"}
+                )
             )
         except AgentError as exc:
             raise AgentError(
@@ -223,13 +241,32 @@ class LLMAgent:
         return own
 
     def transcript(self) -> list[dict[str, Any]]:
-        """Every message of the episode: system, user, assistant (with reasoning), probe."""
+        """Every message of the episode: system, user, tool, assistant (with reasoning), probe."""
         return [dict(entry) for entry in self._transcript]
 
     def _require_context(self) -> EpisodeContext:
         if self._context is None:
             raise AgentError("llm: act() called before reset()")
         return self._context
+
+    def _ask(self) -> ParsedReply:
+        """One completion, read by the shared parser; its tool calls are owed an answer."""
+        context = self._require_context()
+        message = self._complete()
+        parsed = parse_message(message, context.mode, tools=self.offers_tools)
+        self._owed = parsed
+        return parsed
+
+    def _answer(self, text: str) -> None:
+        """Tell the model `text`: as the answer to its tool call when it made one, else as a
+        user message; calls of the same reply that were not run get their own answer."""
+        owed, self._owed = self._owed, None
+        if owed is None or owed.tool_call_id is None:
+            self._add("user", text)
+            return
+        self._add("tool", text, api={"tool_call_id": owed.tool_call_id})
+        for call_id in owed.ignored_calls:
+            self._add("tool", NOT_RUN, api={"tool_call_id": call_id})
 
     def _render(self, observation: Mapping[str, Any], *, first: bool) -> str:
         context = self._require_context()
@@ -256,10 +293,12 @@ class LLMAgent:
             parts.append(f"{left} {'step' if left == 1 else 'steps'} left; SUBMIT once done.")
         return "\n\n".join(parts)
 
-    def _add(self, role: str, content: str, **extra: Any) -> None:
+    def _add(
+        self, role: str, content: str, *, api: Mapping[str, Any] | None = None, **extra: Any
+    ) -> None:
         api_role = {"probe_question": "user", "probe": "assistant"}.get(role, role)
-        self._messages.append({"role": api_role, "content": content})
-        step = self._step if role in ("system", "user") else self._step + 1
+        self._messages.append({"role": api_role, "content": content, **(api or {})})
+        step = self._step if role in ("system", "user", "tool") else self._step + 1
         self._transcript.append(
             {"step": step, "role": role, "content": content, "reasoning": None, **extra}
         )
@@ -270,11 +309,15 @@ class LLMAgent:
         messages: list[dict[str, Any]] | None = None,
         extra: Mapping[str, Any] | None = None,
         entry: Mapping[str, Any] | None = None,
-    ) -> str:
+    ) -> dict[str, Any]:
+        """One request; returns the reply as an assistant message dict (content without
+        reasoning, and its tool calls, which the history keeps for their answers)."""
         self._elide_history()
         options = self._sampling()
         if extra:
             options["extra_body"] = {**options.get("extra_body", {}), **extra}
+        if self.offers_tools:
+            options["tools"] = tool_schemas(self._require_context().mode)
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
@@ -296,10 +339,16 @@ class LLMAgent:
             raise AgentError(f"llm: {self._where()} answered with no choices: {response!r:.200}")
         choice = response.choices[0]
         content, reasoning = split_reasoning(choice.message)
+        calls = [call.model_dump(exclude_none=True) for call in choice.message.tool_calls or []]
         usage = response.usage.model_dump() if response.usage is not None else None
-        self._add(role, content, finish_reason=choice.finish_reason, usage=usage, **(entry or {}))
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
+            entry = {**(entry or {}), "tool_calls": calls}
+        self._add(role, _with_calls(content, calls), api=message,
+                  finish_reason=choice.finish_reason, usage=usage, **(entry or {}))  # fmt: skip
         self._transcript[-1]["reasoning"] = reasoning
-        return content
+        return message
 
     def _sampling(self) -> dict[str, Any]:
         """Request options that are set (None ones are left out, not sent as null)."""
@@ -316,14 +365,32 @@ class LLMAgent:
         return self.base_url or "the OpenAI API"
 
     def _elide_history(self) -> None:
-        total = sum(len(m["content"]) for m in self._messages)
+        total = sum(len(m.get("content") or "") for m in self._messages)
         for message in self._messages[2:-1]:
             if total <= self.max_history_chars:
                 break
-            if message["role"] == "user" and not message["content"].startswith("[elided"):
-                total -= len(message["content"])
+            content = message.get("content") or ""
+            if message["role"] in ("user", "tool") and not content.startswith("[elided"):
+                total -= len(content)
                 message["content"] = "[elided: earlier output dropped to fit the context]"
                 total += len(message["content"])
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    return str(message.get("content") or "")
+
+
+def _with_calls(content: str, calls: list[dict[str, Any]]) -> str:
+    """The reply as the transcript keeps it: its text, then each tool call written out (the
+    trace audit reads what the model asked to run)."""
+    texts = [content] if content else []
+    for call in calls:
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        texts.append(f"[tool call] {function.get('name')}({arguments})")
+    return "\n".join(texts)
 
 
 def _short(text: str, limit: int = 300) -> str:

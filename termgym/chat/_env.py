@@ -17,39 +17,12 @@ from termgym.agents._base import SUBMIT
 from termgym.chat._budget import ObservationBudget
 from termgym.chat._metadata import grading_metadata
 from termgym.chat._parse import ParsedReply, parse_message, split_reasoning, tool_schemas
+from termgym.chat._prompts import system_prompt as protocol_prompt
 
 Message = dict[str, Any]
 """An OpenAI-style chat message: {"role", "content", ...}."""
 
 StepResult = tuple[list[Message], float, bool, bool, dict[str, Any]]
-
-SYSTEM_PROMPT = """\
-You are working in a Linux terminal to complete a task.
-
-Run one shell command per turn: call the bash tool, or end your reply with exactly one \
-fenced code block:
-
-```bash
-<a shell command; it may span several lines>
-```
-
-It runs in a persistent bash shell (the working directory and variables carry over), and \
-you are shown its exit code and output. Use non-interactive commands only: no editors, \
-pagers or prompts. When the task is complete, call the submit tool or reply with the single \
-word SUBMIT; your work is then checked and the episode ends. You have at most {max_steps} \
-commands.
-"""
-
-KEYS_SYSTEM_PROMPT = """\
-You are typing into a Linux terminal to complete a task.
-
-Each turn, send keystrokes with the keys tool (plain characters, <Enter>, <Tab>, <Esc>, \
-<BS>, <Up>, <Down>, <Left>, <Right>, <C-c> for Ctrl+c, <M-x> for Alt+x, <lt> for a literal \
-"<"), or type a command line with the bash tool (Enter is pressed after it); a ```keys or \
-```bash block at the end of your reply does the same. You are shown the screen afterwards. \
-When the task is complete, call the submit tool or reply with the single word SUBMIT. You \
-have at most {max_steps} turns.
-"""
 
 ENDED = "The episode is over: your work was handed in for checking."
 NOT_RUN = "Not run: one action per turn, and only the first tool call of a reply runs."
@@ -69,8 +42,13 @@ class ChatEnv:
         env: The environment (`termgym.make(...)` or a MultiTaskEnv).
         budget: How much of each output or screen the model is shown (default 8000
             characters); pass ObservationBudget(max_tokens=..., count_tokens=...) for tokens.
-        system_prompt: The system message (`{max_steps}` is filled in); None leaves it out.
+        system_prompt: The system message (`{max_steps}` is filled in); "" is termgym's
+            protocol, None leaves it out.
         max_turns: Replies per episode, valid or not (default: the task's step budget).
+        tools: Whether the model is offered `tools` (bash, keys, submit). False for a
+            framework that sends text only: the protocol and the error messages then speak
+            of fenced blocks and SUBMIT alone (tool calls written as `<tool_call>` text are
+            read all the same).
     """
 
     def __init__(
@@ -80,6 +58,7 @@ class ChatEnv:
         budget: ObservationBudget | None = None,
         system_prompt: str | None = "",
         max_turns: int | None = None,
+        tools: bool = True,
     ) -> None:
         if not hasattr(env, "attach_transcript"):  # Gymnasium's wrappers do not forward it
             env = env.unwrapped
@@ -87,7 +66,9 @@ class ChatEnv:
         self.budget = budget if budget is not None else ObservationBudget()
         self._system_prompt = system_prompt
         self._max_turns = max_turns
+        self.offers_tools = tools
         self.messages: list[Message] = []
+        self._at_step: dict[int, int] = {}
         self.turns = 0
         self.done = False
         self.last_info: dict[str, Any] = {}
@@ -105,17 +86,30 @@ class ChatEnv:
 
     @property
     def max_turns(self) -> int:
-        """Replies allowed this episode."""
+        """Replies allowed this episode (default: the task's step budget)."""
         return self._max_turns or self.max_steps
+
+    @max_turns.setter
+    def max_turns(self, value: int | None) -> None:
+        self._max_turns = value
+
+    @property
+    def in_progress(self) -> bool:
+        """An episode was started and has not ended."""
+        episode = getattr(self.env, "episode", None)
+        if episode is None or not self.messages:
+            return False
+        return not self.done and not episode.finished
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The OpenAI `tools` to offer the model: bash, keys (keys mode), submit."""
-        return tool_schemas(self.mode)
+        """The OpenAI `tools` to offer the model: bash, keys (keys mode), submit; [] when
+        the adapter was made with tools=False."""
+        return tool_schemas(self.mode) if self.offers_tools else []
 
     def metadata(self) -> dict[str, Any]:
         """The trainer's view of the episode so far (`grading_metadata` of the last info)."""
-        return grading_metadata(self.last_info, self.reward if self.done else None)
+        return grading_metadata(self.last_info)
 
     # -- sync -------------------------------------------------------------------------
 
@@ -159,6 +153,19 @@ class ChatEnv:
             result = _out_of_turns(result, await self.env.astop("turn limit"))
         return self._stepped(parsed, result)
 
+    def stop(self, reason: str = "rollout ended") -> dict[str, Any] | None:
+        """Grade an episode its framework ended early, as its final state stands (a
+        truncation); returns the final info, or None when no episode is in progress."""
+        if not self.in_progress:
+            return None
+        return self._stopped(self.env.stop(reason))
+
+    async def astop(self, reason: str = "rollout ended") -> dict[str, Any] | None:
+        """`stop()` without blocking the event loop."""
+        if not self.in_progress:
+            return None
+        return self._stopped(await self.env.astop(reason))
+
     def close(self) -> None:
         """Close the environment."""
         self.env.close()
@@ -170,25 +177,26 @@ class ChatEnv:
     # -- the conversation ---------------------------------------------------------------
 
     def transcript(self) -> list[dict[str, Any]]:
-        """The conversation as recording transcript entries (read by the trace audit)."""
-        entries, step = [], 0
+        """The conversation as recording transcript entries (read by the trace audit and the
+        ATIF export). An entry's step is the llm agent's: a reply's is the number its action
+        takes (1 for the first action; a reply without one shares the next action's), an
+        observation's the number of actions taken before it."""
+        entries = []
         for message in self.messages:
             role = str(message.get("role"))
             content, reasoning = split_reasoning(message)
             if role == "assistant":
-                step += 1
                 content = "\n".join([content, *_call_texts(message)]).strip()
+            step = self._at_step.get(id(message), 0)
             entries.append({"step": step, "role": role, "content": content, "reasoning": reasoning})
         return entries
 
     def _opened(self, obs: Mapping[str, Any], info: dict[str, Any]) -> tuple[list[Message], dict]:
         self.turns, self.done, self.reward, self.last_info = 0, False, 0.0, dict(info)
-        self.messages = []
+        self.messages, self._at_step = [], {}
         opening: list[Message] = []
         if self._system_prompt is not None:
-            template = self._system_prompt or (
-                KEYS_SYSTEM_PROMPT if self.mode == "keys" else SYSTEM_PROMPT
-            )
+            template = self._system_prompt or protocol_prompt(self.mode, tools=self.offers_tools)
             opening.append({"role": "system", "content": template.format(max_steps=self.max_steps)})
         ready = (
             "The terminal is ready. Send your first keystrokes."
@@ -208,8 +216,9 @@ class ChatEnv:
             raise RuntimeError("call reset() before step()")
         message = _as_message(reply)
         self.messages.append(message)
+        self._at_step[id(message)] = self._steps() + 1
         self.turns += 1
-        return parse_message(message, self.mode)
+        return parse_message(message, self.mode, tools=self.offers_tools)
 
     def _refused(self, parsed: ParsedReply) -> StepResult:
         text = "\n\n".join(part for part in (parsed.note, parsed.error) if part)
@@ -246,6 +255,7 @@ class ChatEnv:
             for call_id in parsed.ignored_calls
         )
         self.messages.extend(new)
+        self._at_step.update((id(m), self._steps()) for m in new)
         return [dict(m) for m in new]
 
     def _render(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> str:
@@ -261,6 +271,12 @@ class ChatEnv:
         if 0 < left <= 5:
             text += f"\n\n{left} {'turn' if left == 1 else 'turns'} left; SUBMIT once done."
         return text
+
+    def _stopped(self, result: tuple[Any, ...]) -> dict[str, Any]:
+        info = {**result[4], "turn": self.turns, "action": None}
+        info.setdefault("task_id", self.env.task_id)
+        self.done, self.reward, self.last_info = True, float(result[1]), info
+        return dict(info)
 
     def _steps(self) -> int:
         episode = getattr(self.env, "episode", None)

@@ -12,13 +12,16 @@ from typing import Any
 from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
 
 
-def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> dict[str, Any]:
+def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     """The final info of an episode reduced to JSON-able values.
 
-    Keys: task_id, variant, class, reward, passed (the episode's own rules), passed_original
-    (the shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
-    rules_enforced, stale, adapted, grader_error, infra_error (skip such episodes), error,
-    episode_file. Values are None where the info has none (an episode not yet ended).
+    Keys: task_id, variant, class, reward (the episode's score, read from its own verdict:
+    what the last step returned), passed (the episode's own rules), passed_original (the
+    shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
+    rules_enforced, rules_changed (the enforced values differ from the authored ones, as
+    the shadow verdict graded them: what `termgym.analysis` counts as shifted), stale,
+    adapted, grader_error, infra_error (skip such episodes), error, episode_file. Values are
+    None where the info has none (an episode not yet ended).
     """
     verdicts = {
         str(name): {"passed": _passed(v.get("passed")), "score": _score(v.get("score"))}
@@ -29,15 +32,17 @@ def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> di
     cls = info.get("class")
     own = verdicts.get(str(variant)) if variant is not None else None
     original = verdicts.get("original")
+    enforced = _jsonable(info.get("rules_enforced") or {})
     return {
         "task_id": info.get("task_id"),
         "variant": variant,
         "class": cls,
-        "reward": float(reward) if reward is not None else None,
+        "reward": _reward(info, own),
         "passed": own["passed"] if own else None,
         "passed_original": original["passed"] if original else None,
         "verdicts": verdicts,
-        "rules_enforced": _jsonable(info.get("rules_enforced") or {}),
+        "rules_enforced": enforced,
+        "rules_changed": _rules_changed(info, enforced),
         "stale": cls == "stale",
         "adapted": cls == "adapted",
         "grader_error": cls == GRADER_ERROR,
@@ -45,6 +50,23 @@ def grading_metadata(info: Mapping[str, Any], reward: float | None = None) -> di
         "error": info.get("error"),
         "episode_file": info.get("episode_file"),
     }
+
+
+def _reward(info: Mapping[str, Any], own: Mapping[str, Any] | None) -> float | None:
+    """The score the environment paid: its own verdict's, 0 when it could not be graded."""
+    if "verdicts" not in info:
+        return None  # not an episode's final info
+    if info.get("class") in (GRADER_ERROR, INFRA_ERROR) or own is None:
+        return 0.0
+    return own["score"] if own["score"] is not None else 0.0
+
+
+def _rules_changed(info: Mapping[str, Any], enforced: Any) -> bool | None:
+    """Whether the enforced values differ from those the original shadow verdict graded
+    (None when the info holds no original verdict with its rules)."""
+    original = dict(info.get("verdicts") or {}).get("original")
+    rules = original.get("rules") if isinstance(original, Mapping) else None
+    return _jsonable(rules) != enforced if isinstance(rules, Mapping) else None
 
 
 def _score(value: Any) -> float | None:

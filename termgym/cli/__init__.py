@@ -21,6 +21,7 @@ COMMANDS: list[str] = [
     "termgym.cli.run_cmds:play_command",
     "termgym.cli.import_cmds:import_command",
     "termgym.cli.import_cmds:overlay",
+    "termgym.cli.export_cmds:export",
     "termgym.cli.values_cmd:verify_values_command",
     "termgym.cli.relearn_cmd:relearning_command",
 ]

@@ -1,4 +1,4 @@
-"""`termgym import tb|harbor SOURCE... --out DIR` and `termgym overlay suggest TASK`."""
+"""`termgym import tb|harbor|atif SOURCE... --out DIR` and `termgym overlay suggest TASK`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,19 @@ import click
 
 
 @click.command("import")
-@click.argument("fmt", metavar="tb|harbor", type=click.Choice(["tb", "harbor"]))
+@click.argument("fmt", metavar="tb|harbor|atif", type=click.Choice(["tb", "harbor", "atif"]))
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder of tasks.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder of tasks (tb, harbor); the run folder of the episodes (atif).",
+)
+@click.option(
+    "--task",
+    default=None,
+    help="atif: the task id of trajectories another tool wrote (termgym's name their own).",
+)
 @click.option(
     "--registry",
     is_flag=True,
@@ -40,10 +50,17 @@ def import_command(
     registry: bool,
     ca_bundle: Path | None,
     overlays: Path | None,
+    task: str | None,
 ) -> None:
-    """Convert Terminal-Bench or Harbor task folders (or folders of them) into termgym tasks.
+    """Convert Terminal-Bench or Harbor task folders (or folders of them) into termgym tasks;
+    with atif, ATIF trajectory files (or folders of them) into episodes of a run folder.
 
     Exit 1 when none could be converted; every refused task is listed with the reason."""
+    if fmt == "atif":
+        from termgym.cli.export_cmds import import_atif_files
+
+        import_atif_files(sources, out, task)
+        return
     from termgym.errors import TaskError
     from termgym.importing import FORMATS, import_tasks
 

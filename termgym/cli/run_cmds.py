@@ -266,6 +266,11 @@ def _status(counts: dict[str, int]) -> str:
 @click.option(
     "--report/--no-report", "show_report", default=True, help="Print the report at the end."
 )
+@click.option(
+    "--atif",
+    is_flag=True,
+    help="Also write each episode as an ATIF trajectory (Harbor's format) in <out>/atif/.",
+)
 def run_command(
     agent: str,
     tasks: str,
@@ -290,6 +295,7 @@ def run_command(
     metrics_port: int | None,
     metrics_linger: float,
     show_report: bool,
+    atif: bool,
 ) -> None:
     """Evaluate AGENT across tasks and rule variants; resumable, Ctrl-C safe."""
     out = out or Path("runs") / f"{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -313,6 +319,7 @@ def run_command(
         rotation=rotation_from(secret, rotation, period),
         metrics_port=metrics_port,
         ray=ray_address,
+        atif=atif,
     )
     try:
         summary = execute(config, linger=metrics_linger)

@@ -1,7 +1,16 @@
-"""Episode recordings: a JSONL log and an asciicast v2 file per episode, written as it happens."""
+"""Episode recordings: a JSONL log and an asciicast v2 file per episode; ATIF out and in."""
 
 from __future__ import annotations
 
+from termgym.recording._atif import (
+    atif_to_episode,
+    episode_to_atif,
+    export_episode,
+    export_run,
+    import_atif,
+    validate_atif,
+)
+from termgym.recording._atif_model import ATIF_VERSION, Trajectory
 from termgym.recording._cast import CastIndex, CastReplay, index_cast
 from termgym.recording._reader import (
     EpisodeFollower,
@@ -34,6 +43,7 @@ from termgym.recording._writer import (
 )
 
 __all__ = [
+    "ATIF_VERSION",
     "CLASSES",
     "SCHEMA_VERSION",
     "STEP_MODES",
@@ -50,8 +60,14 @@ __all__ = [
     "RunWriter",
     "StepList",
     "StepRecord",
+    "Trajectory",
+    "atif_to_episode",
     "end_from",
+    "episode_to_atif",
     "episode_files",
+    "export_episode",
+    "export_run",
+    "import_atif",
     "index_cast",
     "latest_run",
     "new_run_id",
@@ -59,6 +75,7 @@ __all__ = [
     "read_run",
     "read_run_header",
     "synthetic_steps",
+    "validate_atif",
     "write_run_header",
     "write_synthetic_episode",
 ]

@@ -204,7 +204,7 @@ async def _episode(
             truncated=bool(result[3]),
             episode_class=info.get("class"),
             verdicts=grading_metadata(info)["verdicts"],
-            metadata=grading_metadata(info, float(result[1])),
+            metadata=grading_metadata(info),
             status=status,
             error=policy_error or info.get("error"),
             episode_file=info.get("episode_file"),

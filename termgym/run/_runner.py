@@ -6,6 +6,7 @@ import json
 import shutil
 import threading
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +17,8 @@ from termgym._vocabulary import describe_error
 from termgym.agents import make_agent
 from termgym.env import TerminalEnv
 from termgym.env._pool import PoolLease, close_all_pools
-from termgym.errors import TermgymError
+from termgym.errors import RecordingError, TermgymError
+from termgym.recording import export_episode
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
 from termgym.run._live import LiveMetrics, MetricsServer, audit_recording
@@ -63,6 +65,8 @@ class RunConfig:
             sandboxes (docs/scaling.md), at most as many as those nodes hold.
         run_id: Put on every container as `io.termgym.run` and into recordings; defaults to
             the run folder's name.
+        atif: Also write each finished episode as an ATIF trajectory, `<out>/atif/<id>.json`
+            (docs/recording-format.md).
     """
 
     agent: str
@@ -86,6 +90,7 @@ class RunConfig:
     metrics_port: int | None = None
     ray: str | None = None
     run_id: str = ""
+    atif: bool = False
 
     @property
     def rule_draw(self) -> RuleDraw:
@@ -214,6 +219,13 @@ class Runner:
     def _record(self, result: EpisodeResult, results: list[EpisodeResult]) -> None:
         results.append(result)
         self._append_result(self.config.out, result)
+        if self.config.atif and result.episode_file:
+            try:
+                export_episode(result.episode_file, self.config.out / "atif")
+            except RecordingError as exc:  # the run goes on; `termgym export atif` says why
+                warnings.warn(
+                    f"termgym run: no ATIF export of {result.job.episode_id}: {exc}", stacklevel=1
+                )
         self.live.episode(result, audit_recording(result.episode_file))
         self._progress(EpisodeDone(result))
 

@@ -35,7 +35,8 @@ def honest_then_submit(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class ScriptedServer:
-    """A real HTTP server speaking /v1/chat/completions, answering from a script."""
+    """A real HTTP server speaking /v1/chat/completions (plain or streamed), answering from a
+    script."""
 
     def __init__(self, script: Script) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -47,6 +48,9 @@ class ScriptedServer:
                 server.requests.append(body)
                 message = script(body["messages"])
                 finish = "tool_calls" if message.get("tool_calls") else "stop"
+                if body.get("stream"):
+                    self._stream(body, message, finish)
+                    return
                 data = json.dumps({
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
                     "created": int(time.time()), "model": body.get("model", "scripted"),
@@ -55,6 +59,30 @@ class ScriptedServer:
                 }).encode()  # fmt: skip
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, body: dict[str, Any], message: dict[str, Any], finish: str) -> None:
+                """The same answer as server-sent events, for clients that stream."""
+                base = {
+                    "id": f"chatcmpl-{len(server.requests)}",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": body.get("model", "scripted"),
+                }
+                delta = {k: v for k, v in message.items() if v is not None}
+                for i, call in enumerate(delta.get("tool_calls") or []):
+                    call["index"] = i
+                chunks = [
+                    {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                    {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}},
+                ]  # fmt: skip
+                data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+                data += b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -85,3 +113,10 @@ def scripted_server() -> Iterator[ScriptedServer]:
 def cargo(base_rootfs: str) -> str:
     """The cargo-limit task folder, with bwrap ready."""
     return CARGO
+
+
+def text_honest_then_submit(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """First turn: a fenced block reading the limit; then SUBMIT. Text only, no tools."""
+    turn = sum(m["role"] == "assistant" for m in messages)
+    content = f"Reading it.\n```bash\n{READ_LIMIT}\n```" if turn == 0 else "SUBMIT"
+    return {"role": "assistant", "content": content}

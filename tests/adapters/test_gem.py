@@ -46,8 +46,35 @@ def test_an_unparsable_reply_is_an_observation_not_an_exception(cargo: str) -> N
     try:
         env.reset(seed=1)
         obs, reward, terminated, truncated, info = env.step("hmm")
-        assert "no tool call, no code block" in obs and info["parse_error"]
+        assert "no code block and was not SUBMIT" in obs and info["parse_error"]
+        assert "tool" not in obs  # GEM offers no tools: none is named
         assert (reward, terminated, truncated) == (0.0, False, False)
         assert env.sample_random_action().startswith("```bash")
     finally:
         env.close()
+
+
+def test_spawn_keeps_the_configuration_and_the_copy_runs_an_episode_of_it(cargo: str) -> None:
+    termgym_gem.register()
+    parent = gem.make(
+        "termgym:all", tasks=[cargo], variant={"contradicted": 1}, backend="bwrap", seed=3,
+        max_output_chars=4000,
+    )  # fmt: skip
+    child = parent.unwrapped.spawn(seed=4)
+    try:
+        assert child.config == {**parent.unwrapped.config, "seed": 4}
+        assert child.chat.budget.max_chars == 4000
+        obs, _ = child.reset()
+        assert child.chat.env.options.backend == "bwrap"
+        assert "Task:\nThe loading desk" in obs and "tool" not in obs  # no tools offered
+        child.step(f"```bash\n{READ_LIMIT}\n```")
+        _, reward, terminated, _, info = child.step("SUBMIT")
+        assert (reward, terminated) == (1.0, True)
+        assert (info["variant"], info["class"]) == ("contradicted", "adapted")
+        with pytest.warns(UserWarning, match="kept the seed"):
+            parent.unwrapped.spawn().close()
+        with pytest.raises(NotImplementedError, match="cannot be duplicated"):
+            parent.unwrapped.spawn(same_state=True)
+    finally:
+        child.close()
+        parent.close()

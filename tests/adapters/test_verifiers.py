@@ -1,23 +1,68 @@
-"""termgym in verifiers: loaded by vf.load_environment, run by its own evaluate loop."""
+"""termgym in verifiers, through verifiers' own loops: vf-eval (v1 API, verifiers 0.4) and
+vf.load_environment + env.evaluate (classic API, verifiers 0.2/0.3), whichever is installed.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 vf = pytest.importorskip("verifiers")
 
-from verifiers.types import ClientConfig  # noqa: E402
+from .conftest import ScriptedServer, text_honest_then_submit  # noqa: E402
 
-from .conftest import ScriptedServer  # noqa: E402
-
+CLASSIC = hasattr(vf, "MultiTurnEnv")
 pytestmark = pytest.mark.bwrap
 
 
+@pytest.mark.skipif(CLASSIC, reason="verifiers' v1 API (0.4) is not the one installed")
+def test_vf_eval_runs_episodes_of_the_termgym_taskset_and_records_classes(
+    cargo: str, tmp_path: Path
+) -> None:
+    server = ScriptedServer(text_honest_then_submit)
+    bin_dir = str(Path(sys.executable).parent)  # vf-eval, and uv for the harness program
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OPENAI_API_KEY": "unused"}
+    try:
+        result = subprocess.run(
+            [f"{bin_dir}/vf-eval", "termgym_verifiers",
+             "--env.taskset.tasks", cargo, "--env.taskset.variants", "original,contradicted",
+             "--env.taskset.backend", "bwrap", "--env.taskset.record-dir", str(tmp_path / "run"),
+             "--model", "scripted", "--client.base-url", server.base_url, "--no-rich"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (traces_file,) = tmp_path.glob("outputs/*/traces.jsonl")
+    episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]
+    traces = {e["traces"][0]["info"]["termgym"]["variant"]: e["traces"][0] for e in episodes}
+    assert set(traces) == {"original", "contradicted"}
+    for trace in traces.values():
+        assert trace["rewards"]["termgym"]["score"] == 1.0
+    assert traces["contradicted"]["metrics"]["adapted"] == 1.0
+    assert traces["contradicted"]["info"]["termgym"]["class"] == "adapted"
+    assert traces["original"]["metrics"]["passed_original"] == 1.0
+    # the model saw the instruction, was offered no tools and never the variant
+    first = server.requests[0]
+    assert "tools" not in first or not first["tools"]
+    assert any("The loading desk" in str(m.get("content")) for m in first["messages"])
+    assert not any("contradicted" in str(r["messages"]) for r in server.requests)
+    assert not any("bash tool" in str(r["messages"]) for r in server.requests)
+    assert len(list((tmp_path / "run" / "episodes").glob("*.jsonl"))) == 2
+
+
+@pytest.mark.skipif(not CLASSIC, reason="verifiers' classic API (0.2, 0.3) is not installed")
 def test_vf_evaluate_runs_tool_call_episodes_and_logs_classes(
     cargo: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
+    from verifiers.types import ClientConfig
+
     monkeypatch.setenv("TERMGYM_TEST_KEY", "unused")
     monkeypatch.chdir(tmp_path)  # verifiers may write outputs/ under the working directory
     env = vf.load_environment(

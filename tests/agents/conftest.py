@@ -14,12 +14,14 @@ import pytest
 
 @dataclass
 class Reply:
-    """One canned answer: a message (content plus optional reasoning) or an HTTP error."""
+    """One canned answer: a message (content, optional reasoning and tool calls) or an
+    HTTP error."""
 
-    content: str = ""
+    content: str | None = ""
     reasoning: str | None = None
     reasoning_field: str = "reasoning_content"
     status: int = 200
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -59,6 +61,9 @@ class ChatServer:
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if reply.reasoning is not None:
                     message[reply.reasoning_field] = reply.reasoning
+                if reply.tool_calls:
+                    message["tool_calls"] = reply.tool_calls
+                finish = "tool_calls" if reply.tool_calls else "stop"
                 self._send(
                     200,
                     {
@@ -66,7 +71,7 @@ class ChatServer:
                         "object": "chat.completion",
                         "created": int(time.time()),
                         "model": body.get("model", "test"),
-                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                     },
                 )
@@ -108,7 +113,7 @@ class ChatServer:
 
     def reply(
         self,
-        content: str = "",
+        content: str | None = "",
         *,
         reasoning: str | None = None,
         reasoning_field: str = "reasoning_content",
@@ -116,6 +121,16 @@ class ChatServer:
     ) -> None:
         """Queue the next answer."""
         self.replies.append(Reply(content, reasoning, reasoning_field, status))
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        """Queue an answer that is only a tool call (no content, as servers send them);
+        returns the call's id."""
+        call_id = f"call_{len(self.replies)}_{name}"
+        function = {"name": name, "arguments": json.dumps(arguments or {})}
+        self.replies.append(
+            Reply(None, tool_calls=[{"id": call_id, "type": "function", "function": function}])
+        )
+        return call_id
 
     def start(self) -> ChatServer:
         self._thread.start()

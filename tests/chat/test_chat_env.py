@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 import termgym
-from termgym.chat import ChatEnv, ObservationBudget
+from termgym.chat import ChatEnv, ObservationBudget, grading_metadata
 
 from .conftest import READ_LIMIT, bash_call
 
@@ -47,6 +47,9 @@ def test_a_tool_call_episode_is_graded_and_its_verdicts_stay_out_of_the_messages
         meta = chat.metadata()
         assert meta["variant"] == "contradicted" and meta["adapted"] and not meta["stale"]
         assert meta["passed"] is True and meta["passed_original"] is False
+        # one behaviour: the final info alone gives the reward the step paid
+        assert grading_metadata(info) == meta and meta["reward"] == reward == 1.0
+        assert grading_metadata({"step": 1})["reward"] is None  # not an episode's end
         text = all_text(chat.messages)
         assert "contradicted" not in text and "adapted" not in text and "verdict" not in text
     finally:

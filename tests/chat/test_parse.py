@@ -111,3 +111,53 @@ def test_a_token_budget_uses_the_callers_counter() -> None:
 def test_a_bad_budget_says_what_was_expected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ObservationBudget(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "bash", "arguments": {"command": "ls -l"}}\n</tool_call>',
+        'Reading.\n<tool_call>{"name": "bash", "arguments": "{\\"command\\": \\"ls -l\\"}"}',
+        '<tool_call>{"name": "bash", "parameters": {"command": "ls -l"}}</tool_call>',
+        "<tool_call>\n<function=bash>\n<parameter=command>\nls -l\n</parameter>\n</function>\n"
+        "</tool_call>",
+    ],
+    ids=["hermes-json", "unclosed-string-arguments", "llama-parameters", "qwen3-coder-xml"],
+)
+def test_tool_calls_written_as_text_are_read_like_native_ones(text: str) -> None:
+    parsed = parse_message({"role": "assistant", "content": text})
+    assert (parsed.action, parsed.source, parsed.tool_call_id) == ("ls -l", "text_tool_call", None)
+    assert parsed.call == {"name": "bash", "arguments": {"command": "ls -l"}}
+
+
+def test_a_text_tool_call_wins_over_a_fenced_block_and_extra_calls_are_noted() -> None:
+    text = (
+        '```bash\nrm -rf /app\n```\n<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>'
+    )
+    parsed = parse_message(text)
+    assert parsed.action == SUBMIT and "only the first of your 2 tool calls" in parsed.note
+    thought = '<think><tool_call>{"name": "submit"}</tool_call></think>```bash\nls\n```'
+    assert parse_message(thought).action == "ls"  # a call inside the thoughts is not made
+
+
+def test_a_malformed_text_tool_call_is_an_error_to_show() -> None:
+    parsed = parse_message("<tool_call>{name: bash}</tool_call>")
+    assert parsed.action is None and "does not hold valid JSON" in (parsed.error or "")
+    unknown = parse_message('<tool_call>{"name": "python", "arguments": {}}</tool_call>')
+    assert "There is no tool 'python'" in (unknown.error or "")
+
+
+def test_a_model_offered_no_tools_is_never_told_to_call_one() -> None:
+    for reply in ("I would rather not.", "```bash\n\n```"):
+        error = parse_message(reply, tools=False).error or ""
+        assert "```bash block" in error and "tool" not in error
+    assert "Call the bash tool" in (parse_message("hmm").error or "")
+
+
+def test_every_action_comes_from_one_table_of_tools_and_keywords() -> None:
+    from termgym.chat import KEYWORDS, TOOLS
+
+    assert [t.name for t in TOOLS] == ["bash", "keys", "submit"]
+    assert [k.action for k in KEYWORDS] == [SUBMIT]
+    assert [s["function"]["name"] for s in tool_schemas("keys")] == [t.name for t in TOOLS]
