@@ -96,10 +96,18 @@ def lay_out(config, rules, agent_uid):
     script = os.path.join(HERE, "graders", config["script"])
     with open(script, encoding="utf-8") as handle:
         text = _rewrite(handle.read(), spans.get(config["script"], []), rules)
+    toolchain = config.get("toolchain")
+    if clean and toolchain:
+        # On a snapshot the script's one outside program is the clean image's too: nothing
+        # of the agent's machine runs beside the tests' interpreter (docs/security.md).
+        text = "mkdir() { " + " ".join(toolchain["mkdir"]) + ' "$@"; }\n' + text
     if not clean:
         # The agent's user runs the whole script, and this file is out of its reach: its
         # pytest lines run the clean image's pytest (in its environment, TERMGYM_* is gone).
-        text = text.replace("$TERMGYM_PYTEST", f"{sys.executable} -m pytest -p no:cacheprovider")
+        # (on a snapshot, the agent's own python3, as its harness would run it: the script
+        # runs as the agent's program there, where the toolchain is not to be seen)
+        python = "python3" if toolchain else sys.executable
+        text = text.replace("$TERMGYM_PYTEST", f"{python} -m pytest -p no:cacheprovider")
     with open(config["script_at"], "w", encoding="utf-8") as handle:
         handle.write(text)
     os.chmod(config["script_at"], 0o755)
@@ -215,6 +223,8 @@ def run_script(config, env, results_dir):
     argv = ["bash", config["script_at"]]
     with open(log_path, "wb") as log:
         if config["protection"] == "clean":
+            if config.get("toolchain"):  # the clean image's bash, on the snapshot
+                argv = config["toolchain"]["bash"] + [config["script_at"]]
             code = subprocess.call(
                 argv,
                 stdout=log,
@@ -248,13 +258,16 @@ def main():
         config = json.load(handle)
     rules = json.loads(os.environ.get("TERMGYM_RULES", "{}"))
     results_dir = os.environ["TERMGYM_RESULT_DIR"]
+    config["toolchain"] = json.loads(os.environ.get("TERMGYM_TOOLCHAIN") or "null")
     import termgym_agentexec
 
     lay_out(config, rules, termgym_agentexec.AGENT_UID)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TERMGYM_RULES")}
     env.update(config.get("env", {}))
     env["TEST_DIR"] = TESTS
-    env["TERMGYM_PYTEST"] = f"{sys.executable} {os.path.abspath(__file__)} pytest"
+    env["TERMGYM_PROTECTION"] = config["protection"]
+    python = " ".join(config["toolchain"]["python"]) if config["toolchain"] else sys.executable
+    env["TERMGYM_PYTEST"] = f"{python} -I -B {os.path.abspath(__file__)} pytest"
     env["TERMGYM_PYTEST_LOG"] = os.path.join(results_dir, ".pytest-reports.jsonl")
     config["cwd"] = os.environ.get("TERMGYM_WORKDIR", "/")
     if not os.path.isdir(config["cwd"]):
@@ -366,9 +379,16 @@ def pytest_main(args):
     user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
     folder) as the short test summary would list it."""
     sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())] + [HERE]
+    snapshot = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
+    if snapshot:  # the snapshot's packages importable, pytest the toolchain's
+        import termgym_snapshot
+
+        termgym_snapshot.prepare_python()
     import termgym_agentexec
 
     termgym_agentexec.install()
+    if os.environ.get("TERMGYM_PROTECTION") == "clean":  # its programs see no tests, no logs
+        termgym_agentexec.hide([TESTS, LOGS])
     import pytest
 
     class Recorder:
@@ -405,7 +425,8 @@ def pytest_main(args):
                 self.tests[report.nodeid or "collection"] = "ERROR"
 
     recorder = Recorder()
-    guard_agent_code(termgym_agentexec.AGENT_UID)
+    if not snapshot:  # on a snapshot its code loaded here is recorded, and the verdict marked
+        guard_agent_code(termgym_agentexec.AGENT_UID)
     # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
     # left there must not configure the tests (the tests folder's own ini still does).
     own_ini = any(

@@ -16,9 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from termgym.env import sandbox_config
 from termgym.errors import TermgymError
 from termgym.grading import ColdStarts, GradeReport, InputsComparison, grade, prepare, report_inputs
-from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+from termgym.sandbox import Sandbox, make_sandbox
 from termgym.tasks import (
     EpisodePlan,
     RuleDraw,
@@ -163,15 +164,10 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
     if variant == "swapped":  # every grader of the pool must pass the oracle, not just one
         own = RuleSet("swapped", plan.rules_enforced, tuple(task.spec.grader_pool))
         plan = dataclasses.replace(plan, rulesets=(own, *plan.rulesets[1:], *_probe(task)))
-    limits = task.spec.limits
-    config = SandboxConfig(
-        image=image,
-        workdir=plan.workdir,
-        network=limits.network,
-        memory_mb=limits.memory_mb,
-        disk_mb=limits.disk_mb,
+    config = dataclasses.replace(
+        sandbox_config(task, image=image), workdir=plan.workdir,
         labels={"io.termgym.check": task.id},
-    )
+    )  # fmt: skip
     runs = [(task.spec.oracle, "oracle", "pass")]
     if task.spec.memorized and variant == "contradicted":
         runs.append((task.spec.memorized, "memorized", "stale"))

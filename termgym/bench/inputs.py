@@ -39,9 +39,9 @@ def _bench_task(
                     _wait_warm(pool, verifier)
                     work.seek(0)
                     began = time.perf_counter()
-                    verdicts, _ = grade_rulesets_in(
+                    verdicts = grade_rulesets_in(
                         pool, config, task, plan.rulesets, work=work, record_inputs=record
-                    )
+                    ).verdicts
                     pair.append(time.perf_counter() - began)
                     out["on" if record else "off"].append(pair[-1])
                     if record:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from termgym._registration import env_id, register_tasks, registered_ids
 from termgym.env._async import AsyncEnvMixin, set_io_threads
 from termgym.env._env import TerminalEnv, make
+from termgym.env._episode import sandbox_config
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolLease, PoolStats, SandboxPool
@@ -33,5 +34,6 @@ __all__ = [
     "register_tasks",
     "registered_ids",
     "resolve_task_set",
+    "sandbox_config",
     "set_io_threads",
 ]

@@ -19,7 +19,7 @@ from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
 from termgym.grading import GradeReport, grade, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
-from termgym.sandbox import RunResult, Sandbox, SandboxConfig, default_backend
+from termgym.sandbox import DOCKER_DEFAULT_CAPS, RunResult, Sandbox, SandboxConfig, default_backend
 from termgym.screen import TerminalScreen
 from termgym.tasks import EpisodePlan, RuleDraw, Task, get_task, instantiate, task_image
 
@@ -30,18 +30,24 @@ def resolve_task(task: Task | str | Path) -> Task:
 
 
 def sandbox_config(
-    task: Task, run_id: str = "", runtime: str | None = None, *, interactive: bool = False
+    task: Task,
+    run_id: str = "",
+    runtime: str | None = None,
+    *,
+    interactive: bool = False,
+    image: str | None = None,
 ) -> SandboxConfig:
     """The sandbox a task's episodes run in (its image is built first if it has a Dockerfile).
 
     `interactive`: the shell is a person's terminal (keys mode), not command mode's bare one.
+    `image`: the task's image, built already.
     """
     limits = task.spec.limits
     labels = {"io.termgym.task": task.id}
     if run_id:
         labels["io.termgym.run"] = run_id
     return SandboxConfig(
-        image=task_image(task),
+        image=image or task_image(task),
         workdir=task.spec.workdir,
         network=limits.network,
         memory_mb=limits.memory_mb,
@@ -49,6 +55,7 @@ def sandbox_config(
         labels=labels,
         runtime=runtime,
         interactive=interactive,
+        capabilities=DOCKER_DEFAULT_CAPS if limits.capabilities == "default" else (),
     )
 
 

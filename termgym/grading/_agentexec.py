@@ -91,6 +91,53 @@ def share(folder: str) -> None:
         _shared.append(str(folder))
 
 
+NEST_ENV = "TERMGYM_NEST"
+"""The nest's spec (JSON, `termgym_nest.Nest`) in a grader's environment; absent or "" when
+the agent's programs run by an id switch alone (a verifier where no nest can be made)."""
+
+_nest_spec = []  # type: list[dict[str, Any]]
+_nest = []  # type: list[Any]
+
+
+def configure_nest(spec: dict[str, Any] | None) -> None:
+    """Run the agent's programs started from now on in nests made from `spec` (None: by an
+    id switch alone). Read from NEST_ENV by `install()`."""
+    del _nest_spec[:]
+    if spec:
+        _nest_spec.append(dict(spec))
+
+
+def nest_spec() -> dict[str, Any] | None:
+    """The spec nests are made from here (None: none are)."""
+    return _nest_spec[0] if _nest_spec else None
+
+
+def hide(paths: Sequence[str], writable: Sequence[str] = ()) -> None:
+    """Cover `paths` in the nests made from now on, and make `writable` writable there."""
+    if _nest_spec:
+        spec = _nest_spec[0]
+        spec["hidden"] = list(spec["hidden"]) + [str(p) for p in paths]
+        spec["writable"] = list(spec["writable"]) + [str(p) for p in writable]
+
+
+def _current_nest() -> Any:
+    """The nest the agent's programs of this test run in, made at its first program."""
+    if not _nest_spec or not privileged():
+        return None
+    if not _nest:
+        if GRADER_DIR not in sys.path:
+            sys.path.insert(0, GRADER_DIR)  # the grader folder is root's: safe to import from
+        import termgym_nest
+
+        _nest.append(termgym_nest.Nest(_nest_spec[0]))
+    return _nest[0]
+
+
+def _end_nest() -> None:
+    if _nest:
+        _nest.pop().close()
+
+
 def _hand_over() -> None:
     """Give every shared folder's entries to the agent's user, without ever acting by path
     on what that user could change: the agent's program may still be running and swap a
@@ -203,7 +250,8 @@ def agent_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
         if key.startswith(("TERMGYM_", "PYTEST_")) or GRADER_DIR in str(value):
             continue
         clean[key] = value
-    clean["HOME"] = AGENT_HOME
+    if not _nest_spec or _nest_spec[0].get("uid", AGENT_UID):  # root's (snapshot) keeps its own
+        clean["HOME"] = AGENT_HOME
     return clean
 
 
@@ -240,10 +288,16 @@ def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: An
             _recorder[0].stdin_file(record, kwargs.get("stdin"))
         _hand_over()
         _hand_over_named(argv)
-        kwargs["user"] = AGENT_UID
-        kwargs["group"] = AGENT_UID
-        kwargs["extra_groups"] = []
-        kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), _child_setup)
+        nest = _current_nest()
+        if nest is not None:  # the nest switches ids, drops capabilities, filters syscalls
+            cwd = _text(kwargs.get("cwd") or os.getcwd())
+            uid = int(_nest_spec[0].get("uid", AGENT_UID))
+            kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), nest.entry(cwd, uid))
+        else:
+            kwargs["user"] = AGENT_UID
+            kwargs["group"] = AGENT_UID
+            kwargs["extra_groups"] = []
+            kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), _child_setup)
     try:
         _original_popen_init(self, args, *rest, **kwargs)
     finally:
@@ -352,15 +406,22 @@ def install() -> None:
     subprocess.Popen.poll = _poll  # type: ignore[method-assign]
     subprocess.Popen.communicate = _communicate  # type: ignore[method-assign]
     os.system = _system
+    raw = os.environ.get(NEST_ENV)
+    if raw and not _nest_spec:
+        import json
+
+        configure_nest(json.loads(raw))
     results = os.environ.get("TERMGYM_RESULT_DIR")
     if os.environ.get("TERMGYM_RECORD_INPUTS") == "1" and results and not _recorder:
         record_into(os.path.join(results, ".termgym-inputs.jsonl"))
 
 
 def stop_agent_processes() -> None:
-    """SIGKILL every process of the agent's user (what its programs left running)."""
+    """SIGKILL every process of the agent's user (what its programs left running): the
+    nest they ran in ends (the next program gets a fresh one), then any left outside."""
     if not privileged():
         return
+    _end_nest()
     for _ in range(20):
         if not _agent_pids():  # none left, and only such a process could start another
             return

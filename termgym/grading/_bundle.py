@@ -1,7 +1,8 @@
 """What goes into a verifier: the agent's work (re-owned) and the grading folder, as one tar.
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
-manifest (jobs and rule sets), the runner, `termgym_agentexec` and `termgym_inputprint`.
+manifest (jobs and rule sets), the runner, `termgym_agentexec`, `termgym_inputprint`,
+`termgym_nest` and the seccomp program the nests apply to the agent's programs.
 It lands in a fresh folder with a random name under GRADE_ROOT, which every user may pass
 through but not list: mode 0700, root's. The agent's work keeps its paths; every entry of
 it becomes the agent's user's (AGENT_UID), loses setuid, setgid and sticky bits, and
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from termgym.grading._plan import Manifest
+from termgym.sandbox import strict_filter
 from termgym.sandbox._userns import AGENT_UID
 
 GRADE_ROOT = "var/lib/termgym-verifier"
@@ -31,6 +33,14 @@ _HERE = Path(__file__).parent
 RUNNER = _HERE / "_sandbox_runner.py"
 AGENTEXEC = _HERE / "_agentexec.py"
 INPUTPRINT = _HERE / "_inputprint.py"
+NEST = _HERE / "_nest.py"
+SNAPSHOT = _HERE / "_snapshot_runtime.py"
+CHANGED = "termgym_changed.txt"
+"""Snapshot grading: what the agent made or changed, one sandbox path a line."""
+AGENT_CODE = ".termgym-agent-code"
+"""In a run's result files: what of the agent's its tests loaded (termgym_snapshot)."""
+FILTER = "termgym_seccomp.bpf"
+"""The strict seccomp program every nest applies to the agent's programs (classic BPF)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,9 @@ def write_bundle(
             shutil.copy(RUNNER, staging / "termgym_run.py")
             shutil.copy(AGENTEXEC, staging / "termgym_agentexec.py")
             shutil.copy(INPUTPRINT, staging / "termgym_inputprint.py")
+            shutil.copy(NEST, staging / "termgym_nest.py")
+            shutil.copy(SNAPSHOT, staging / "termgym_snapshot.py")
+            (staging / FILTER).write_bytes(strict_filter())
             (staging / "manifest.json").write_text(json.dumps(manifest))
             for path in sorted(staging.rglob("*")):
                 rel = path.relative_to(staging).as_posix()

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from termgym.errors import TaskError
 from termgym.kinds import Grader, GraderSpec, grader_kind
 from termgym.tasks import RuleSet, Task
 
@@ -28,13 +29,16 @@ class JobEntry(TypedDict):
 
 
 class Manifest(TypedDict):
-    """The runner's input: the workdir, every rule set's values, the jobs."""
+    """The runner's input: the workdir and the other paths of the work (writable in the
+    nests the agent's programs run in), every rule set's values, the jobs."""
 
     workdir: str
+    work: list[str]
     rulesets: dict[str, dict[str, Any]]
     jobs: list[JobEntry]
     record_inputs: bool
     in_place: bool
+    snapshot: str
 
 
 @dataclass(frozen=True)
@@ -70,13 +74,25 @@ def canonical_rulesets(rulesets: Sequence[RuleSet]) -> dict[str, dict[str, str]]
 
 
 def plan_grading(
-    task: Task, rulesets: Sequence[RuleSet], *, record_inputs: bool = False, in_place: bool = False
+    task: Task,
+    rulesets: Sequence[RuleSet],
+    *,
+    record_inputs: bool = False,
+    in_place: bool = False,
+    snapshot: str = "",
 ) -> GradingPlan:
     """The jobs of every grader of `rulesets` (each grader's spec taken from the first).
 
     `record_inputs`: fingerprint what each of the agent's programs is given (`termgym check`
     compares them across rule sets; `termgym.grading._inputs`). `in_place`: the plan of a
-    grading in the sandbox that holds the state (`grade_rulesets`), whose runner stays open."""
+    grading in the sandbox that holds the state (`grade_rulesets`), whose runner stays open.
+    `snapshot`: where the verifier finds the agent's whole filesystem (snapshot grading),
+    whose graders all run as programs there (a kind that reads the work in the runner's
+    process cannot).
+
+    Raises:
+        TaskError: snapshot grading with a grader whose kind runs in the runner's process.
+    """
     specs: dict[str, GraderSpec] = {}
     for ruleset in rulesets:
         for spec in ruleset.graders:
@@ -91,6 +107,13 @@ def plan_grading(
     for name, spec in specs.items():
         kinds[name] = grader_kind(spec.kind)
         job = kinds[name].job(spec, task.root)
+        if snapshot and job.call:
+            raise TaskError(
+                f"task {task.id!r}: grading.filesystem: snapshot runs graders as programs on "
+                f"the agent's filesystem; grader {name!r} (kind {spec.kind!r}) reads the work "
+                "in the runner's process: use kinds pytest, script or imported-tests, or "
+                "grading.filesystem: work"
+            )
         files.update(job.files)
         targets = sorted(set(canonical[name].values()), key=list(values).index)
         # A batch runs every rule set in one go: its timeout covers them all.
@@ -110,9 +133,11 @@ def plan_grading(
         )
     manifest = Manifest(
         workdir=task.spec.workdir,
+        work=[task.spec.workdir, *task.spec.grading.state],
         rulesets=values,
         jobs=jobs,
         record_inputs=record_inputs,
         in_place=in_place,
+        snapshot=snapshot,
     )
     return GradingPlan(manifest, files, budget, kinds, canonical)

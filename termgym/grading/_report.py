@@ -38,10 +38,13 @@ class RunnerReport:
         jobs: Job id -> its runs (validated dicts, read by the grader kinds).
         dumpable: The runner could not make itself non-dumpable (no ctypes in the image):
             a root process there could read its memory (docs/security.md).
+        nest: Why the agent's programs could not run in nests of their own there ("": they
+            did; docs/security.md).
     """
 
     jobs: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     dumpable: bool = False
+    nest: str = ""
 
 
 def new_key() -> str:
@@ -119,7 +122,11 @@ def _decode(payload: str) -> RunnerReport:
             f"{type(data).__name__}"
         )
     runner = data.get("runner")
-    if not isinstance(runner, Mapping) or not isinstance(runner.get("dumpable"), bool):
+    if (
+        not isinstance(runner, Mapping)
+        or not isinstance(runner.get("dumpable"), bool)
+        or not isinstance(runner.get("nest", ""), str)
+    ):
         raise GraderError(f"the grading report: malformed runner facts {runner!r:.200}")
     jobs: dict[str, list[dict[str, Any]]] = {}
     for job in data["jobs"]:
@@ -129,7 +136,7 @@ def _decode(payload: str) -> RunnerReport:
         if not isinstance(runs, list) or not all(_valid_run(r) for r in runs):
             raise GraderError(f"the grading report: malformed runs of job {job['id']!r}")
         jobs[job["id"]] = list(runs)
-    return RunnerReport(jobs=jobs, dumpable=runner["dumpable"])
+    return RunnerReport(jobs=jobs, dumpable=runner["dumpable"], nest=runner.get("nest", ""))
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {

@@ -23,15 +23,16 @@ from termgym.errors import (
     SandboxStartError,
     TaskError,
 )
-from termgym.grading._bundle import GradingFolder, new_folder, write_bundle
+from termgym.grading._bundle import AGENT_CODE, CHANGED, GradingFolder, new_folder, write_bundle
 from termgym.grading._inputs import RECORD, parse_starts
 from termgym.grading._plan import GradingPlan, plan_grading
-from termgym.grading._report import new_key, read_report
+from termgym.grading._report import RunnerReport, new_key, read_report
 from termgym.grading._standby import ENV, go, standby_spec
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
 from termgym.sandbox import HoldsStandby, RunResult, Sandbox, SandboxConfig
+from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, changed_paths
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 
@@ -106,22 +107,27 @@ def grade(
         _freeze(sandbox)
     timings["freeze"] = time.perf_counter() - start
     rulesets = plan.rulesets if shadow else plan.rulesets[:1]
+    snapshot = task.spec.grading.filesystem == "snapshot"
     with _spool() as work:
         mark = time.perf_counter()
-        _export_work(sandbox, task, work)
+        snapshot_of, changed = _snapshot_of(sandbox) if snapshot else ("", b"")
+        if not snapshot:
+            _export_work(sandbox, task, work)
         timings["export"] = time.perf_counter() - mark
         source: SandboxSource = verifiers or ColdStarts(
             sandbox.backend, allow_local=sandbox.backend == "local"
         )
         network = sandbox.network_handle() if live else ""
-        if live and verifiers is not None:
+        if (live or snapshot) and verifiers is not None:  # made for this agent's sandbox
             source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
-        verdicts, more = grade_rulesets_in(
-            source, _agent_config(sandbox), task, rulesets, work=work, network_of=network,
-            record_inputs=record_inputs,
+        graded = grade_rulesets_in(
+            source, _agent_config(sandbox), task, rulesets, work=None if snapshot else work,
+            network_of=network, record_inputs=record_inputs, snapshot_of=snapshot_of,
+            changed=changed,
             standby=isinstance(sandbox, HoldsStandby) if standby is None else standby,
         )  # fmt: skip
-        timings.update(more)
+        verdicts = graded.verdicts
+        timings.update(graded.timings)
     if live:
         _freeze(sandbox)
     own = plan.rulesets[0].name
@@ -135,6 +141,8 @@ def grade(
         verdicts=verdicts,
         episode_class=episode_class,
         timings=timings,
+        isolation=graded.isolation,
+        filesystem=task.spec.grading.filesystem,
     )
     if report.errors:
         error = GraderError(f"task {task.id!r} ({plan.variant}): grading failed: {report.why}")
@@ -165,6 +173,19 @@ def _freeze(sandbox: Sandbox) -> None:
 def _spool() -> Iterator[BinaryIO]:
     with tempfile.SpooledTemporaryFile(max_size=8 << 20) as handle:
         yield handle  # type: ignore[misc]
+
+
+def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
+    """The frozen agent sandbox's snapshot handle, and the list of what the agent made or
+    changed (its writable layer's entries, one sandbox path a line)."""
+    try:
+        handle = sandbox.snapshot_handle()
+        names, _ = changed_paths(SnapshotLayers.parse(handle).top)
+    except InfrastructureError:
+        raise
+    except SandboxError as exc:
+        raise EngineError(f"could not take the agent's snapshot: {exc}") from exc
+    return handle, "".join(n + "\n" for n in names).encode("utf-8", "surrogateescape")
 
 
 def _export_work(sandbox: Sandbox, task: Task, out: BinaryIO) -> None:
@@ -198,12 +219,29 @@ def grade_rulesets(
     injected = time.perf_counter()
     result = _run(sandbox, task, folder, key, plan.budget)
     ran = time.perf_counter()
-    verdicts = _verdicts(result, key, rulesets, plan, alone=False)
+    verdicts = _verdicts(_read(result, key, plan, alone=False), rulesets, plan)
     return verdicts, {
         "inject": injected - start,
         "run": ran - injected,
         "read": time.perf_counter() - ran,
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class RulesetGrading:
+    """What grading the work under some rule sets found.
+
+    Attributes:
+        verdicts: Rule-set name -> its verdict.
+        timings: Seconds per phase ("verifier", "inject", "run", "read"), the longest of the
+            verifiers that ran side by side.
+        isolation: Which of the verifier's defences did not hold (`isolation_gaps`); empty
+            when all did.
+    """
+
+    verdicts: dict[str, Verdict]
+    timings: dict[str, float]
+    isolation: tuple[str, ...] = ()
 
 
 GRADED = "graded"
@@ -221,7 +259,9 @@ def grade_rulesets_in(
     network_of: str = "",
     record_inputs: bool = False,
     standby: bool = False,
-) -> tuple[dict[str, Verdict], dict[str, float]]:
+    snapshot_of: str = "",
+    changed: bytes = b"",
+) -> RulesetGrading:
     """Grade `work` (a tar of the agent's files) under each of `rulesets`, each in a fresh
     verifier of its own from `source`, at the same time.
 
@@ -231,22 +271,28 @@ def grade_rulesets_in(
     sets that grade alike (the same rule values and graders) share one verifier.
 
     `standby`: the backend's verifiers keep a standby runner (`HoldsStandby`); the grading
-    goes to it when it waits, else to a cold exec of the runner.
+    goes to it when it waits, else to a cold exec of the runner. `snapshot_of`: grade the
+    agent's whole filesystem (its sandbox's `snapshot_handle()`; `work` is then None), and
+    `changed` lists what the agent made or changed there.
     """
     groups = _alike(rulesets)
     config = verifier_config(
-        agent, network_of=network_of, standby=standby_spec(task.spec.grading.python) if standby
-        else None,
+        agent, network_of=network_of, snapshot_of=snapshot_of,
+        standby=standby_spec(task.spec.grading.python) if standby else None,
     )  # fmt: skip
     with contextlib.ExitStack() as stack:
         bundles = []
         for group in groups:
-            plan = plan_grading(task, [_renamed(group[0])], record_inputs=record_inputs)
+            plan = plan_grading(
+                task, [_renamed(group[0])], record_inputs=record_inputs,
+                snapshot=SNAPSHOT_PATH if snapshot_of else "",
+            )  # fmt: skip
             folder = new_folder()
             bundle = stack.enter_context(_spool())
+            files = {**plan.files, CHANGED: changed} if snapshot_of else plan.files
             write_bundle(
                 bundle, folder, work=_rewound(work), task_graders=task.root / "graders",
-                files=plan.files, manifest=plan.manifest,
+                files=files, manifest=plan.manifest,
             )  # fmt: skip
             bundle.seek(0)
             bundles.append((group, plan, folder, bundle))
@@ -258,11 +304,13 @@ def grade_rulesets_in(
             outcomes = [future.result() for future in futures]
     verdicts: dict[str, Verdict] = {}
     timings: dict[str, float] = {}
-    for group_verdicts, group_timings in outcomes:
-        verdicts.update(group_verdicts)
-        for name, seconds in group_timings.items():
+    gaps: list[str] = []
+    for outcome in outcomes:
+        verdicts.update(outcome.verdicts)
+        for name, seconds in outcome.timings.items():
             timings[name] = max(timings.get(name, 0.0), seconds)
-    return {r.name: verdicts[r.name] for r in rulesets}, timings
+        gaps += [gap for gap in outcome.isolation if gap not in gaps]
+    return RulesetGrading({r.name: verdicts[r.name] for r in rulesets}, timings, tuple(gaps))
 
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="termgym-grade")
@@ -299,7 +347,7 @@ def _grade_one(
     plan: GradingPlan,
     folder: GradingFolder,
     bundle: BinaryIO,
-) -> tuple[dict[str, Verdict], dict[str, float]]:
+) -> RulesetGrading:
     """One verifier: take it, import the bundle, run the runner, read its report."""
     start = time.perf_counter()
     key = new_key()
@@ -322,14 +370,16 @@ def _grade_one(
         ran = time.perf_counter()
     finally:
         source.release(verifier)
-    graded = _verdicts(result, key, [_renamed(group[0])], plan)[GRADED]
-    verdicts = {r.name: _as_ruleset(graded, r) for r in group}
-    return verdicts, {
+    report = _read(result, key, plan)
+    gaps = isolation_gaps(report)
+    graded = _verdicts(report, [_renamed(group[0])], plan)[GRADED]
+    timings = {
         "verifier": acquired - start,
         "inject": injected - acquired,
         "run": ran - injected,
         "read": time.perf_counter() - ran,
     }
+    return RulesetGrading({r.name: _as_ruleset(graded, r) for r in group}, timings, gaps)
 
 
 def _as_ruleset(verdict: Verdict, ruleset: RuleSet) -> Verdict:
@@ -374,14 +424,8 @@ def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: 
         raise GraderError(f"the grading run could not finish: {exc}") from exc
 
 
-def _verdicts(
-    result: RunResult,
-    key: str,
-    rulesets: Sequence[RuleSet],
-    plan: GradingPlan,
-    *,
-    alone: bool = True,
-) -> dict[str, Verdict]:
+def _read(result: RunResult, key: str, plan: GradingPlan, *, alone: bool = True) -> RunnerReport:
+    """The run's authentic report, or the GraderError that says why there is none."""
     report = read_report(result.output, key, alone=alone)
     if report is None:
         why = (
@@ -391,6 +435,12 @@ def _verdicts(
             f"{tail(result.output, 800)}"
         )
         raise GraderError(why)
+    return report
+
+
+def _verdicts(
+    report: RunnerReport, rulesets: Sequence[RuleSet], plan: GradingPlan
+) -> dict[str, Verdict]:
     runs = report.jobs
     verdicts = {}
     for ruleset in rulesets:
@@ -402,6 +452,25 @@ def _verdicts(
             )
         verdicts[ruleset.name] = Verdict(ruleset.name, dict(ruleset.rules), tuple(results))
     return verdicts
+
+
+def isolation_gaps(report: RunnerReport) -> tuple[str, ...]:
+    """Which of the verifier's defences did not hold in a grading (docs/security.md); the
+    record of the agent's code a job's tests loaded is taken out of its run's files."""
+    gaps = []
+    if report.dumpable:
+        gaps.append("the runner stayed dumpable (no ctypes in the image)")
+    if report.nest:
+        gaps.append(f"the agent's programs ran without nests: {report.nest}")
+    for job, runs in report.jobs.items():
+        for run in runs:
+            loaded = [p for p in run["files"].pop(AGENT_CODE, "").splitlines() if p]
+            if loaded:
+                shown = ", ".join(loaded[:3]) + (
+                    f" and {len(loaded) - 3} more" if len(loaded) > 3 else ""
+                )
+                gaps.append(f"grader {job!r}: its tests loaded code of the agent's: {shown}")
+    return tuple(gaps)
 
 
 def _judge(

@@ -44,6 +44,11 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 _LAUNCH = """\
 import json, os, runpy, sys
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # non-dumpable, as the runner (it holds rules)
+except Exception:
+    pass
 spec = json.loads(sys.stdin.read())
 sys.stdin.close()
 sys.stdin = open(os.devnull)
@@ -155,6 +160,8 @@ def run_exec(
     )
     if ctx["record_inputs"]:  # fingerprints of what the agent's programs get (termgym check)
         env["TERMGYM_RECORD_INPUTS"] = "1"
+    spec = ctx["agentexec"].nest_spec()
+    env[ctx["agentexec"].NEST_ENV] = json.dumps(spec) if spec else ""
     if job.get("batch"):
         sets_file = os.path.join(results, ".rulesets.json")
         with open(sets_file, "w") as handle:
@@ -177,6 +184,11 @@ def run_exec(
     argv, spec = _python_launch([sub(a) for a in job["argv"]])
     if spec is not None:
         spec["path"] = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p]
+    cwd, nest, preexec = ctx["cwd"], None, None
+    if ctx.get("snapshot"):  # the job runs in a nest on the snapshot, from the toolchain
+        argv, env, spec, nest = _on_snapshot(argv, env, spec, ctx, results, scratch)
+        cwd = ctx["workdir"] if os.path.isdir(ctx["snapshot"] + ctx["workdir"]) else "/"
+        preexec = nest.entry(cwd, 0)
     log_path = os.path.join(results, ".log")
     start = time.monotonic()
     out: dict[str, Any] = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
@@ -191,6 +203,7 @@ def run_exec(
                 start_new_session=True,
                 stdin=subprocess.PIPE if spec is not None else subprocess.DEVNULL,
                 user=os.geteuid(),  # the grader itself: root, not the agent's user
+                preexec_fn=preexec,
             )
         except OSError as exc:
             out["error"] = f"could not start {argv[0]}: {exc}"
@@ -209,6 +222,8 @@ def run_exec(
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     ctx["agentexec"].stop_agent_processes()
+    if nest is not None:
+        nest.close()
     out["duration"] = time.monotonic() - start
     out["output"] = _tail(log_path)
     for private in (log_path, rules_file, env.get("TERMGYM_RULESETS_FILE")):
@@ -217,6 +232,54 @@ def run_exec(
                 os.remove(private)
     out["files"] = _read_results(results)
     return out
+
+
+def _on_snapshot(
+    argv: list[str],
+    env: dict[str, str],
+    spec: dict[str, Any] | None,
+    ctx: dict[str, Any],
+    results: str,
+    scratch: str,
+) -> tuple[list[str], dict[str, str], dict[str, Any] | None, Any]:
+    """A job's command, environment and launch spec as the tests' nest on the snapshot runs
+    them (termgym_snapshot), and that nest."""
+    import termgym_nest
+    import termgym_snapshot as snap
+
+    places = ((results, snap.RESULTS), (ctx["graders"], snap.JOB), (scratch, snap.SCRATCH))
+
+    def moved(text: str) -> str:
+        for here, there in places:
+            text = text.replace(here, there)
+        return text
+
+    toolchain = ctx["snapshot_toolchain"]
+    program = os.path.basename(argv[0])
+    if argv[0] == sys.executable or program.startswith("python"):
+        start = toolchain.argv(sys.executable)
+    elif program in ("bash", "sh"):
+        start = toolchain.argv("/bin/bash")
+    else:
+        raise RuntimeError(
+            f"snapshot grading starts graders from the clean image's bash or python3, not "
+            f"{argv[0]!r} (the snapshot's programs are the agent's)"
+        )
+    env = {k: moved(v) for k, v in env.items()}
+    python = " ".join(toolchain.argv(sys.executable))
+    env["TERMGYM_AS_AGENT"] = f"{python} -I -B {snap.JOB}/termgym_agentexec.py"
+    env["TERMGYM_TOOLCHAIN"] = json.dumps(toolchain.to_json())
+    env[ctx["agentexec"].NEST_ENV] = json.dumps(
+        snap.programs_nest([], list(snap.DOCKER_DEFAULT_CAPS))
+    )
+    if spec is not None:
+        spec = {**spec, "argv": [moved(a) for a in spec["argv"]], "path": [snap.JOB]}
+    nest = termgym_nest.Nest(
+        snap.tests_nest(
+            ctx["snapshot"], ctx["graders"], results, scratch, list(snap.DOCKER_DEFAULT_CAPS)
+        )
+    )
+    return start + [moved(a) for a in argv[1:]], env, spec, nest
 
 
 class _Timeout(BaseException):
@@ -313,6 +376,8 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
     import termgym_agentexec
 
     termgym_agentexec.install()
+    nest, why = _nest_spec(manifest, graders)
+    termgym_agentexec.configure_nest(nest)
     ctx = {
         "workdir": manifest["workdir"],
         "graders": graders,
@@ -320,6 +385,11 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         "as_agent": sys.executable + " -I -B " + os.path.join(graders, "termgym_agentexec.py"),
         "record_inputs": bool(manifest.get("record_inputs")),
     }
+    if manifest.get("snapshot"):
+        import termgym_snapshot
+
+        ctx["snapshot"] = manifest["snapshot"]
+        ctx["snapshot_toolchain"] = termgym_snapshot.Toolchain(sys.executable)
     # A workdir the agent deleted is its own failure, judged by the graders: run from "/".
     ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"
     os.chdir(ctx["cwd"])
@@ -334,7 +404,31 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         else:
             runs = [run_exec(job, [n], rulesets, ctx) for n in names]
         jobs.append({"id": job["id"], "runs": runs})
-    return {"jobs": jobs, "runner": {"dumpable": _DUMPABLE[0]}}
+    return {"jobs": jobs, "runner": {"dumpable": _DUMPABLE[0], "nest": why}}
+
+
+GRADE_ROOT = "/var/lib/termgym-verifier"
+"""Every grading folder's parent: covered in the nests (termgym.grading._bundle.GRADE_ROOT)."""
+
+
+def _nest_spec(manifest: dict[str, Any], graders: str) -> tuple[dict[str, Any] | None, str]:
+    """The spec of the nests the agent's programs run in (termgym_nest), and "" - or, when
+    no nest can be made in this verifier, None and why not (its programs then run by an id
+    switch alone, and the host marks the verdict)."""
+    spec = {
+        "writable": list(manifest.get("work") or [manifest["workdir"]]) + ["/tmp", "/var/tmp"],
+        "hidden": [GRADE_ROOT],
+        "uid": int(os.environ.get("TERMGYM_AGENT_UID", "60000")),
+        "filter": os.path.join(graders, "termgym_seccomp.bpf"),
+    }
+    if manifest.get("in_place"):
+        return None, "grading in place"
+    try:
+        import termgym_nest
+    except ImportError as exc:  # no ctypes in the image
+        return None, "the image's Python cannot make namespaces: " + str(exc)
+    why = termgym_nest.probe(spec)
+    return (None, why) if why else (spec, "")
 
 
 _DUMPABLE = [True]

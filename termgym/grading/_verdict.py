@@ -209,6 +209,12 @@ class GradeReport:
             `{name: {grader: passed}}`, see `matrix`.
         episode_class: adapted / stale / both / neither; None for original episodes.
         timings: Seconds spent: "freeze", "inject", "run" (the in-sandbox exec), "total".
+        isolation: Which of the verifier's defences did not hold in this grading (the runner
+            dumpable, no nests for the agent's programs, the tests loading code of the
+            agent's: docs/security.md); empty when all did. A verdict with gaps is shown
+            apart.
+        filesystem: What the graders saw: "work" (the clean image and the work) or
+            "snapshot" (the agent's whole final filesystem, `grading.filesystem`).
     """
 
     variant: str
@@ -216,6 +222,8 @@ class GradeReport:
     verdicts: Mapping[str, Verdict]
     episode_class: ShadowClass | None
     timings: Mapping[str, float] = field(default_factory=dict)
+    isolation: tuple[str, ...] = ()
+    filesystem: str = "work"
 
     @property
     def verdict(self) -> Verdict:
@@ -259,6 +267,8 @@ class GradeReport:
             "score": self.score,
             "verdicts": {n: v.to_dict() for n, v in self.verdicts.items()},
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            **({"isolation": list(self.isolation)} if self.isolation else {}),
+            **({"filesystem": self.filesystem} if self.filesystem != "work" else {}),
         }
 
     @classmethod

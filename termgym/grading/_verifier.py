@@ -40,13 +40,19 @@ class ColdStarts:
 
 
 def verifier_config(
-    agent: SandboxConfig, *, network_of: str = "", standby: StandbySpec | None = None
+    agent: SandboxConfig,
+    *,
+    network_of: str = "",
+    standby: StandbySpec | None = None,
+    snapshot_of: str = "",
 ) -> SandboxConfig:
     """The verifier of an agent's sandbox: the same clean image and limits, no shell, no
-    network of its own (only the agent's, for live-state grading), and the standby runner
-    where the backend keeps one."""
+    network of its own (only the agent's, for live-state grading), the standby runner
+    where the backend keeps one, and the agent's final filesystem for snapshot grading
+    (whose nests map root: SETFCAP, which the kernel asks of whoever maps it)."""
     labels = {**agent.labels, "io.termgym.role": "verifier"}
     return dataclasses.replace(
         agent, role="verifier", network=False, network_of=network_of, env={}, labels=labels,
-        interactive=False, standby=standby,
+        interactive=False, standby=standby, snapshot_of=snapshot_of,
+        capabilities=("SETFCAP",) if snapshot_of else (),
     )  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from termgym.sandbox._base import (
     BASE_IMAGE,
+    DOCKER_DEFAULT_CAPS,
     SANDBOX_LABEL,
     VERIFIER_CAPS,
     HoldsStandby,
@@ -40,9 +41,11 @@ from termgym.sandbox._registry import (
     registry,
     spec,
 )
+from termgym.sandbox._seccomp import strict_filter
 
 __all__ = [
     "BASE_IMAGE",
+    "DOCKER_DEFAULT_CAPS",
     "ENTRY_POINT_GROUP",
     "RECIPE_LABEL",
     "SANDBOX_LABEL",
@@ -67,4 +70,5 @@ __all__ = [
     "registry",
     "rootfs_for",
     "spec",
+    "strict_filter",
 ]

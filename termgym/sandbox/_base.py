@@ -18,6 +18,14 @@ SANDBOX_LABEL = "io.termgym.sandbox"
 
 Role = Literal["agent", "verifier"]
 
+DOCKER_DEFAULT_CAPS: tuple[str, ...] = (
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+    "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+)  # fmt: skip
+"""The capabilities Docker gives a container's root by default, which Terminal-Bench and
+Harbor run their tasks with (apt-get and pip need several): a task's `limits.capabilities:
+default`. On bwrap they hold inside the sandbox's user namespace only."""
+
 VERIFIER_CAPS: tuple[str, ...] = (
     "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "KILL", "SETGID", "SETUID",
 )  # fmt: skip
@@ -79,6 +87,11 @@ class SandboxConfig:
             is the bare shell command mode runs commands in (no prompt, no echo).
         standby: A verifier's standby program, started by `start()` (backends that are
             `HoldsStandby`: docker, bwrap, local).
+        capabilities: What the agent's root keeps (names without CAP_, e.g.
+            DOCKER_DEFAULT_CAPS); none by default. A verifier keeps VERIFIER_CAPS and these.
+        snapshot_of: A verifier's: grade this agent sandbox's final filesystem (its
+            `snapshot_handle()`), found at SNAPSHOT_PATH in the verifier (termgym.sandbox.
+            _snapshot); "" for none.
     """
 
     image: str = BASE_IMAGE
@@ -98,6 +111,8 @@ class SandboxConfig:
     network_of: str = ""
     interactive: bool = False
     standby: StandbySpec | None = None
+    capabilities: tuple[str, ...] = ()
+    snapshot_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -194,6 +209,10 @@ class Sandbox(Protocol):
 
     def network_handle(self) -> str:
         """What a verifier's `SandboxConfig.network_of` names to join this sandbox's network."""
+
+    def snapshot_handle(self) -> str:
+        """What a verifier's `SandboxConfig.snapshot_of` names to grade this (frozen)
+        sandbox's whole filesystem; raises SandboxError where the backend cannot."""
 
     def exec(
         self,

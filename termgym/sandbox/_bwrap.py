@@ -44,6 +44,7 @@ from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._signals import default_signals
+from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 """Folders made writable when no overlay root can be mounted (plus the workdir)."""
@@ -72,6 +73,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         self.binds: dict[str, Path] = {}
         self.cgroup: Cgroup | None = None
         self.uid_base = _userns.UID_BASE if _userns.mapped() else 0
+        self.snapshot: SnapshotMount | None = None
 
     @property
     def limits(self) -> list[str]:
@@ -103,6 +105,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 _userns.userns_fd()
                 _check_reachable(self.home)
             self._make_root()
+            if self.config.snapshot_of:
+                self._mount_snapshot()
             self.cgroup = Cgroup(
                 self.name, pids=self.config.pids, memory_mb=self.config.memory_mb,
                 cpus=self.config.cpus,
@@ -168,6 +172,26 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         options = f"lowerdir={self.rootfs},upperdir={disk / 'upper'},workdir={disk / 'work'}"
         return not mount("overlay", str(merged), options=options, flags=MS_NOSUID | MS_NODEV)
 
+    def _mount_snapshot(self) -> None:
+        if self.mode != "overlay":
+            raise SandboxStartError(
+                "Snapshot grading on bwrap needs the overlay root (termgym as root)."
+            )
+        assert self.home is not None
+        layers = SnapshotLayers.parse(self.config.snapshot_of)
+        self.snapshot = SnapshotMount(
+            layers, self.home / "snap", size_mb=self.config.disk_mb, owner=self.uid_base
+        )
+
+    def snapshot_handle(self) -> str:
+        """The agent's writable layer over the image's root filesystem (overlay mode)."""
+        if self.mode != "overlay" or self.home is None or self.rootfs is None:
+            raise SandboxError(
+                "Snapshot grading on bwrap needs the overlay root (termgym as root); this "
+                "sandbox has read-only binds."
+            )
+        return SnapshotLayers((str(self.home / "disk" / "upper"), str(self.rootfs))).handle()
+
     def _mkdir(self, path: str) -> None:
         if self.mode == "overlay":
             with _fscopy_root(self.home / "merged") as root_fd:  # type: ignore[operator]
@@ -215,8 +239,11 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         if os.geteuid() != 0:  # bwrap makes a user namespace mapping the caller only
             argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
         argv += ["--cap-drop", "ALL"]
-        if config.role == "verifier" and self.uid_base:
-            for cap in VERIFIER_CAPS:
+        kept = config.capabilities
+        if config.role == "verifier":
+            kept = (*VERIFIER_CAPS, *config.capabilities)
+        if self.uid_base:  # in the sandbox's user namespace only
+            for cap in kept:
                 argv += ["--cap-add", f"CAP_{cap}"]
         if self.mode == "overlay":
             argv += ["--bind", str(self.home / "merged"), "/"]
@@ -224,6 +251,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             argv += ["--ro-bind", str(self.rootfs), "/"]
             for dest, folder in self.binds.items():
                 argv += ["--bind", str(folder), dest]
+        if self.snapshot is not None:
+            argv += ["--bind", str(self.snapshot.merged), SNAPSHOT_PATH]
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
         if not config.network_of:
             argv += ["--hostname", "sandbox"]
@@ -236,7 +265,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         return argv
 
     def _connect(self, size: tuple[int, int]) -> PtyChannel:
-        fd = _seccomp.filter_fd()
+        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
         try:
             argv = [*self._bwrap_argv(fd), "--", *BASH_ARGV]
             return PtyChannel(argv, size, HOST_ENV, self._preexec, pass_fds=self._keep(fd))
@@ -342,7 +371,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         """Run `argv` in a new bwrap over the same writable root (not in the agent's shell)."""
         if self.home is None:
             raise SandboxError("The bwrap sandbox is not started; call start() first.")
-        fd = _seccomp.filter_fd()
+        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
         try:
             full = [*self._bwrap_argv(fd, workdir, env, session=True), "--", *argv]
             return run_host(
@@ -360,7 +389,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         """The config's standby, in a new bwrap over the same root, as an exec would be."""
         standby = self.config.standby
         assert standby is not None
-        fd = _seccomp.filter_fd()
+        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
         try:
             argv = self._bwrap_argv(fd, standby.workdir, dict(standby.env), session=True)
             return HostProcess(
@@ -380,6 +409,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             self.shell.close()
         if self.cgroup is not None:
             self.cgroup.remove()
+        if self.snapshot is not None:
+            self.snapshot.close()
         if self.home is not None:
             remove_episode(self.home)
 
@@ -406,7 +437,12 @@ def _check_reachable(folder: Path) -> None:
 
 def remove_episode(home: Path) -> None:
     """Unmount (if mounted) and delete one episode folder."""
-    for mounted in (home / "merged", home / "disk"):
+    for mounted in (
+        home / "snap" / "merged",
+        home / "snap" / "disk",
+        home / "merged",
+        home / "disk",
+    ):
         if os.path.ismount(mounted):
             unmount(str(mounted))
     shutil.rmtree(home, ignore_errors=True)

@@ -49,7 +49,9 @@ from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, col
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
 from termgym.sandbox._disk import shared_watch
 from termgym.sandbox._engine import docker_client
+from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
+from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         self.init_pid = 0
         self.disk_watched = False
         self._disk_exceeded: str | None = None
+        self.snapshot: SnapshotMount | None = None
 
     @property
     def container_id(self) -> str:
@@ -160,6 +163,13 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         config = self.config
         self._refuse_misplaced_standby(config)  # before a container is made for nothing
         client = docker_client()
+        if config.snapshot_of:
+            from termgym.sandbox._images import cache_dir
+
+            self.snapshot = SnapshotMount(
+                SnapshotLayers.parse(config.snapshot_of), cache_dir() / "snapshots" / self.name,
+                size_mb=config.disk_mb, owner=0,
+            )  # fmt: skip
         try:
             # create + start, not run: run would try to pull a missing image from a registry
             self.container = within(
@@ -214,12 +224,17 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             "init": True,
             # A verifier's main process is root: its execs inherit the capabilities of the
             # main process (none under nobody); nothing of the agent's runs as root there.
-            "user": "0:0" if verifier else MAIN_USER,
+            # An agent whose task keeps capabilities gets a root main process too (so its
+            # shell has them); it can then stop its own container, and nothing else.
+            "user": "0:0" if verifier or config.capabilities else MAIN_USER,
             "working_dir": config.workdir,
             "network_mode": network,
             "cap_drop": ["ALL"],
-            "cap_add": list(VERIFIER_CAPS) if verifier else None,
-            "security_opt": ["no-new-privileges"],
+            "cap_add": [*(VERIFIER_CAPS if verifier else ()), *config.capabilities] or None,
+            # A verifier's profile lets its grading make the nests the agent's programs
+            # run in (termgym/grading/_nest.py), which apply the strict filter to them.
+            "security_opt": ["no-new-privileges"]
+            + (["seccomp=" + verifier_profile()] if verifier else []),
             "pids_limit": config.pids,
             "mem_limit": f"{config.memory_mb}m",
             "memswap_limit": f"{config.memory_mb}m",
@@ -234,6 +249,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         }
         if not config.network_of:
             options["hostname"] = "sandbox"
+        if self.snapshot is not None:
+            options["volumes"] = {str(self.snapshot.merged): {"bind": SNAPSHOT_PATH, "mode": "rw"}}
         if config.runtime:
             options["runtime"] = config.runtime
         return options
@@ -485,6 +502,18 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         """The container id (a verifier joins it as `network_mode=container:<id>`)."""
         return self.container_id
 
+    def snapshot_handle(self) -> str:
+        """The container's overlay2 layers on this host: its writable layer, then the image's."""
+        data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
+        upper, lower = data.get("UpperDir"), data.get("LowerDir") or ""
+        if not upper or not os.path.isdir(upper):
+            raise SandboxError(
+                "Snapshot grading on docker needs a local engine with the overlay2 storage "
+                "driver (the container's writable layer readable on this host); found "
+                f"{data!r:.200}"
+            )
+        return SnapshotLayers((upper, *[p for p in lower.split(":") if p])).handle()
+
     def exec(
         self,
         argv: Sequence[str],
@@ -575,6 +604,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     force=True))  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
                 log.warning("could not remove %s: %s", self.name, exc)
+        if self.snapshot is not None:
+            self.snapshot.close()
 
 
 class DockerStandby:

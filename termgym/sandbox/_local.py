@@ -85,6 +85,13 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
         """The host's network (the local backend has no network of its own)."""
         return ""
 
+    def snapshot_handle(self) -> str:
+        """None: the local backend's "filesystem" is the host's, which no snapshot can grade."""
+        raise SandboxError(
+            "Snapshot grading (grading.filesystem: snapshot) needs the docker or bwrap backend; "
+            "the local backend runs on the host itself."
+        )
+
     def _root(self) -> Path:
         if self.root is None:
             raise SandboxError("The local sandbox is not started; call start() first.")

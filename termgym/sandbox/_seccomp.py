@@ -115,8 +115,15 @@ class _Program:
         return offset
 
 
-def build_filter(machine: str | None = None) -> bytes:
-    """The filter for `machine` (default: this one) as the bytes of a `struct sock_filter[]`.
+NESTING: tuple[str, ...] = ("unshare", "setns", "mount", "umount2", "pivot_root")
+"""What a verifier's filter allows and the agent's refuses: the calls that make the nests the
+agent's programs run in during grading (termgym/grading/_nest.py), which apply the agent's
+filter to every such program before it starts. Nothing of the agent's runs unnested there."""
+
+
+def build_filter(machine: str | None = None, *, nesting: bool = False) -> bytes:
+    """The filter for `machine` (default: this one) as the bytes of a `struct sock_filter[]`;
+    `nesting`: a verifier's, which allows NESTING and `clone` into new namespaces.
 
     Raises:
         ValueError: no syscall table for the architecture (x86_64 and aarch64 are known).
@@ -134,13 +141,14 @@ def build_filter(machine: str | None = None) -> bytes:
     program.add(_LD_W_ABS, 0)  # seccomp_data.nr
     if machine == "x86_64":
         program.add(_JGE_K, _X32_BIT, "enosys", 0)
-    for name in REFUSED:
+    for name in refused(nesting=nesting):
         if name in numbers:
             program.add(_JEQ_K, numbers[name], "eperm", 0)
     program.add(_JEQ_K, numbers["clone3"], "enosys", 0)
-    program.add(_JEQ_K, numbers["clone"], 0, "allow")
-    program.add(_LD_W_ABS, 16)  # low 32 bits of args[0]: clone's flags on both architectures
-    program.add(_JSET_K, _CLONE_NAMESPACES, "eperm", "allow")
+    if not nesting:  # a verifier's clones may make namespaces
+        program.add(_JEQ_K, numbers["clone"], 0, "allow")
+        program.add(_LD_W_ABS, 16)  # low 32 bits of args[0]: clone's flags on both architectures
+        program.add(_JSET_K, _CLONE_NAMESPACES, "eperm", "allow")
     program.label("allow")
     program.add(_RET_K, _RET_ALLOW)
     program.label("eperm")
@@ -150,19 +158,64 @@ def build_filter(machine: str | None = None) -> bytes:
     return program.assemble()
 
 
-@functools.lru_cache(maxsize=1)
-def _cached() -> bytes:
-    return build_filter()
+def refused(*, nesting: bool = False) -> tuple[str, ...]:
+    """The syscalls refused with EPERM (a verifier's list, with `nesting`, allows NESTING)."""
+    return tuple(n for n in REFUSED if not (nesting and n in NESTING))
 
 
-def filter_fd() -> int:
-    """A fresh readable fd holding this machine's filter (for `bwrap --seccomp FD`).
+@functools.lru_cache(maxsize=2)
+def _cached(nesting: bool = False) -> bytes:
+    return build_filter(nesting=nesting)
+
+
+def strict_filter() -> bytes:
+    """This machine's filter, as bytes (what a verifier's nests apply to the agent's programs)."""
+    return _cached()
+
+
+def filter_fd(*, nesting: bool = False) -> int:
+    """A fresh readable fd holding this machine's filter (for `bwrap --seccomp FD`); with
+    `nesting`, a verifier's.
 
     The caller passes it to the child and closes its own copy after the spawn.
     """
-    data = _cached()
+    data = _cached(nesting)
     read, write = os.pipe()
     os.write(write, data)  # a few hundred bytes: far below a pipe's buffer
     os.close(write)
     os.set_inheritable(read, True)
     return read
+
+
+_DOCKER_ARCH = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64"}
+
+
+@functools.lru_cache(maxsize=1)
+def verifier_profile(machine: str | None = None) -> str:
+    """A verifier container's seccomp profile (Docker's JSON format): everything allowed but
+    what the bwrap verifier's filter refuses (`refused(nesting=True)`), `clone3` ENOSYS. Docker's
+    default profile refuses the calls the nests need (namespaces, mounts) without
+    CAP_SYS_ADMIN, which no verifier gets; the agent's programs run under the strict filter
+    all the same, applied by their nest."""
+    import json
+
+    machine = machine or platform.machine()
+    if machine not in _DOCKER_ARCH:
+        raise ValueError(
+            f"expected an architecture among {sorted(_DOCKER_ARCH)} for the seccomp profile; "
+            f"found {machine!r}"
+        )
+    return json.dumps(
+        {
+            "defaultAction": "SCMP_ACT_ALLOW",
+            "architectures": [_DOCKER_ARCH[machine]],
+            "syscalls": [
+                {
+                    "names": list(refused(nesting=True)),
+                    "action": "SCMP_ACT_ERRNO",
+                    "errnoRet": _EPERM,
+                },
+                {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": _ENOSYS},
+            ],
+        }
+    )

@@ -201,6 +201,10 @@ class Limits(BaseModel):
     network: bool = False
     memory_mb: int = Field(default=1024, gt=0)
     disk_mb: int = Field(default=1024, ge=16)
+    capabilities: Literal["none", "default"] = "none"
+    """What the agent's root may do: "none" (every capability dropped) or "default"
+    (Docker's default set, as Terminal-Bench and Harbor run tasks: apt-get, pip, chown ...
+    work; on bwrap within the sandbox's user namespace only)."""
 
 
 class GradingSpec(BaseModel):
@@ -218,6 +222,11 @@ class GradingSpec(BaseModel):
     mode: Literal["clean", "live"] = "clean"
     state: list[str] = Field(default_factory=list)
     python: str = "/usr/bin/python3"
+    filesystem: Literal["work", "snapshot"] = "work"
+    """What the graders see of the agent's machine: "work" (the clean image plus the workdir
+    and `state` paths) or "snapshot" (the agent's whole final filesystem, as its harness
+    runs the tests: what it installed is there; imported tasks use it; docs/security.md,
+    "Snapshot grading")."""
 
     @field_validator("state")
     @classmethod

@@ -18,7 +18,7 @@ SHARED = HERE / "tasks" / "shared-folder"
 RENAMEAT2 = {"x86_64": 316, "aarch64": 276}[platform.machine()]
 
 SWAPPER = f"""\
-import ctypes, os, sys
+import ctypes, os, sys, time
 base = os.path.dirname(sys.argv[1])
 marker = os.path.join(base, ".swapper")
 if not os.path.exists(marker):
@@ -35,9 +35,11 @@ if not os.path.exists(marker):
         for name in os.listdir(target):  # the walk lists these, then acts on each by path
             open(os.path.join(folder, name), "w").close()
         os.symlink(target, link)
-        # swap the folder and the link, atomically, for as long as the tests run
+        # swap the folder and the link, atomically, for as long as the tests run (thousands
+        # of times a second, leaving the machine's cores to the grading)
         while True:
             libc.syscall({RENAMEAT2}, -100, folder.encode(), -100, link.encode(), 2)
+            time.sleep(0.0002)
 print(open(sys.argv[1]).read().strip())
 """
 """The agent's program: it echoes its input, and on its first start leaves a process behind

@@ -1,0 +1,446 @@
+"""Runs inside the verifier: the sandbox of its own every program of the agent's runs in.
+
+Injected beside the runner as the module `termgym_nest` (stdlib and ctypes, Python 3.7+),
+and used by `termgym_agentexec` for every program the graders start as the agent's user.
+
+A nest is a user, mount, pid, IPC and UTS namespace under the verifier's, made once per
+test (or job) and ended after it:
+- **mount**: every mount of the verifier's is read-only in it, but the agent's work, the
+  temporary folders and what the nest's spec names writable; the grading folders (and, for
+  imported tasks, the tests) are covered by an empty read-only filesystem; /dev/shm is a
+  fresh one. So a program of the agent's can change nothing a root process of the grading
+  loads later, and sees nothing of the grading but what the test hands it.
+- **pid**: its programs see only each other (and the nest's init, pid 1); they cannot
+  signal or trace anything of the grading, and whatever they leave running ends with the
+  nest: killing its init ends every process in it.
+- **user**: ids are the verifier's (an identity map, without root unless the spec asks),
+  but a capability held in the nest reaches nothing outside it; its programs run as `uid`
+  (the agent's user) with none, with
+  no_new_privs and the strict seccomp filter (`filter` bytes: no namespaces, no mounts, no
+  keyrings ...), and out-of-memory first in line.
+
+How a program enters (`Nest.entry`, called in the child `subprocess` forked for it, before
+exec): it joins the nest's namespaces, forks once more, and the grandchild becomes the
+program (dropping its ids and capabilities, applying the filter, then exec). The child
+stays in the verifier as the program's proxy: the test's `Popen` holds its pid, it passes
+on the signals it is sent, dies with the program's status, and the program dies with it
+(parent-death signal), so a test that kills its program on a timeout kills it.
+
+Nothing here trusts the agent: the nest is made before any program of its runs in it, by
+root processes of the grading, from the verifier's own files.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import ctypes
+import errno
+import os
+import signal
+import socket
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
+_ST_TO_MS = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
+             (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))  # fmt: skip
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, -1)
+_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine, -1)
+SECCOMP_MODE_FILTER = 2
+VIRTUAL = ("/proc", "/sys", "/dev")
+"""Mount points left as they are (and what lies below them)."""
+ID_RANGE = 65536
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+             signal.SIGUSR2, signal.SIGALRM, signal.SIGCONT, signal.SIGWINCH)  # fmt: skip
+
+_libc = []  # type: list[Any]
+
+
+def _c() -> Any:
+    if not _libc:
+        _libc.append(ctypes.CDLL(None, use_errno=True))
+    return _libc[0]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    _check(
+        _c().mount(
+            None if source is None else source.encode(),
+            target.encode(),
+            None if fstype is None else fstype.encode(),
+            ctypes.c_ulong(flags),
+            None if data is None else data.encode(),
+        ),
+        f"mount {source or fstype} on {target}",
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _apply_filter(program: bytes) -> None:
+    """Install the classic-BPF `program` (bytes of struct sock_filter[]) on this thread."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(_c().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_c().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def _mounts() -> list[str]:
+    """(mount point, statvfs flags) of this mount namespace, parents first."""
+    points = []
+    with open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            point = line.split()[4].replace("\\040", " ").replace("\\011", "\t")
+            points.append(point.replace("\\012", "\n").replace("\\134", "\\"))
+    return points
+
+
+def _under(path: str, roots: Sequence[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _read_only(point: str) -> None:
+    """Remount `point` read-only, keeping its other flags (a mount locked in a user
+    namespace keeps nosuid, nodev ... and refuses a remount that would drop them)."""
+    try:
+        flags = os.statvfs(point).f_flag
+    except OSError:
+        return
+    keep = 0
+    for st, ms in _ST_TO_MS:
+        if flags & st:
+            keep |= ms
+    try:
+        _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.EACCES):
+            raise
+
+
+def _lay_out(spec: dict[str, Any]) -> None:
+    """In the nest's fresh mount namespace: the view its programs get (module docstring)."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if spec.get("root"):
+        _pivot(spec)
+    writable = [p for p in spec["writable"] if os.path.lexists(p) and not os.path.islink(p)]
+    for path in writable:
+        _mount(path, path, None, MS_BIND | MS_REC)
+    for path in spec["hidden"]:
+        if os.path.isdir(path) and not os.path.islink(path):
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                   "size=4k,mode=0755")  # fmt: skip
+    if spec.get("read_only", True):
+        for point in _mounts():
+            if _under(point, VIRTUAL) or _under(point, writable) or _under(point, spec["hidden"]):
+                continue
+            _read_only(point)
+    if os.path.isdir("/dev/shm"):
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+
+
+def _pivot(spec: dict[str, Any]) -> None:
+    """Make `spec["root"]` (the snapshot) the nest's root, with `spec["binds"]` ([source in
+    the verifier, target in the new root, read-only]) mounted into it, the verifier's /proc,
+    /dev and /sys, `spec["unlink"]` removed and `spec["files"]` written.
+
+    Every path of the new root is resolved after the pivot, inside it: a link the agent
+    left in its filesystem (an absolute one, say) leads nowhere but into its own files. The
+    old root is reached through a folder with a random name until it is let go."""
+    root = spec["root"]
+    _mount(root, root, None, MS_BIND | MS_REC)
+    old = "/.termgym-old-" + os.urandom(8).hex()
+    os.mkdir(root + old, 0o700)
+    _check(_c().syscall(_PIVOT_ROOT, root.encode(), (root + old).encode()), "pivot_root")
+    os.chdir("/")
+    for source, target, read_only in [[v, v, False] for v in VIRTUAL] + spec.get("binds", []):
+        source = old + source
+        if not os.path.exists(source):
+            continue
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        elif not os.path.exists(target):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+        _mount(source, target, None, MS_BIND | MS_REC)
+        if read_only:
+            for point in _mounts():
+                if _under(point, [target]):
+                    _read_only(point)
+    for path in spec.get("unlink", []):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    for path, text in spec.get("files", {}).items():
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        with open(path, "w") as handle:
+            handle.write(text)
+    _check(_c().umount2(old.encode(), 2), "umount " + old)  # MNT_DETACH
+    os.rmdir(old)
+
+
+class NestError(OSError):
+    """A nest could not be made here (the reason says why)."""
+
+
+class Nest:
+    """One nest (module docstring): made by `Nest(spec)`, entered by `entry(...)`, ended by
+    `close()`. `spec`: {"writable": [paths], "hidden": [paths], "uid": int, "filter": path of
+    the seccomp program, "read_only": bool (default true)}."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.program = b""
+        if spec.get("filter"):
+            with open(spec["filter"], "rb") as handle:
+                self.program = handle.read()
+        self.fds: dict[str, int] = {}
+        self.init = 0
+        self._make()
+
+    def _make(self) -> None:
+        """Fork the nest's maker: it makes the namespaces (its ids mapped from here), lays
+        out the mounts, forks the nest's init, and sends back descriptors of its namespaces
+        (the nest's processes are non-dumpable, as the runner they are forked from, so their
+        /proc entries open for nobody else)."""
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        child = os.fork()
+        if child == 0:
+            here.close()
+            try:
+                _make_nest(there, self.spec)
+            finally:
+                os._exit(0)
+        there.close()
+        try:
+            if here.recv(1) == b"u":
+                try:
+                    line = _id_map(self.spec)
+                    for name in ("uid_map", "gid_map"):
+                        with open(f"/proc/{child}/{name}", "w") as handle:
+                            handle.write(line)
+                finally:
+                    here.sendall(b"m")
+            status, fds = _receive(here)
+        finally:
+            here.close()
+            os.waitpid(child, 0)
+        if not status.startswith(b"p") or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            raise NestError(errno.EPERM, "a nest could not be made: " + status[1:].decode())
+        self.init = int(status[1:])
+        self.fds = dict(zip(("user", "mnt", "pid"), fds))  # noqa: B905 - Python 3.7+
+
+    def entry(self, cwd: str, uid: int) -> Callable[[], None]:
+        """A preexec function for `subprocess` that starts the program in this nest, as
+        `uid` (root of the nest keeps only `spec["keep_caps"]`)."""
+        fds, program, init = dict(self.fds), self.program, self.init
+        keep = self.spec.get("keep_caps") or []
+
+        def enter() -> None:
+            for kind, flag in (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS),
+                               ("pid", CLONE_NEWPID)):  # fmt: skip
+                _check(_c().setns(fds[kind], flag), "setns(" + kind + ")")
+            os.chdir(cwd)
+            child = os.fork()
+            if child == 0:
+                for fd in fds.values():
+                    os.close(fd)
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                if uid == 0:
+                    _keep_only(keep)
+                _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+                if os.getppid() == 1:  # the proxy (outside this pid namespace: 0) is gone
+                    os._exit(128 + signal.SIGKILL)
+                try:
+                    with open("/proc/self/oom_score_adj", "w") as handle:
+                        handle.write("1000")
+                except OSError:
+                    pass
+                if program:
+                    _apply_filter(program)
+                return  # subprocess goes on to exec the program
+            _proxy(child, init)
+
+        return enter
+
+    def close(self) -> None:
+        """End the nest: every process in it is killed with its init."""
+        if self.init:
+            with contextlib.suppress(OSError):
+                os.kill(self.init, signal.SIGKILL)
+            self.init = 0
+        for fd in self.fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = {}
+
+
+def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
+    """In the maker (Nest._make): the namespaces, the mounts, the init; then report back."""
+    fds = []
+    try:
+        _check(_c().unshare(CLONE_NEWUSER), "unshare(user)")
+        sock.sendall(b"u")
+        if sock.recv(1) != b"m":
+            return
+        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+        _check(_c().unshare(flags), "unshare(mount, pid, ipc, uts)")
+        _lay_out(spec)
+        init = os.fork()
+        if init == 0:
+            _init()
+        for kind in ("user", "mnt", "pid_for_children"):
+            fds.append(os.open("/proc/self/ns/" + kind, os.O_RDONLY))
+        status = b"p" + str(init).encode()
+    except BaseException as exc:  # noqa: B036 - carried to the parent, then out
+        status = b"e" + str(exc).encode("utf-8", "replace")[:500]
+    rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+    sock.sendmsg([status], rights if fds else [])
+
+
+def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
+    """The maker's status line and the descriptors it sent with it."""
+    size = socket.CMSG_SPACE(3 * array.array("i").itemsize)
+    status, ancillary, _, _ = sock.recvmsg(1024, size)
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return status, list(fds)
+
+
+def _keep_only(caps: Sequence[int]) -> None:
+    """This process (root of the nest) keeps only the capabilities `caps`: dropped from its
+    bounding, ambient, effective, permitted and inheritable sets (what it execs gets no more)."""
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last = int(handle.read())
+    for cap in range(last + 1):
+        if cap not in caps:
+            _check(_c().prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap}")
+    _c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    mask = sum(1 << cap for cap in caps)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    low, high = mask & 0xFFFFFFFF, mask >> 32
+    data = (ctypes.c_uint32 * 6)(low, low, 0, high, high, 0)  # effective, permitted, inheritable
+    _check(_c().syscall(_CAPSET, header, data), "capset")
+
+
+def _id_map(spec: dict[str, Any]) -> str:
+    """The nest's ids: the verifier's, one for one; root among them only when the nest's
+    programs run as root (`spec["root"]`, snapshot grading), which the kernel allows a
+    verifier holding CAP_SETFCAP only. Otherwise root's files show as the overflow id."""
+    if spec.get("root"):
+        return f"0 0 {ID_RANGE}\n"
+    return f"1 1 {ID_RANGE - 1}\n"
+
+
+def _read_all(fd: int) -> bytes:
+    data = b""
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def _init() -> None:
+    """The nest's pid 1: it holds the namespaces open and reaps what its programs leave."""
+    try:
+        os.closerange(0, 65536)
+        for number in range(1, signal.NSIG):
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
+                signal.signal(number, signal.SIG_DFL)
+        os.setsid()
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+        while True:
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+            signal.sigwait([signal.SIGCHLD])  # an orphan joined, or a child ended
+    finally:
+        os._exit(0)
+
+
+def _proxy(child: int, init: int) -> None:
+    """The program's stand-in in the verifier (module docstring): never returns."""
+    try:
+        os.closerange(0, 65536)
+
+        def forward(number: int, frame: object) -> None:  # noqa: ARG001
+            with contextlib.suppress(OSError):
+                os.kill(child, number)
+
+        for number in FORWARDED:
+            signal.signal(number, forward)
+        while True:
+            try:
+                _, status = os.waitpid(child, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                status = (128 + signal.SIGKILL) << 8
+                break
+        if os.WIFSIGNALED(status):
+            ended = os.WTERMSIG(status)
+            if ended not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(ended, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [ended])
+            os.kill(os.getpid(), ended)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    finally:
+        os._exit(1)
+
+
+def probe(spec: dict[str, Any]) -> str | None:
+    """None when a nest can be made here, else why not (made and ended at once)."""
+    try:
+        nest = Nest(spec)
+    except (OSError, AttributeError, ValueError) as exc:
+        return str(exc) or exc.__class__.__name__
+    nest.close()
+    return None
+
+
+def not_dumpable() -> bool:
+    """This process non-dumpable (see termgym_run); False where it could not be done."""
+    try:
+        return _c().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+if __name__ == "__main__":  # a manual check: python3 termgym_nest.py SPEC.json
+    import json
+
+    with open(sys.argv[1]) as handle:
+        print(probe(json.load(handle)) or "a nest can be made here")

@@ -1,0 +1,250 @@
+"""Runs inside the verifier: snapshot grading's toolchain, and what the tests load.
+
+Injected beside the runner as the module `termgym_snapshot` (stdlib only, Python 3.7+).
+
+When a task is graded on the agent's whole final filesystem (`grading.filesystem:
+snapshot`), its tests run in a nest whose root is that snapshot (termgym_nest), as the
+task's harness runs them on the agent's machine. What runs them comes from the verifier's
+clean image, bound read-only into the nest at TOOLCHAIN and started through that image's
+own dynamic loader (`Toolchain`): the interpreter, its standard library, pytest and bash
+never come from the snapshot, whatever the agent replaced there (its python3, its loader,
+/etc/ld.so.preload, a sitecustomize or a fake pytest in its site-packages).
+
+Inside the nest, `prepare_python()` (called first by the tests' interpreter) puts the
+snapshot's site-packages on sys.path, so the tests import what the agent installed, as
+they would under their harness, but keeps the standard library and pytest (with what it
+needs) the toolchain's. And it records, in a file the agent's programs cannot reach
+(`AgentCode`), the first file of the agent's (one it made or changed: the host lists them)
+that the test process loads, before that file's code runs: such tests run the agent's code
+with the tests' own privileges, and the host marks their verdict (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
+    from typing import Any
+
+NEST_ROOT = "/.termgym"
+"""Where termgym's folders are in the tests' nest (covered in the agent's programs' nests)."""
+TOOLCHAIN = NEST_ROOT + "/toolchain"
+"""The verifier's clean root, read-only, in the tests' nest."""
+JOB = NEST_ROOT + "/job"
+RESULTS = NEST_ROOT + "/results"
+SCRATCH = NEST_ROOT + "/scratch"
+CHANGED = "termgym_changed.txt"
+"""The grading folder's list of what the agent made or changed (sandbox paths, one a line)."""
+AGENT_CODE = ".termgym-agent-code"
+"""In a job's result folder: the files of the agent's its tests loaded, one a line."""
+PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup",
+          "tomli", "termgym_pytest", "termgym_agentexec", "termgym_nest", "termgym_inputprint",
+          "termgym_imported", "termgym_snapshot")  # fmt: skip
+"""Top-level modules the tests' interpreter takes from the toolchain whatever the snapshot
+holds: pytest and what it imports, and termgym's own."""
+NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
+"""The nest's /etc/nsswitch.conf: glibc loads the modules another one names from the
+snapshot's library folders, into the toolchain's processes."""
+
+
+def _interpreter_of(path: str) -> str:
+    """The ELF program interpreter (dynamic loader) an executable names."""
+    import struct
+
+    with open(path, "rb") as handle:
+        head = handle.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:
+            raise OSError(f"{path}: expected a 64-bit ELF executable")
+        end = "<" if head[5] == 1 else ">"
+        phoff = struct.unpack(end + "Q", head[32:40])[0]
+        size, count = struct.unpack(end + "HH", head[54:58])
+        for index in range(count):
+            handle.seek(phoff + index * size)
+            kind, _, offset, _, _, filesz = struct.unpack(end + "IIQQQQ", handle.read(40))
+            if kind == 3:  # PT_INTERP
+                handle.seek(offset)
+                return handle.read(filesz).rstrip(b"\0").decode()
+    raise OSError(f"{path}: no program interpreter (a static executable)")
+
+
+class Toolchain:
+    """The clean image's programs as the tests' nest starts them: `argv(program)` runs one
+    through the image's own loader, with the image's library folders first, so no file of
+    the snapshot's is on the way (only its /etc/ld.so.cache and system folders, searched
+    after the toolchain's, for libraries the toolchain lacks)."""
+
+    def __init__(self, python: str) -> None:
+        self.python = os.path.realpath(python)
+        self.loader = os.path.realpath(_interpreter_of(self.python))
+        machine = os.uname().machine
+        folders = []
+        for folder in (f"/lib/{machine}-linux-gnu", f"/usr/lib/{machine}-linux-gnu",
+                       "/lib64", "/usr/lib64", "/lib", "/usr/lib"):  # fmt: skip
+            real = os.path.realpath(folder)
+            if os.path.isdir(real) and real not in folders:
+                folders.append(real)
+        self.libraries = folders
+
+    def argv(self, program: str) -> list[str]:
+        """How the nest starts `program` (a path in the clean root) from the toolchain."""
+        return [
+            TOOLCHAIN + self.loader,
+            "--library-path",
+            ":".join(TOOLCHAIN + f for f in self.libraries),
+            TOOLCHAIN + os.path.realpath(program),
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"python": self.argv(self.python), "bash": self.argv(_which("bash")),
+                "mkdir": self.argv(_which("mkdir"))}  # fmt: skip
+
+
+def _which(name: str) -> str:
+    for folder in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise OSError(f"the clean image has no {name}")
+
+
+class AgentCode:
+    """Records the files of the agent's a process loads, first one first, before they run:
+    a finder first on sys.meta_path (modules and extension modules) and an audit hook
+    (compile, exec, cached bytecode, ctypes). Each is one line appended to `out`, written
+    and flushed before the import goes on."""
+
+    def __init__(self, changed: str, out: str) -> None:
+        self.changed: set[str] = set()
+        if os.path.isfile(changed):
+            with open(changed, encoding="utf-8", errors="replace") as handle:
+                self.changed = {line.rstrip("\n") for line in handle if line.strip()}
+        self.out = out
+        self.seen: set[str] = set()
+
+    def agents(self, path: Any) -> bool:
+        if not isinstance(path, str) or not path.startswith("/"):
+            return False
+        if path.startswith(NEST_ROOT + "/") or path.startswith("/tests/"):
+            return False
+        return os.path.normpath(path) in self.changed
+
+    def note(self, path: Any) -> None:
+        if path in self.seen:
+            return
+        self.seen.add(path)
+        fd = os.open(self.out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (path + "\n").encode("utf-8", "replace"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def install(self) -> None:
+        tracker = self
+
+        class Finder:
+            @classmethod
+            def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+                for finder in sys.meta_path:
+                    if finder is cls or not hasattr(finder, "find_spec"):
+                        continue
+                    spec = finder.find_spec(name, path, target)
+                    if spec is None:
+                        continue
+                    if tracker.agents(spec.origin):
+                        tracker.note(spec.origin)
+                    return spec
+                return None
+
+        def audit(event: str, args: Any) -> None:
+            path = None
+            if event == "compile" and len(args) > 1:
+                path = args[1]
+            elif event == "exec" and args:
+                path = getattr(args[0], "co_filename", None)
+            elif event == "open" and args and isinstance(args[0], str):
+                path = args[0] if args[0].endswith((".pyc", ".so")) else None
+            elif event == "ctypes.dlopen" and args:
+                path = args[0]
+            if tracker.agents(path):
+                tracker.note(path)
+
+        sys.meta_path.insert(0, Finder)
+        if hasattr(sys, "addaudithook"):
+            sys.addaudithook(audit)
+
+
+def prepare_python() -> None:
+    """In the tests' interpreter (toolchain python in the nest): sys.path, the pinned
+    modules, and the record of the agent's code loaded (module docstring)."""
+    toolchain = [p for p in sys.path if p.startswith(TOOLCHAIN + "/")]
+    stdlib = [p for p in toolchain if "-packages" not in p]
+    sites = [p for p in toolchain if "-packages" in p]
+    theirs = [p[len(TOOLCHAIN) :] for p in sites]  # the same folders in the snapshot
+    others = [p for p in sys.path if p not in toolchain]
+    sys.path[:] = stdlib + [p for p in theirs if os.path.isdir(p)] + sites + others
+
+    class Pinned:
+        """PINNED modules from the toolchain's site-packages and termgym's folder only."""
+
+        @classmethod
+        def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+            if name.partition(".")[0] not in PINNED or path is not None:
+                return None
+            import importlib.machinery
+
+            return importlib.machinery.PathFinder.find_spec(name, [JOB] + sites, target)
+
+    sys.meta_path.insert(0, Pinned)
+    results = os.environ.get("TERMGYM_RESULT_DIR", RESULTS)
+    AgentCode(os.path.join(JOB, CHANGED), os.path.join(results, AGENT_CODE)).install()
+    # What the tests run as `sys.executable` is the snapshot's python, as on the agent's
+    # machine (the toolchain's is neither visible to the agent's programs nor theirs).
+    for name in ("python3", "python"):
+        for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+            if os.path.isfile(os.path.join(folder, name)):
+                sys.executable = os.path.join(folder, name)
+                return
+
+
+def tests_nest(snapshot: str, graders: str, results: str, scratch: str, caps: list[int]) -> dict:
+    """The spec (termgym_nest) of the nest a job's tests run in, on the snapshot."""
+    return {
+        "root": snapshot,
+        "binds": [
+            ["/", TOOLCHAIN, True],
+            [graders, JOB, True],
+            [results, RESULTS, False],
+            [scratch, SCRATCH, False],
+        ],
+        "hidden": [TOOLCHAIN + "/var/lib/termgym-verifier", TOOLCHAIN + snapshot],
+        "writable": [],
+        "read_only": False,
+        "unlink": ["/etc/ld.so.preload"],
+        "files": {"/etc/nsswitch.conf": NSSWITCH},
+        "uid": 0,
+        "root_map": True,
+        "keep_caps": caps,
+        "filter": None,
+    }
+
+
+def programs_nest(hidden: list[str], caps: list[int]) -> dict:
+    """The spec of the nests the agent's programs run in, inside the tests' nest: root (as
+    on the agent's machine) with Docker's default capabilities, the strict filter, and
+    termgym's folders (and `hidden`) covered."""
+    return {
+        "writable": [],
+        "read_only": False,
+        "hidden": [NEST_ROOT] + list(hidden),
+        "uid": 0,
+        "root_map": True,
+        "keep_caps": caps,
+        "filter": JOB + "/termgym_seccomp.bpf",
+    }
+
+
+DOCKER_DEFAULT_CAPS = (0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31)
+"""Docker's default capabilities by number: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL,
+SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, NET_RAW, SYS_CHROOT, MKNOD, AUDIT_WRITE, SETFCAP."""
