@@ -81,8 +81,9 @@ class Launch:
         script = [f"echo $$ >{shlex.quote(path)} || exit 125" for path in self.cgroups]
         if tty:
             script.append(f"exec 0<>{shlex.quote(tty)}")
-        if script:
-            steps += [_shell(), "-c", "; ".join([*script, 'exec "$@"']), "termgym-launch"]
+        if script:  # a shell exports the PWD it starts in: the program gets only its env
+            script += ["unset PWD OLDPWD SHLVL", 'exec "$@"']
+            steps += [_shell(), "-c", "; ".join(script), "termgym-launch"]
         if self.nproc is not None:
             steps += [_tool("prlimit"), f"--nproc={self.nproc}:{self.nproc}", "--"]
         if default_signals:

@@ -18,7 +18,7 @@ import pytest
 
 from termgym.errors import SandboxStartError
 from termgym.sandbox import Sandbox, SandboxConfig, StandbySpec, _deadline, make_sandbox
-from termgym.sandbox._bwrap import BwrapSandbox
+from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
 from termgym.sandbox._common import HostProcess
 from termgym.sandbox._local import LocalSandbox
 
@@ -102,6 +102,18 @@ def test_sandbox_processes_get_no_descriptor_but_stdio(starts: Callable[..., San
     listed = "ls /proc/self/fd"  # ls's own listing of the folder is its fd 3
     assert box.run(listed).output.split() == ["0", "1", "2", "3"]
     assert box.exec(["sh", "-c", listed]).output.split() == ["0", "1", "2", "3"]
+
+
+@pytest.mark.bwrap
+def test_bwrap_starts_with_nothing_of_the_hosts_environment(base_rootfs: str) -> None:
+    """The sandbox's pid 1 is bwrap: its environment is what bwrap was started with."""
+    with make_sandbox("bwrap", SandboxConfig()) as box:
+        for environ in (box.run("cat /proc/1/environ").output, _pid1_environ(box)):
+            assert environ.split("\0") == [f"PATH={HOST_ENV['PATH']}", ""]
+
+
+def _pid1_environ(box: Sandbox) -> str:
+    return box.exec(["cat", "/proc/1/environ"]).output
 
 
 def _set_raw_disposition(number: int, handler: int) -> None:
