@@ -21,6 +21,7 @@ from termgym.sandbox import Sandbox, SandboxConfig, StandbySpec, _deadline, make
 from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
 from termgym.sandbox._common import HostProcess
 from termgym.sandbox._local import LocalSandbox
+from termgym.sandbox._spawn import Launch, spawn
 
 _WATCH: dict[str, int] = {}
 
@@ -114,6 +115,16 @@ def test_bwrap_starts_with_nothing_of_the_hosts_environment(base_rootfs: str) ->
 
 def _pid1_environ(box: Sandbox) -> str:
     return box.exec(["cat", "/proc/1/environ"]).output
+
+
+def test_a_process_limit_holds_from_the_start_where_no_pids_cgroup_does() -> None:
+    """The RLIMIT_NPROC fallback (termgym without root and without delegated cgroups)."""
+    process = spawn(
+        ["grep", "Max processes", "/proc/self/limits"], launch=Launch(nproc=77),
+        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    out, _ = process.communicate(timeout=30)
+    assert out.split()[2:4] == [b"77", b"77"]
 
 
 def _set_raw_disposition(number: int, handler: int) -> None:
