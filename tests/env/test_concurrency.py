@@ -3,12 +3,14 @@ concurrency 8, eight async envs on one loop and `termgym run --concurrency 4`, e
 hard deadline that fails the test (and names what was stuck) instead of hanging it.
 
 Each deadline is many times what the work takes on a loaded machine: only a thread that
-never returns can reach it.
+never returns can reach it. CI runs a few rounds (well under a minute per backend);
+TERMGYM_STRESS_ROUNDS=50 runs fifty rounds of threads per backend instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -31,6 +33,8 @@ ORACLE = "sed -n 's/^max_weight: *//p' /app/policy.txt > /app/answer"
 
 STRESS = {"bwrap": (4, 4, 3), "docker": (4, 2, 2)}
 """Per backend: threads, episodes per thread, rounds (a fresh set of threads each)."""
+ROUNDS = int(os.environ.get("TERMGYM_STRESS_ROUNDS", "0"))
+"""Rounds per backend instead of STRESS's (0: STRESS's)."""
 
 DEADLINE = 240.0
 """Seconds a round (or one of the other paths) may take before it counts as stuck."""
@@ -87,7 +91,7 @@ def _all_within(deadline: float, jobs: list[Callable[[], object]]) -> None:
 def test_threads_of_episodes_all_return(backend: str, request: pytest.FixtureRequest) -> None:
     request.getfixturevalue("base_rootfs" if backend == "bwrap" else "base_image")
     threads, episodes, rounds = STRESS[backend]
-    for _ in range(rounds):
+    for _ in range(ROUNDS or rounds):
         _all_within(DEADLINE, [lambda: _episodes(backend, episodes)] * threads)
 
 
