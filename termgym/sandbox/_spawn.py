@@ -117,7 +117,7 @@ def spawn(
     """
     steps = launch or Launch()
     full = steps.argv(argv, tty=tty, default_signals=_signals_need_helper())
-    with _unblocked_signals():
+    with _unblocked_signals():  # a new session also keeps Popen off glibc's posix_spawn
         return subprocess.Popen(
             full, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
             env=dict(env) if env is not None else None, start_new_session=True,
