@@ -5,11 +5,16 @@ use) or the object itself, filled by `register()` and by an entry-point group th
 installed packages add to (pluggy's `load_setuptools_entrypoints` walk, done once). A miss
 raises the registry's error with the known names and a "did you mean" suggestion, as
 Gymnasium's registration does.
+
+Thread-safe: the entry-point walk fills the registry before any caller sees it as loaded
+(the first calls from several threads at once all find every plugin), and changes and
+reads of the names hold one lock.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -80,6 +85,7 @@ class Registry(Generic[T]):
         self.what, self.group, self.error, self.miss = what, group, error, miss
         self._entries: dict[str, Entry[T]] = {}
         self._plugins_loaded = False
+        self._lock = threading.Lock()
 
     def register(
         self,
@@ -95,41 +101,44 @@ class Registry(Generic[T]):
             ValueError: `name` is taken and `override` is False.
         """
         self._load_plugins()
-        if name in self._entries and not override:
-            raise ValueError(
-                f"{self.what} {name!r} is already registered ({self._entries[name].source}); "
-                "pass override=True to replace it"
-            )
-        entry = Entry(name, target, "register", dict(options or {}))
-        self._entries[name] = entry
+        with self._lock:
+            if name in self._entries and not override:
+                raise ValueError(
+                    f"{self.what} {name!r} is already registered "
+                    f"({self._entries[name].source}); pass override=True to replace it"
+                )
+            entry = Entry(name, target, "register", dict(options or {}))
+            self._entries[name] = entry
         return entry
 
     def unregister(self, name: str) -> None:
         """Remove `name` (no error if absent)."""
-        self._entries.pop(name, None)
+        with self._lock:
+            self._entries.pop(name, None)
 
     def names(self) -> list[str]:
         """Every registered name, plugins included, sorted."""
         self._load_plugins()
-        return sorted(self._entries)
+        with self._lock:
+            return sorted(self._entries)
 
     def entry(self, name: str) -> Entry[T]:
         """The entry of `name`; the registry's error, with a suggestion, on a miss."""
-        if name not in self._entries:
-            self._load_plugins()
-        try:
-            return self._entries[name]
-        except KeyError:
+        self._load_plugins()
+        with self._lock:
+            found = self._entries.get(name)
+            if found is not None:
+                return found
             known = sorted(self._entries)
-            message = self.miss.format(
-                name=name,
-                what=self.what,
-                article="an" if self.what[:1] in "aeiou" else "a",
-                known=", ".join(known) or "(none)",
-                listed=known,
-                hint=did_you_mean(name, known),
-            )
-            raise self.error(message) from None
+        message = self.miss.format(
+            name=name,
+            what=self.what,
+            article="an" if self.what[:1] in "aeiou" else "a",
+            known=", ".join(known) or "(none)",
+            listed=known,
+            hint=did_you_mean(name, known),
+        )
+        raise self.error(message)
 
     def load(self, name: str) -> T:
         """The object registered under `name`.
@@ -145,12 +154,17 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         self._load_plugins()
-        return name in self._entries
+        with self._lock:
+            return name in self._entries
 
     def _load_plugins(self) -> None:
+        """Walk the entry-point group once; marked done only once every plugin is in."""
         if self._plugins_loaded:
             return
-        self._plugins_loaded = True
-        for point in entry_points(group=self.group):
-            source = f"entry point {point.name} of {point.dist.name if point.dist else '?'}"
-            self._entries.setdefault(point.name, Entry(point.name, point.value, source))
+        with self._lock:
+            if self._plugins_loaded:
+                return
+            for point in entry_points(group=self.group):
+                source = f"entry point {point.name} of {point.dist.name if point.dist else '?'}"
+                self._entries.setdefault(point.name, Entry(point.name, point.value, source))
+            self._plugins_loaded = True

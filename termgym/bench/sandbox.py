@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import gc
+import os
 import platform
+import resource
+import subprocess
 import time
 from collections.abc import Callable
 
 from termgym.bench import Row, Section, timings_row
-from termgym.sandbox import SandboxConfig, bwrap_works, make_sandbox
+from termgym.sandbox import SandboxConfig, _seccomp, bwrap_works, make_sandbox
+from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
 from termgym.sandbox._engine import docker_answers
 
 
@@ -83,6 +87,59 @@ def _start_stop(backend: str, n: int) -> tuple[Row, Row, Row]:
     )
 
 
+def _cpu_seconds() -> float:
+    """CPU this process and its reaped children used so far (user and system)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _bare_exec(box: BwrapSandbox) -> None:
+    """The bwrap command line `box.exec(["true"])` runs, run by subprocess.run alone."""
+    fd = _seccomp.filter_fd()
+    try:
+        argv = [*box._bwrap_argv(fd, session=True), "--", "true"]  # noqa: SLF001
+        done = subprocess.run(
+            argv, env=HOST_ENV, stdin=subprocess.DEVNULL, capture_output=True,
+            pass_fds=(fd,), check=False,
+        )  # fmt: skip
+    finally:
+        os.close(fd)
+    _ok(done.returncode)
+
+
+def _exec_side_by_side(n: int) -> tuple[Row, Row, str]:
+    """A bwrap exec of `true` through termgym, and the same bwrap command run bare (no user
+    namespace entered, no cgroups joined, no output collected), alternated."""
+    walls: dict[str, list[float]] = {"termgym": [], "bare": []}
+    cpu = dict.fromkeys(walls, 0.0)
+    with make_sandbox("bwrap", SandboxConfig()) as box:
+        assert isinstance(box, BwrapSandbox)
+        runs = {
+            "termgym": lambda: _ok(box.exec(["true"]).exit_code),
+            "bare": lambda: _bare_exec(box),
+        }
+        for run in runs.values():  # warm up
+            run()
+        for _ in range(n):
+            for name, run in runs.items():
+                began, used = time.perf_counter(), _cpu_seconds()
+                run()
+                walls[name].append(time.perf_counter() - began)
+                cpu[name] += _cpu_seconds() - used
+    ours = timings_row("bwrap exec `true` through termgym (Sandbox.exec)", walls["termgym"])
+    bare = timings_row("bwrap exec `true`, the same bwrap command run bare", walls["bare"])
+    note = (
+        f"bwrap exec, termgym / bare: {ours.p50_ms / bare.p50_ms:.2f}x at p50 "
+        f"({ours.p50_ms:.1f} vs {bare.p50_ms:.1f} ms); CPU per exec, this process and its "
+        f"children: {cpu['termgym'] / n * 1000:.1f} vs {cpu['bare'] / n * 1000:.1f} ms "
+        f"(load {os.getloadavg()[0]:.1f})"
+    )
+    return ours, bare, note
+
+
 def bench_sandbox(*, quick: bool = False) -> Section:
     """Measure the round trips and lifecycles side by side in this run."""
     n_fast, n_slow, n_life = (200, 10, 3) if quick else (2000, 40, 8)
@@ -108,6 +165,9 @@ def bench_sandbox(*, quick: bool = False) -> Section:
     if bwrap_works():
         rows.append(_persistent("bwrap", n_fast))
         rows += list(_start_stop("bwrap", n_life))
+        ours, bare, note = _exec_side_by_side(n_slow * 2)
+        rows += [ours, bare]
+        notes.append(note)
     else:
         notes.append("bwrap: skipped, bubblewrap cannot make namespaces here")
     return Section("sandbox", "Sandbox round trips", tuple(rows), tuple(notes))

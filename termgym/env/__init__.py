@@ -10,7 +10,7 @@ from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolLease, PoolStats, SandboxPool
 from termgym.env._schedule import VariantSchedule
-from termgym.env._spaces import TerminalText
+from termgym.env._spaces import SharedTexts, TerminalText
 from termgym.env._task_set import TaskSchedule, resolve_task_set
 from termgym.env._wrappers import DiscreteCommands, HashedText
 
@@ -23,6 +23,7 @@ __all__ = [
     "PoolLease",
     "PoolStats",
     "SandboxPool",
+    "SharedTexts",
     "TaskSchedule",
     "TerminalEnv",
     "TerminalText",

@@ -18,6 +18,7 @@ from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
 from termgym.env._pool import PoolLease
 from termgym.env._spaces import TerminalText
+from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
 from termgym.screen import screen_chars
@@ -126,6 +127,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         self._episode: Episode | None = None
         self._lease: PoolLease | None = None
         self._warned_ungraded = False
+        self._time_limits: tuple[gym.wrappers.TimeLimit, ...] = ()
 
     @property
     def task_id(self) -> str:
@@ -151,6 +153,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         if previous is not None and not previous.finished and previous.steps:
             self._warn_ungraded(previous.steps)
         self._finish_previous()
+        self._time_limits = enclosing_time_limits(self)
         options = dict(options or {})
         variant = options.pop("variant", None)
         draw, switched = self.options.draw, dict[str, Any]()
@@ -186,7 +189,11 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         return obs, {"episode_id": episode_id, "task_id": self.task_id, "step": 0}
 
     def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Run one action; on submit or the last allowed step, grade the final state."""
+        """Run one action; on submit or the last allowed step, grade the final state.
+
+        The last allowed step is the `max_steps`th, or the one after which a Gymnasium
+        TimeLimit around this env truncates (found at reset: `termgym.env._time_limit`).
+        """
         episode = self._episode
         if episode is None or episode.finished:
             raise gym.error.ResetNeeded("call reset() before step(), and after an episode ends")
@@ -215,7 +222,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             "shell_restarted": result.restarted,
             "step": episode.steps,
         }
-        if episode.steps >= self.options.max_steps:
+        if episode.steps >= self.options.max_steps or cuts_after_this_step(self._time_limits):
             return self._end(result.output, exit_code, terminated=False, info=info)
         obs = self._observation(result.output, exit_code)
         return obs, 0.0, False, False, info
@@ -254,11 +261,10 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         self._warned_ungraded = True
         gym.logger.warn(
             f"termgym: an episode of {self.task_id} was reset after {steps} step(s) before it "
-            "ended, so it was not graded (reward 0, no verdicts). If a gymnasium TimeLimit "
-            "truncated it (gymnasium.make(..., max_episode_steps=N), or the spec's limit when "
-            f"max_steps was raised above it), pass max_steps=N instead (max_episode_steps=-1 "
-            f"drops the wrapper): the env truncates at max_steps (now {self.options.max_steps}) "
-            "and grades the final state."
+            "ended, so it was not graded (reward 0, no verdicts). The env grades an episode "
+            f"when it submits, at max_steps (now {self.options.max_steps}) and at the step a "
+            "gymnasium TimeLimit around it truncates; a wrapper that ends episodes otherwise "
+            "should call env.unwrapped.stop(), which truncates and grades."
         )
 
     def _end(

@@ -65,6 +65,11 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                 )
         self._env_options = dict(env_options)
         self.render_mode = env_options.get("render_mode")
+        if self.render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']} (the "
+                f"current screen as text), got {self.render_mode!r}"
+            )
         max_steps = env_options.get("max_steps")
         budgets = [int(max_steps or task.spec.limits.max_steps) for task in self.tasks]
         self.max_steps = max(budgets)

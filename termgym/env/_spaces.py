@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import string
+from collections.abc import Sequence
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 import numpy as np
 from gymnasium.spaces import Text, utils
@@ -22,10 +25,10 @@ class TerminalText(Text):
     spaces, newlines, punctuation and Unicode that terminals print. This space keeps
     Text's interface (so vector envs batch it as a Tuple of Text) and widens membership.
 
-    What it cannot do, it refuses with a clear error rather than a wrong answer: it cannot be
-    flattened into a vector (Gymnasium's Text flattening is one dimension per character of a
-    fixed charset), and it cannot live in `AsyncVectorEnv`'s shared memory (Gymnasium reads a
-    Text's shared memory once, so every later observation would repeat the first).
+    In `AsyncVectorEnv`'s shared memory (its default) each env's text is written every step
+    as UTF-8 and read back exactly (`SharedTexts`). What it cannot do, it refuses with a
+    clear error rather than a wrong answer: it cannot be flattened into a vector (Gymnasium's
+    Text flattening is one dimension per character of a fixed charset).
     """
 
     def __init__(self, max_length: int, *, min_length: int = 0, seed: Any = None) -> None:
@@ -65,16 +68,97 @@ def _no_flattening(space: TerminalText, *_: Any) -> NoReturn:
     )
 
 
-def _no_shared_memory(space: TerminalText, n: int = 1, ctx: ModuleType | None = None) -> NoReturn:
-    raise TypeError(
-        f"As {space} holds text that changes every step and AsyncVectorEnv reads a Text's "
-        "shared memory only once, it is not possible to share it through shared memory. "
-        "For `AsyncVectorEnv`, disable `shared_memory` (AsyncVectorEnv(..., "
-        "shared_memory=False), or gymnasium.make_vec(..., vector_kwargs={'shared_memory': "
-        "False}))."
-    )
+class SharedTexts(Sequence[str]):
+    """The texts of a batch, read from `AsyncVectorEnv`'s shared memory when looked at.
+
+    AsyncVectorEnv reads its shared memory once, when it starts, and hands out (a deep copy
+    of) what that read returned after every step: for text this object is what it returns.
+    Each access decodes the current text of one env; a deep copy (what AsyncVectorEnv hands
+    out by default, `copy=True`) or a pickle is a plain tuple of str, read at that moment.
+    """
+
+    def __init__(self, memory: _TextMemory) -> None:
+        self._memory = memory
+
+    def __len__(self) -> int:
+        return len(self._memory.lengths)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"env index {index} out of range for {len(self)} envs")
+        return self._memory.read(index % len(self))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SharedTexts | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # its content changes every step
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[str, ...]]]:
+        return tuple, (tuple(self),)
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(self)!r})"
+
+
+@dataclass(frozen=True)
+class _TextMemory:
+    """One text field of n envs in shared memory: each env's length in bytes, and a slot of
+    4 bytes per code point (UTF-8 with surrogates passed through: any str, exactly)."""
+
+    lengths: Any  # multiprocessing Array of int64, one per env
+    data: Any  # multiprocessing Array of bytes, n slots of `slot` bytes
+    slot: int
+
+    def write(self, index: int, text: str) -> None:
+        encoded = text.encode("utf-8", "surrogatepass")
+        start = index * self.slot
+        with self.data.get_lock():
+            memoryview(self.data.get_obj()).cast("B")[start : start + len(encoded)] = encoded
+            self.lengths[index] = len(encoded)
+
+    def read(self, index: int) -> str:
+        start = index * self.slot
+        with self.data.get_lock():
+            size = self.lengths[index]
+            raw = bytes(memoryview(self.data.get_obj()).cast("B")[start : start + size])
+        return raw.decode("utf-8", "surrogatepass")
+
+
+def _create_shared_memory(space: TerminalText, n: int = 1, ctx: ModuleType = mp) -> _TextMemory:
+    slot = 4 * space.max_length  # a code point is at most 4 bytes of UTF-8
+    return _TextMemory(ctx.Array("q", n), ctx.Array("B", n * slot), slot)
+
+
+def _write_to_shared_memory(
+    space: TerminalText, index: int, value: str, memory: _TextMemory
+) -> None:
+    if not space.contains(value):
+        raise ValueError(
+            f"Expected a str of at most {space.max_length:,} code points for {space}; got "
+            f"{type(value).__name__} of length {len(value) if isinstance(value, str) else '?'}."
+        )
+    memory.write(index, value)
+
+
+def _read_from_shared_memory(space: TerminalText, memory: _TextMemory, n: int = 1) -> SharedTexts:
+    return SharedTexts(memory)
 
 
 for _function in (utils.flatdim, utils.flatten, utils.unflatten, utils.flatten_space):
     _function.register(TerminalText)(_no_flattening)
-shared_memory.create_shared_memory.register(TerminalText)(_no_shared_memory)
+shared_memory.create_shared_memory.register(TerminalText)(_create_shared_memory)
+shared_memory.write_to_shared_memory.register(TerminalText)(_write_to_shared_memory)
+shared_memory.read_from_shared_memory.register(TerminalText)(_read_from_shared_memory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from termgym._registry import Registry
@@ -18,6 +19,7 @@ registry: Registry[Any] = Registry(
     miss="unknown grader kind {name!r}: expected one of {listed}.{hint}",
 )
 _instances: dict[str, Grader] = {}
+_instances_lock = threading.Lock()  # one instance per kind, whichever thread asks first
 
 
 def register_grader(kind: str, entry_point: str | Any, *, override: bool = False) -> None:
@@ -29,13 +31,15 @@ def register_grader(kind: str, entry_point: str | Any, *, override: bool = False
         override: Replace an existing kind of the same name instead of raising.
     """
     registry.register(kind, entry_point, override=override)
-    _instances.pop(kind, None)
+    with _instances_lock:
+        _instances.pop(kind, None)
 
 
 def unregister_grader(kind: str) -> None:
     """Remove a grader kind (tests use this to clean up)."""
     registry.unregister(kind)
-    _instances.pop(kind, None)
+    with _instances_lock:
+        _instances.pop(kind, None)
 
 
 def grader_kinds() -> list[str]:
@@ -50,13 +54,17 @@ def grader_kind(kind: str) -> Grader:
         UnknownGraderKind: no kind of that name; the message suggests close names.
         GraderError: the registered object is not a Grader.
     """
-    if kind not in _instances:
-        target = registry.load(kind)
-        loaded = target() if isinstance(target, type) else target
-        if not isinstance(loaded, Grader):
-            raise GraderError(
-                f"grader kind {kind!r} ({registry.entry(kind).source}): expected an object "
-                f"with job() and read(), found {loaded!r}"
-            )
-        _instances[kind] = loaded
-    return _instances[kind]
+    found = _instances.get(kind)
+    if found is not None:
+        return found
+    with _instances_lock:
+        if kind not in _instances:
+            target = registry.load(kind)
+            loaded = target() if isinstance(target, type) else target
+            if not isinstance(loaded, Grader):
+                raise GraderError(
+                    f"grader kind {kind!r} ({registry.entry(kind).source}): expected an "
+                    f"object with job() and read(), found {loaded!r}"
+                )
+            _instances[kind] = loaded
+        return _instances[kind]

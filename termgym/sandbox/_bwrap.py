@@ -9,9 +9,10 @@ memory, CPU); `limits` says which hold.
 
 What keeps the sandbox from the host (docs/security.md):
 - as root, every bwrap process enters a user namespace whose root is host uid
-  `UID_BASE` (`termgym.sandbox._userns`): the sandbox's root owns nothing on the host,
-  cannot write global sysctls or reach the host's keyrings, and a setuid file it makes is
-  an unprivileged user's (and the overlay is mounted nosuid, nodev);
+  `UID_BASE` (`termgym.sandbox._userns`), after joining the sandbox's cgroups, before bwrap
+  runs (`termgym.sandbox._spawn`: nothing runs between fork and exec): the sandbox's root
+  owns nothing on the host, cannot write global sysctls or reach the host's keyrings, and a
+  setuid file it makes is an unprivileged user's (and the overlay is mounted nosuid, nodev);
 - a seccomp filter (`termgym.sandbox._seccomp`) refuses new namespaces, mounts, keyrings,
   bpf, perf and the like; `/proc/sys` is read-only; every capability is dropped;
 - bwrap starts with an empty environment, so the sandbox's /proc/1/environ holds nothing
@@ -32,19 +33,20 @@ import secrets
 import shutil
 import tarfile
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
-from termgym.sandbox import _fscopy, _seccomp, _userns
+from termgym.sandbox import _deadline, _fscopy, _seccomp, _userns
 from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
-from termgym.sandbox._signals import default_signals
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
+from termgym.sandbox._spawn import Launch
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 """Folders made writable when no overlay root can be mounted (plus the workdir)."""
@@ -63,6 +65,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
     """A bubblewrap sandbox; see the module docstring."""
 
     backend = "bwrap"
+    shell_argv: tuple[str, ...] = BASH_ARGV
+    """The agent's shell, inside the sandbox."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         super().__init__(config)
@@ -96,6 +100,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 "(runtimes such as runsc are docker's)."
             )
         self.rootfs = rootfs_for(self.config.image)
+        deadline = time.monotonic() + _deadline.START_DEADLINE
         episodes_dir().mkdir(parents=True, exist_ok=True)
         self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=episodes_dir()))
         self.home.chmod(0o711)
@@ -111,38 +116,35 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 self.name, pids=self.config.pids, memory_mb=self.config.memory_mb,
                 cpus=self.config.cpus,
             )  # fmt: skip
-            self._preexec = self._enter
             self._mkdir(self.config.workdir)
             if self.config.role == "agent":
-                self._start_shell()
-            self._start_standby(self.config, self._spawn_standby)
+                self._start_shell(timeout=min(30.0, max(0.0, deadline - time.monotonic())))
+            self._start_standby(self.config, self._spawn_standby, deadline=deadline)
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
                 raise SandboxStartError(f"Could not start the bwrap sandbox: {exc}") from exc
             raise
 
-    def _enter(self) -> None:
-        """In the spawned child: join the cgroups (or RLIMIT_NPROC), then the namespaces.
+    def _launch(self) -> Launch:
+        """What every bwrap process does before bwrap runs (`termgym.sandbox._spawn`): join
+        the cgroups (or, without a pids cgroup, take an RLIMIT_NPROC), then the namespaces.
 
         RLIMIT_NPROC counts every process of the host user and does not bind root, so the
         fallback allows the user's current count plus `pids`; it is what holds on a machine
         without writable cgroups.
         """
         assert self.cgroup is not None
-        default_signals()
-        self.cgroup.join()
+        nproc = None
         if "pids" not in self.cgroup.applied and os.geteuid() != 0:
-            import resource
-
-            mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
-            limit = mine + self.config.pids
-            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
-        if self.uid_base:
-            netns = None
-            if self.config.network_of:
-                netns = os.open(self.config.network_of, os.O_RDONLY)
-            _userns.enter(_userns.userns_fd(), netns)
+            nproc = _processes_of_this_user() + self.config.pids
+        if not self.uid_base:
+            return Launch(cgroups=self.cgroup.procs_files(), nproc=nproc)
+        return Launch(
+            cgroups=self.cgroup.procs_files(), nproc=nproc,
+            userns=f"/proc/{os.getpid()}/fd/{_userns.userns_fd()}",
+            netns=self.config.network_of,
+        )  # fmt: skip
 
     def _make_root(self) -> None:
         assert self.home is not None and self.rootfs is not None
@@ -267,14 +269,10 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
     def _connect(self, size: tuple[int, int]) -> PtyChannel:
         fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
         try:
-            argv = [*self._bwrap_argv(fd), "--", *BASH_ARGV]
-            return PtyChannel(argv, size, HOST_ENV, self._preexec, pass_fds=self._keep(fd))
+            argv = [*self._bwrap_argv(fd), "--", *self.shell_argv]
+            return PtyChannel(argv, size, HOST_ENV, self._launch(), pass_fds=(fd,))
         finally:
             os.close(fd)
-
-    def _keep(self, seccomp_fd: int) -> tuple[int, ...]:
-        """Descriptors the spawned child needs: the filter, and the namespace to enter."""
-        return (seccomp_fd, _userns.userns_fd()) if self.uid_base else (seccomp_fd,)
 
     def _on_shell_death(self) -> None:
         home = self.home
@@ -379,8 +377,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 timeout=timeout,
                 env=HOST_ENV,
                 limit=self.config.output_limit,
-                preexec_fn=self._preexec,
-                pass_fds=self._keep(fd),
+                launch=self._launch(),
+                pass_fds=(fd,),
             )
         finally:
             os.close(fd)
@@ -394,7 +392,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             argv = self._bwrap_argv(fd, standby.workdir, dict(standby.env), session=True)
             return HostProcess(
                 [*argv, "--", *standby.argv], env=HOST_ENV, limit=self.config.output_limit,
-                preexec_fn=self._preexec, pass_fds=self._keep(fd), first=standby.first,
+                launch=self._launch(), pass_fds=(fd,), first=standby.first,
             )  # fmt: skip
         finally:
             os.close(fd)
@@ -463,6 +461,10 @@ def collect_bwrap_garbage() -> list[str]:
     live = {home.name.rsplit("-", 1)[0] for home in episodes_dir().iterdir()}
     remove_stale_cgroups(live)
     return removed
+
+
+def _processes_of_this_user() -> int:
+    return sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
 
 
 def _owned(proc: Path) -> bool:

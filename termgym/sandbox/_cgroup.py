@@ -69,11 +69,10 @@ class Cgroup:
             (folder / file).write_text(value)
             self.applied.append(controller)
 
-    def join(self) -> None:
-        """Move the calling process into the cgroup(s) (run in the child before exec)."""
-        for folder in self.dirs:
-            with contextlib.suppress(OSError):
-                (folder / "cgroup.procs").write_text(str(os.getpid()))
+    def procs_files(self) -> tuple[str, ...]:
+        """The `cgroup.procs` file of each folder: a process writes its pid there to join
+        (`termgym.sandbox._spawn.Launch.cgroups`)."""
+        return tuple(str(folder / "cgroup.procs") for folder in self.dirs)
 
     def pids(self) -> set[int]:
         found: set[int] = set()

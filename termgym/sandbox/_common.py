@@ -16,6 +16,7 @@ from typing import Any
 from termgym.errors import SandboxCrashed, SandboxError, SandboxStartError
 from termgym.sandbox._base import RunResult, SandboxConfig, StandbyProgram
 from termgym.sandbox._shell import Channel, PersistentShell, _Collector
+from termgym.sandbox._spawn import Launch, spawn
 
 DEFAULT_ENV: Mapping[str, str] = {
     "HOME": "/root",
@@ -62,7 +63,8 @@ class ShellSandbox:
         """Stop every agent process so that a fresh shell can start (see PersistentShell)."""
 
     # the Protocol
-    def _start_shell(self) -> None:
+    def _start_shell(self, timeout: float = 30.0) -> None:
+        """Start the agent's shell; SandboxError if it has not answered within `timeout` s."""
         self.shell = PersistentShell(
             None if self._connect is not None else self._shell_argv(),
             connect=self._connect,
@@ -72,17 +74,14 @@ class ShellSandbox:
             host_env=self._host_env(),
             on_death=self._on_shell_death,
             kill_hook=self._kill_hook,
-            preexec_fn=self._preexec,
             reclaim=self._reclaim,
             size=(self.config.rows, self.config.cols),
             interactive=self.config.interactive,
         )
-        self.shell.start()
+        self.shell.start(timeout=timeout)
 
     def _host_env(self) -> dict[str, str] | None:
         return None
-
-    _preexec: Callable[[], None] | None = None
 
     def _live_shell(self) -> PersistentShell:
         if self._crashed is not None:
@@ -128,8 +127,9 @@ class ShellSandbox:
 class KeepsStandby:
     """The standby program of a backend that is `HoldsStandby` (docker, bwrap, local).
 
-    A subclass's `start()` calls `_start_standby(config, spawn)` last (`spawn` starts the
-    config's standby and gives it `first`), `close()` calls `_drop_standby()` first.
+    A subclass's `start()` calls `_start_standby(config, begin)` last (`begin` starts the
+    config's standby and gives it `first`; the ready line is waited for within the start's
+    `deadline` too, if one is given), `close()` calls `_drop_standby()` first.
     """
 
     _standby: StandbyProgram | None = None
@@ -142,14 +142,17 @@ class KeepsStandby:
                 f"sandbox's role is {config.role!r}."
             )
 
-    def _start_standby(self, config: SandboxConfig, spawn: Callable[[], StandbyProgram]) -> None:
+    def _start_standby(
+        self, config: SandboxConfig, begin: Callable[[], StandbyProgram], *, deadline: float = 0.0
+    ) -> None:
         if config.standby is None:
             return
         self._refuse_misplaced_standby(config)
-        standby = spawn()
-        if config.standby.ready and not standby.wait_for(
-            config.standby.ready, timeout=config.standby.ready_timeout
-        ):
+        standby = begin()
+        patience = config.standby.ready_timeout
+        if deadline:
+            patience = min(patience, max(0.0, deadline - time.monotonic()))
+        if config.standby.ready and not standby.wait_for(config.standby.ready, timeout=patience):
             standby.kill()  # never ready: the grading runs cold, and says what went wrong
             return
         self._standby = standby
@@ -190,17 +193,17 @@ def run_host(
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     limit: int = 1_000_000,
-    preexec_fn: Callable[[], None] | None = None,
+    launch: Launch | None = None,
     pass_fds: Sequence[int] = (),
 ) -> RunResult:
-    """Run a host process (no terminal), stdout and stderr merged, in its own session.
+    """Run a host process (no terminal), stdout and stderr merged, in its own session, after
+    `launch`'s steps (`termgym.sandbox._spawn`).
 
     Output beyond `limit` bytes is dropped behind a marker as it arrives (a flood costs no
     memory); at `timeout` the whole session is killed and the result says `timed_out`.
     """
     process = HostProcess(
-        argv, cwd=cwd, env=env, limit=limit, preexec_fn=preexec_fn, pass_fds=pass_fds,
-        stdin=False,
+        argv, cwd=cwd, env=env, limit=limit, launch=launch, pass_fds=pass_fds, stdin=False,
     )  # fmt: skip
     return process.finish(b"", timeout=timeout)
 
@@ -225,43 +228,63 @@ class HostProcess:
         cwd: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         limit: int = 1_000_000,
-        preexec_fn: Callable[[], None] | None = None,
+        launch: Launch | None = None,
         pass_fds: Sequence[int] = (),
         stdin: bool = True,
         first: bytes = b"",
     ) -> None:
         self.limit = limit
-        self.proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
+        self.proc = spawn(
+            argv, launch=launch, cwd=cwd, env=env,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=preexec_fn,
-            pass_fds=tuple(pass_fds),
-        )
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=pass_fds,
+        )  # fmt: skip
         self._finished = False
         self._collector = _Collector(limit)  # everything it printed, from its start
-        if first:
-            self._write(first, close=False)
+        self._input = bytearray(first)  # what is still to be written to its stdin
+        self._close_input = False  # close its stdin once the input is written
+        if self.proc.stdin is not None:
+            os.set_blocking(self.proc.stdin.fileno(), False)
+            self._pump_input()
 
     def alive(self) -> bool:
         """True while the program runs and `finish()` has not been called."""
         return not self._finished and self.proc.poll() is None
 
+    def _pump_input(self) -> None:
+        """Write what its stdin takes now without waiting; close it when all is written and
+        `_close_input` says so. A program that died takes nothing: its status says why."""
+        stdin = self.proc.stdin
+        if stdin is None or stdin.closed:
+            return
+        try:
+            while self._input:
+                del self._input[: os.write(stdin.fileno(), self._input)]
+        except BlockingIOError:
+            return
+        except OSError:
+            self._input.clear()
+        if self._close_input and not self._input:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
     def _read(self, deadline: float, stop: bytes = b"") -> bool:
-        """Collect its output until EOF (True), `deadline`, or (with `stop`) until the output
-        holds `stop` (False both)."""
-        stdout = self.proc.stdout
+        """Collect its output (and write its pending input) until EOF (True), `deadline`, or
+        (with `stop`) until the output holds `stop` (False both). Never blocks on either
+        pipe, so neither a program that does not read nor one that floods holds it."""
+        stdout, stdin = self.proc.stdout, self.proc.stdin
         assert stdout is not None
         fd = stdout.fileno()
         while not (stop and stop in self._collector.buf):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+            writing = [stdin.fileno()] if stdin is not None and not stdin.closed else []
+            ready, writable, _ = select.select(
+                [fd], writing if self._input else [], [], min(remaining, 1.0)
+            )
+            if writable:
+                self._pump_input()
             if not ready:
                 continue
             chunk = os.read(fd, 65536)
@@ -283,35 +306,30 @@ class HostProcess:
         del buf[at : at + len(wanted)]
         return True
 
-    def _write(self, data: bytes, *, close: bool) -> None:
-        stdin = self.proc.stdin
-        if stdin is None:
-            return
-        with contextlib.suppress(OSError):  # a program that died reads nothing: its status says
-            if data:
-                stdin.write(data)
-                stdin.flush()
-            if close:
-                stdin.close()
-
     def finish(self, data: bytes, *, timeout: float) -> RunResult:
         """Write `data` to its stdin, close it, and wait up to `timeout` seconds for the end.
 
         The output is every byte the program (and whatever it started that kept the pipe)
-        wrote since it started; at `timeout` its whole session is killed.
+        wrote since it started; at `timeout` its whole session is killed, whether it was
+        still writing or still had input to take.
         """
         if self._finished:
             raise SandboxError("This host process was already finished.")
         self._finished = True
         began = time.monotonic()
-        self._write(data, close=True)
+        self._input += data
+        self._close_input = True
+        self._pump_input()
         proc = self.proc
         assert proc.stdout is not None
         timed_out = not self._read(began + timeout)
         if timed_out:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-        proc.stdout.close()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
         try:
             code = proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

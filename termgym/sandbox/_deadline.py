@@ -1,4 +1,4 @@
-"""Host-side deadlines on calls into a sandbox engine: a hung call never hangs termgym."""
+"""Host-side deadlines on sandbox starts and on calls into an engine: nothing hangs termgym."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ T = TypeVar("T")
 
 ENGINE_DEADLINE = 60.0
 """Seconds any single engine call (start, kill, copy, inspect, remove) may take."""
+
+START_DEADLINE = 60.0
+"""Seconds a bwrap or local sandbox start may take once its root filesystem is ready: its
+shell's first answer and its standby's ready line are waited for within it (the shell's
+within 30 s at most); a start that overruns raises SandboxStartError and leaves nothing."""
 
 
 def within(seconds: float, what: str, call: Callable[[], T]) -> T:

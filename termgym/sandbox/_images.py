@@ -10,7 +10,9 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +158,13 @@ def ensure_base_rootfs(*, log: Log = _quiet) -> Path:
     rootfs = home / "rootfs"
     if (home / ".complete").exists():
         return rootfs
+    with _making(home):
+        if (home / ".complete").exists():
+            return rootfs
+        return _debootstrap(home, rootfs, log)
+
+
+def _debootstrap(home: Path, rootfs: Path, log: Log) -> Path:
     if shutil.which("debootstrap") is None:
         raise ImageError(
             "Expected debootstrap to build the base root filesystem (no registry image could be "
@@ -252,7 +261,24 @@ def rootfs_for(image: str, *, log: Log = _quiet) -> Path:
     target = cache_dir() / "rootfs" / name
     if (target / ".complete").exists():
         return target / "root"
-    return _export(client, found, target, log)
+    with _making(target):
+        if (target / ".complete").exists():  # another thread made it meanwhile
+            return target / "root"
+        return _export(client, found, target, log)
+
+
+_targets_lock = threading.Lock()
+_target_locks: dict[Path, threading.Lock] = {}
+
+
+@contextmanager
+def _making(target: Path) -> Iterator[None]:
+    """One thread of this process makes `target` at a time; the others wait for it (the
+    first sandboxes of a new image, started from several threads at once)."""
+    with _targets_lock:
+        lock = _target_locks.setdefault(target, threading.Lock())
+    with lock:
+        yield
 
 
 def _shift_suffix() -> str:
@@ -269,6 +295,13 @@ def shifted_rootfs(rootfs: Path, *, log: Log = _quiet) -> Path:
     target = rootfs.parent.parent / (rootfs.parent.name + suffix)
     if (target / ".complete").exists():
         return target / "root"
+    with _making(target):
+        if (target / ".complete").exists():
+            return target / "root"
+        return _copy_shifted(rootfs, target, log)
+
+
+def _copy_shifted(rootfs: Path, target: Path, log: Log) -> Path:
     log(f"Copying {rootfs} with shifted owners to {target} ...")
     staging = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)

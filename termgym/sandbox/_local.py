@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from termgym.errors import SandboxError, SandboxStartError
-from termgym.sandbox import _fscopy
+from termgym.sandbox import _deadline, _fscopy
 from termgym.sandbox._base import RunResult, SandboxConfig
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
 from termgym.sandbox._shell import BASH_ARGV
-from termgym.sandbox._signals import default_signals
 
 
 class LocalSandbox(KeepsStandby, ShellSandbox):
@@ -26,6 +26,8 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
     """
 
     backend = "local"
+    shell_argv: tuple[str, ...] = BASH_ARGV
+    """The agent's shell."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         super().__init__(config)
@@ -37,21 +39,28 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
             raise SandboxError("The local sandbox is not started; call start() first.")
         return self.root / path.lstrip("/")
 
-    _preexec = staticmethod(default_signals)
-
     def start(self) -> None:
+        """Make the temporary root (and, for an agent, start the shell), within
+        START_DEADLINE."""
         if self.config.runtime:
             raise SandboxStartError(
                 f"The local backend takes no runtime; got runtime={self.config.runtime!r}."
             )
+        deadline = time.monotonic() + _deadline.START_DEADLINE
         self.root = Path(tempfile.mkdtemp(prefix="termgym-local-"))
-        self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
-        if self.config.role == "agent":
-            self._start_shell()
-        self._start_standby(self.config, self._spawn_standby)
+        try:
+            self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
+            if self.config.role == "agent":
+                self._start_shell(timeout=min(30.0, max(0.0, deadline - time.monotonic())))
+            self._start_standby(self.config, self._spawn_standby, deadline=deadline)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
+                raise SandboxStartError(f"Could not start the local sandbox: {exc}") from exc
+            raise
 
     def _shell_argv(self) -> list[str]:
-        return list(BASH_ARGV)
+        return list(self.shell_argv)
 
     def _shell_env(self) -> dict[str, str]:
         env = super()._shell_env()
@@ -114,7 +123,7 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
         cwd = self.host_path(workdir or self.config.workdir)
         return run_host(
             argv, timeout=timeout, cwd=cwd, env=self._exec_env(env),
-            limit=self.config.output_limit, preexec_fn=default_signals,
+            limit=self.config.output_limit,
         )  # fmt: skip
 
     def _exec_env(self, env: Mapping[str, str] | None) -> dict[str, str]:
@@ -128,7 +137,7 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
         return HostProcess(
             standby.argv, cwd=self.host_path(standby.workdir),
             env=self._exec_env(dict(standby.env)), limit=self.config.output_limit,
-            preexec_fn=default_signals, first=standby.first,
+            first=standby.first,
         )  # fmt: skip
 
     def close(self) -> None:

@@ -177,13 +177,13 @@ def filter_fd(*, nesting: bool = False) -> int:
     """A fresh readable fd holding this machine's filter (for `bwrap --seccomp FD`); with
     `nesting`, a verifier's.
 
-    The caller passes it to the child and closes its own copy after the spawn.
+    The caller passes it to the child (`pass_fds`) and closes its own copy after the spawn;
+    it is never inheritable here, so no other process spawned meanwhile gets it.
     """
     data = _cached(nesting)
     read, write = os.pipe()
     os.write(write, data)  # a few hundred bytes: far below a pipe's buffer
     os.close(write)
-    os.set_inheritable(read, True)
     return read
 
 

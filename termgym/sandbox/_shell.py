@@ -37,15 +37,17 @@ import re
 import secrets
 import select
 import signal
+import struct
+import subprocess
+import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import pexpect
-
 from termgym.errors import SandboxError
 from termgym.sandbox._base import RunResult
+from termgym.sandbox._spawn import Launch, spawn
 
 _CHUNK = 65536
 _LINE_BUDGET = 1800  # encoded characters per line; a canonical-mode terminal line holds 4095
@@ -175,61 +177,60 @@ class Channel(Protocol):
         """The shell's exit status once it is gone (None if unknown)."""
 
 
-class _Spawn(pexpect.spawn):  # type: ignore[misc]
-    """pexpect.spawn that keeps some file descriptors open in the child (`pass_fds`): for
-    its preexec_fn, and past exec for those marked inheritable."""
-
-    def __init__(self, *args: object, pass_fds: Sequence[int] = (), **kwargs: object) -> None:
-        self._pass_fds = tuple(pass_fds)
-        super().__init__(*args, **kwargs)
-
-    def _spawnpty(self, args: list[str], **kwargs: object) -> object:
-        import ptyprocess
-
-        return ptyprocess.PtyProcess.spawn(args, pass_fds=self._pass_fds, **kwargs)
-
-
 class PtyChannel:
-    """A host command spawned on a pty by pexpect (bwrap, local)."""
+    """A host command on a pty of its own, its controlling terminal (bwrap, local), started
+    by `termgym.sandbox._spawn` (nothing runs between its fork and its exec)."""
 
     def __init__(
         self,
         argv: Sequence[str],
         size: tuple[int, int],
         env: Mapping[str, str] | None = None,
-        preexec_fn: Callable[[], None] | None = None,
+        launch: Launch | None = None,
         pass_fds: Sequence[int] = (),
     ) -> None:
         self.description = " ".join(argv)
-        child = _Spawn(
-            argv[0], list(argv[1:]), env=env, echo=False, dimensions=size,
-            use_poll=True, preexec_fn=preexec_fn, pass_fds=pass_fds,
-        )  # fmt: skip
-        child.delaybeforesend = None
-        child.ptyproc.delayafterclose = 0
-        child.ptyproc.delayafterterminate = 0.02
-        _nonblocking(child.child_fd)
-        self.child = child
-        self.fd: int = child.child_fd
-        self.pid: int = child.pid
+        master, slave = os.openpty()  # both close on exec
+        try:
+            rows, cols = size
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+            attrs = termios.tcgetattr(slave)
+            attrs[3] &= ~termios.ECHO
+            termios.tcsetattr(slave, termios.TCSANOW, attrs)
+            self.proc = spawn(
+                argv, launch=launch, tty=os.ttyname(slave), env=env,
+                stdin=slave, stdout=slave, stderr=slave, pass_fds=pass_fds,
+            )  # fmt: skip
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)  # the child's copies are its own: EOF reaches us when it ends
+        _nonblocking(master)
+        self.fd: int = master
+        self.pid: int = self.proc.pid
+        self._closed = False
 
     def alive(self) -> bool:
-        return bool(self.child.isalive())
+        return not self._closed and self.proc.poll() is None
 
     def close(self) -> None:
-        if self.child.isalive():
-            with contextlib.suppress(Exception):
-                os.killpg(self.child.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            self.child.close(force=True)
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
 
     def exit_status(self) -> int | None:
         self.close()
-        if self.child.exitstatus is not None:
-            return int(self.child.exitstatus)
-        if self.child.signalstatus is not None:
-            return 128 + int(self.child.signalstatus)
-        return None
+        code = self.proc.returncode
+        if code is None:
+            return None
+        return 128 - code if code < 0 else code
 
 
 def _nonblocking(fd: int) -> None:
@@ -251,7 +252,6 @@ class PersistentShell:
         kill_hook: Called with the shell's in-sandbox pid to kill its foreground job and the
             shell before the host process is killed (docker: the process lives in the container).
         size: Terminal rows and columns.
-        preexec_fn: Run in the spawned child before exec (e.g. to join a cgroup).
         reclaim: Called when a fresh shell would not come up (a fork bomb holding every
             pid): stops the agent's leftover processes so one more start can succeed.
         interactive: Make the shell a person's terminal (prompt, echo, readline, history,
@@ -272,7 +272,6 @@ class PersistentShell:
         on_death: Callable[[], None] | None = None,
         kill_hook: Callable[[int], None] | None = None,
         size: tuple[int, int] = (24, 80),
-        preexec_fn: Callable[[], None] | None = None,
         reclaim: Callable[[], None] | None = None,
         interactive: bool = False,
     ) -> None:
@@ -285,12 +284,11 @@ class PersistentShell:
         self.on_death = on_death
         self.kill_hook = kill_hook
         self.size = size
-        self.preexec_fn = preexec_fn
         if connect is None:
             if not argv:
                 raise ValueError("PersistentShell needs argv or connect")
-            command, host, preexec = list(argv), self.host_env, preexec_fn
-            connect = lambda size: PtyChannel(command, size, host, preexec)  # noqa: E731
+            command, host = list(argv), self.host_env
+            connect = lambda size: PtyChannel(command, size, host)  # noqa: E731
         self.connect = connect
         token = secrets.token_hex(10)
         self._left, self._right = "__TG" + token[:6], token[6:]

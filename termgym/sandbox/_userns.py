@@ -3,9 +3,10 @@
 bubblewrap started by host root makes sandboxes whose root IS host root: global sysctls,
 the host's keyrings and setuid files on the host disk are within its reach. Here termgym
 (as root) makes one user namespace per process whose ids 0..65535 are host ids
-`UID_BASE`..`UID_BASE + 65535`, and every bwrap process enters it before it starts
-(`enter`, run in the spawned child). Inside, root is root of that namespace only; on the
-host it is uid `UID_BASE`, owning nothing but the sandbox's own files. Uid `AGENT_UID` (the
+`UID_BASE`..`UID_BASE + 65535`, and every bwrap process enters it, as its root, before
+bwrap runs (through `nsenter`, given this process's descriptor of it, kept open for the
+process's life: `termgym.sandbox._spawn`). Inside, root is root of that namespace only; on
+the host it is uid `UID_BASE`, owning nothing but the sandbox's own files. Uid `AGENT_UID` (the
 unprivileged user grading runs the agent's programs as) exists in it too.
 
 The exported image root filesystems are owned by the shifted ids (`termgym.sandbox._images`), so
@@ -15,7 +16,6 @@ inside a sandbox the system files belong to root as usual.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import subprocess
@@ -31,8 +31,6 @@ ID_COUNT = 65536
 AGENT_UID = 60000
 """The unprivileged user grading runs the agent's programs as, in every backend."""
 
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
 _lock = threading.Lock()
 _fd: int | None = None
 
@@ -89,27 +87,6 @@ def _make() -> int:
         holder.wait()
         if holder.stderr:
             holder.stderr.close()
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _setns(fd: int, kind: int) -> None:
-    if _libc.setns(fd, kind) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"setns: {os.strerror(error)}")
-
-
-def enter(userns: int, netns: int | None = None) -> None:
-    """In a spawned child before exec: join `netns` (if given), then become root of `userns`."""
-    if netns is not None:
-        _setns(netns, _CLONE_NEWNET)
-        os.close(netns)
-    _setns(userns, _CLONE_NEWUSER)
-    os.close(userns)  # the child's copy: nothing past exec holds the namespace's fd
-    os.setgroups([])
-    os.setresgid(0, 0, 0)
-    os.setresuid(0, 0, 0)
 
 
 def host_id(sandbox_id: int) -> int:

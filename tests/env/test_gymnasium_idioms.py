@@ -1,5 +1,5 @@
 """The Gymnasium idioms an RL practitioner reaches for first, each on a real env: specs,
-TimeLimit, make_vec's shared memory, FlattenObservation, hashing spaces, closing."""
+TimeLimit, render modes, FlattenObservation, hashing spaces, closing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from gymnasium.wrappers import FilterObservation, FlattenObservation
+from gymnasium.wrappers import FilterObservation, FlattenObservation, TimeLimit
 
 import termgym
 from termgym.env import TerminalText
@@ -59,12 +59,13 @@ def test_tasks_registered_from_a_folder_resolve_by_id() -> None:
     assert get_task("cargo-limit").root == (EXAMPLE_TASKS / "cargo-limit").resolve()
 
 
-def test_make_vec_async_with_shared_memory_fails_with_gymnasiums_advice() -> None:
-    with pytest.raises(TypeError, match=r"For `AsyncVectorEnv`, disable `shared_memory`"):
-        gym.make_vec(
-            "termgym/text-report-v0", num_envs=2, vectorization_mode="async",
-            backend="local", allow_local=True,
-        )  # fmt: skip
+def test_the_multi_task_env_refuses_a_render_mode_it_does_not_declare() -> None:
+    refused = pytest.raises(ValueError, match=r"render_mode must be None or one of \['ansi'\]")
+    with pytest.warns(UserWarning, match="not in the possible render_modes"), refused:
+        gym.make("termgym/multi-v0", tasks=["cargo-limit"], render_mode="human")
+    env = gym.make("termgym/multi-v0", tasks=["cargo-limit"], render_mode="ansi")
+    assert env.unwrapped.render_mode == "ansi"
+    env.close()
 
 
 def test_flatten_observation_refuses_text_clearly_and_works_without_it() -> None:
@@ -85,7 +86,7 @@ def test_the_screen_space_bounds_a_screen_full_of_combining_characters() -> None
 
 
 @pytest.mark.bwrap
-def test_time_limit_at_the_spec_limit_grades_and_a_shorter_one_warns(base_rootfs) -> None:
+def test_time_limit_at_the_spec_limit_grades(base_rootfs) -> None:
     termgym.register_tasks(str(EXAMPLE_TASKS))
     env = gym.make("termgym/cargo-limit-v0", backend="bwrap", pool_size=0, shadow=False)
     try:
@@ -96,15 +97,42 @@ def test_time_limit_at_the_spec_limit_grades_and_a_shorter_one_warns(base_rootfs
         assert truncated and info["verdicts"]["original"]["passed"]
     finally:
         env.close()
-    short = gym.make("termgym/cargo-limit-v0", backend="bwrap", pool_size=0, max_episode_steps=1)
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("steps", [1, 2])
+def test_a_shorter_time_limit_is_graded_at_the_step_it_truncates(base_rootfs, steps) -> None:
+    """gymnasium.make(id, max_episode_steps=N) below the task's limit: the env ends (and
+    grades) the episode at the Nth step, as at its own limit; every episode after as well."""
+    termgym.register_tasks(str(EXAMPLE_TASKS))
+    env = gym.make("termgym/cargo-limit-v0", backend="bwrap", pool_size=0, shadow=False,
+                   max_episode_steps=steps)  # fmt: skip
     try:
-        short.reset(seed=0)
-        *_, truncated, info = short.step("echo 100 > answer")
-        assert truncated and "verdicts" not in info  # gymnasium's TimeLimit, not the env's end
-        with pytest.warns(UserWarning, match=r"not graded.*pass max_steps=N instead"):
-            short.reset(seed=1)
+        for seed in range(2):
+            env.reset(seed=seed)
+            for step in range(1, steps + 1):
+                _, reward, terminated, truncated, info = env.step("echo 100 > answer")
+                assert truncated == (step == steps) and not terminated
+            assert reward == 1.0 and info["verdicts"]["original"]["passed"]
+            assert env.unwrapped.episode.finished
     finally:
-        short.close()
+        env.close()
+
+
+@pytest.mark.bwrap
+def test_a_time_limit_around_the_multi_task_env_is_graded_too(base_rootfs) -> None:
+    env = TimeLimit(
+        gym.make("termgym/multi-v0", tasks=[str(EXAMPLE_TASKS / "cargo-limit")],
+                 backend="bwrap", pool_size=0, shadow=False, max_episode_steps=-1),
+        max_episode_steps=2,
+    )  # fmt: skip
+    try:
+        env.reset(seed=0)
+        assert env.step("echo 100 > answer")[3] is False
+        *_, truncated, info = env.step("true")
+        assert truncated and info["verdicts"]["original"]["passed"]
+    finally:
+        env.close()
 
 
 @pytest.mark.bwrap
