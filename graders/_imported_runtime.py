@@ -336,11 +336,7 @@ class _RefuseAgentModules:
             if spec is None:
                 continue
             if _agents(spec.origin):
-                raise AgentCodeRefused(
-                    f"the tests import {name} from {spec.origin}, a file of the agent's: "
-                    "termgym runs no code of the agent's as root (this task's tests must "
-                    "be imported as protection agent-user)"
-                )
+                raise _refusal(spec.origin, "import " + name + " from")
             return spec
         return None
 
@@ -358,11 +354,15 @@ def _refuse_agent_code(event, args):
     elif event == "ctypes.dlopen" and args:
         path = args[0]
     if path is not None and _agents(path):
-        raise AgentCodeRefused(
-            f"the tests ran {path}, a file of the agent's, inside the test process: termgym "
-            "runs no code of the agent's as root (this task's tests must be imported as "
-            "protection agent-user)"
-        )
+        raise _refusal(path, "ran")
+
+
+def _refusal(path, what):
+    return AgentCodeRefused(
+        f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
+        "runs no code of the agent's as root (this task's tests must be imported as "
+        "protection agent-user)"
+    )
 
 
 def guard_agent_code(agent_uid):
@@ -380,10 +380,15 @@ def pytest_main(args):
     folder) as the short test summary would list it."""
     sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())] + [HERE]
     snapshot = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
-    if snapshot:  # the snapshot's packages importable, pytest the toolchain's
+    if snapshot:  # the snapshot's packages importable, pytest the toolchain's, and what of
+        # the agent's its tests load recorded; its work itself refused, as on a clean
+        # verifier (the import scan found the tests do not load it; if they do, fail closed)
         import termgym_snapshot
 
-        termgym_snapshot.prepare_python()
+        work = os.environ.get("TERMGYM_WORKDIR", "/app").rstrip("/") + "/"
+        termgym_snapshot.prepare_python(
+            lambda path: _refusal(path, "run") if str(path).startswith(work) else None
+        )
     import termgym_agentexec
 
     termgym_agentexec.install()

@@ -139,6 +139,9 @@ class Outcome:
     error: str | None
     episode_file: str | None
     grading_seconds: float
+    grading: dict[str, Any] = field(default_factory=dict)
+    """How the verdict was reached: "filesystem" (work or snapshot) and "isolation" (which
+    of the verifier's defences did not hold: docs/security.md); empty when not graded."""
 
     def info(self) -> dict[str, Any]:
         """The final step's info entries."""
@@ -150,6 +153,7 @@ class Outcome:
             "error": self.error,
             "episode_file": self.episode_file,
             "grading_duration": Duration(self.grading_seconds),
+            "grading": self.grading,
         }
 
 
@@ -275,6 +279,7 @@ class Episode:
         episode_class: str | None = None
         error: str | None = None
         reward = 0.0
+        facts: dict[str, Any] = {}
         try:
             if crash is not None and isinstance(crash, DiskLimitExceeded):
                 raise GraderError(str(crash))
@@ -282,6 +287,7 @@ class Episode:
             reward = float(report.score or 0.0)
             verdicts = report.to_dict()["verdicts"]
             episode_class = report.episode_class
+            facts = {"filesystem": report.filesystem, "isolation": list(report.isolation)}
         except GraderError as exc:
             error, episode_class = describe_error(exc), GRADER_ERROR
             partial = exc.report
@@ -299,6 +305,7 @@ class Episode:
             error=error,
             episode_file=str(self.writer.jsonl_path) if self.writer else None,
             grading_seconds=grading_seconds,
+            grading=facts,
         )
         if self.writer is not None:
             self.writer.end(
@@ -312,6 +319,7 @@ class Episode:
                     audit=[],
                     extra={
                         "grading_seconds": grading_seconds,
+                        "grading": facts,
                         "steps": self.steps,
                         "transcript": self.transcript() if self.transcript else [],
                     },

@@ -226,7 +226,7 @@ class Nest:
         out the mounts, forks the nest's init, and sends back descriptors of its namespaces
         (the nest's processes are non-dumpable, as the runner they are forked from, so their
         /proc entries open for nobody else)."""
-        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         child = os.fork()
         if child == 0:
             here.close()
@@ -236,15 +236,18 @@ class Nest:
                 os._exit(0)
         there.close()
         try:
-            if here.recv(1) == b"u":
+            first, fds = _receive(here)
+            status = first
+            if first.startswith(b"u"):
+                seen = int(first[1:].split(b"\n")[0])
                 try:
                     line = _id_map(self.spec)
                     for name in ("uid_map", "gid_map"):
-                        with open(f"/proc/{child}/{name}", "w") as handle:
+                        with open(f"/proc/{seen}/{name}", "w") as handle:
                             handle.write(line)
                 finally:
                     here.sendall(b"m")
-            status, fds = _receive(here)
+                status, fds = _receive(here)
         finally:
             here.close()
             os.waitpid(child, 0)
@@ -262,6 +265,16 @@ class Nest:
         keep = self.spec.get("keep_caps") or []
 
         def enter() -> None:
+            try:
+                join()
+            except BaseException as exc:  # subprocess says only that the hook failed: say why
+                with contextlib.suppress(OSError):
+                    os.write(
+                        2, f"termgym: could not start the program in its nest: {exc}\n".encode()
+                    )
+                raise
+
+        def join() -> None:
             for kind, flag in (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS),
                                ("pid", CLONE_NEWPID)):  # fmt: skip
                 _check(_c().setns(fds[kind], flag), "setns(" + kind + ")")
@@ -307,7 +320,9 @@ def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
     fds = []
     try:
         _check(_c().unshare(CLONE_NEWUSER), "unshare(user)")
-        sock.sendall(b"u")
+        # this process's pid as /proc names it: in a nest the parent's pid namespace may
+        # not be the one /proc shows
+        sock.sendall(b"u" + os.readlink("/proc/self").encode() + b"\n")
         if sock.recv(1) != b"m":
             return
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
@@ -354,9 +369,9 @@ def _keep_only(caps: Sequence[int]) -> None:
 
 def _id_map(spec: dict[str, Any]) -> str:
     """The nest's ids: the verifier's, one for one; root among them only when the nest's
-    programs run as root (`spec["root"]`, snapshot grading), which the kernel allows a
+    programs run as root (`spec["root_map"]`, snapshot grading), which the kernel allows a
     verifier holding CAP_SETFCAP only. Otherwise root's files show as the overflow id."""
-    if spec.get("root"):
+    if spec.get("root_map"):
         return f"0 0 {ID_RANGE}\n"
     return f"1 1 {ID_RANGE - 1}\n"
 

@@ -112,9 +112,11 @@ class AgentCode:
     """Records the files of the agent's a process loads, first one first, before they run:
     a finder first on sys.meta_path (modules and extension modules) and an audit hook
     (compile, exec, cached bytecode, ctypes). Each is one line appended to `out`, written
-    and flushed before the import goes on."""
+    and flushed before the import goes on. A file `refuse(path)` has a reason for (an
+    ImportError to raise) is refused instead: not loaded at all."""
 
-    def __init__(self, changed: str, out: str) -> None:
+    def __init__(self, changed: str, out: str, refuse: Any = None) -> None:
+        self.refuse = refuse
         self.changed: set[str] = set()
         if os.path.isfile(changed):
             with open(changed, encoding="utf-8", errors="replace") as handle:
@@ -130,6 +132,10 @@ class AgentCode:
         return os.path.normpath(path) in self.changed
 
     def note(self, path: Any) -> None:
+        if self.refuse is not None:
+            refusal = self.refuse(path)
+            if refusal is not None:
+                raise refusal
         if path in self.seen:
             return
         self.seen.add(path)
@@ -175,9 +181,10 @@ class AgentCode:
             sys.addaudithook(audit)
 
 
-def prepare_python() -> None:
+def prepare_python(refuse: Any = None) -> None:
     """In the tests' interpreter (toolchain python in the nest): sys.path, the pinned
-    modules, and the record of the agent's code loaded (module docstring)."""
+    modules, and the record of the agent's code loaded (module docstring; `refuse`: see
+    AgentCode)."""
     toolchain = [p for p in sys.path if p.startswith(TOOLCHAIN + "/")]
     stdlib = [p for p in toolchain if "-packages" not in p]
     sites = [p for p in toolchain if "-packages" in p]
@@ -198,7 +205,7 @@ def prepare_python() -> None:
 
     sys.meta_path.insert(0, Pinned)
     results = os.environ.get("TERMGYM_RESULT_DIR", RESULTS)
-    AgentCode(os.path.join(JOB, CHANGED), os.path.join(results, AGENT_CODE)).install()
+    AgentCode(os.path.join(JOB, CHANGED), os.path.join(results, AGENT_CODE), refuse).install()
     # What the tests run as `sys.executable` is the snapshot's python, as on the agent's
     # machine (the toolchain's is neither visible to the agent's programs nor theirs).
     for name in ("python3", "python"):

@@ -340,7 +340,11 @@ def _spec(
     }
     if task.verifier_env:
         grader["env"] = dict(task.verifier_env)
-    grading: dict[str, Any] = {"mode": grading_mode, "python": "/usr/bin/python3"}
+    # Graded on the agent's whole machine, with Docker's default capabilities, as both
+    # harnesses run their tasks (docs/security.md, "Snapshot grading").
+    grading: dict[str, Any] = {
+        "mode": grading_mode, "python": "/usr/bin/python3", "filesystem": "snapshot",
+    }  # fmt: skip
     state = _state_paths(task.tests, workdir)
     if state:
         grading["state"] = state
@@ -364,6 +368,7 @@ def _spec(
             "network": task.network,
             "memory_mb": task.memory_mb,
             "disk_mb": 4096,
+            "capabilities": "default",
         },
         "grading": grading,
         "provenance": {
