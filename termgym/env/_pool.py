@@ -210,6 +210,7 @@ def _key(config: SandboxConfig) -> Hashable:
 
 
 _hooked_pid: int | None = None
+_sigterm_pid: int | None = None
 
 
 def _hook_process_exit() -> None:
@@ -221,14 +222,16 @@ def _hook_process_exit() -> None:
     made before a fork do not carry into the child, hence the per-process check. SIGTERM is
     turned into SystemExit in the main thread when nobody else handles it.
     """
-    global _hooked_pid
-    if _hooked_pid == os.getpid():
+    global _hooked_pid, _sigterm_pid
+    if _hooked_pid != os.getpid():
+        _hooked_pid = os.getpid()
+        atexit.register(close_all_pools)
+        multiprocessing.util.Finalize(None, close_all_pools, exitpriority=100)
+    # signal handlers are set from the main thread only: a pool first made by a worker
+    # thread gets its handler when the main thread next makes one
+    if _sigterm_pid == os.getpid() or threading.current_thread() is not threading.main_thread():
         return
-    _hooked_pid = os.getpid()
-    atexit.register(close_all_pools)
-    multiprocessing.util.Finalize(None, close_all_pools, exitpriority=100)
-    if threading.current_thread() is not threading.main_thread():
-        return
+    _sigterm_pid = os.getpid()
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
@@ -246,6 +249,7 @@ def shared_pool(backend: str, size: int, allow_local: bool = False) -> SandboxPo
     from termgym.sandbox import make_sandbox
 
     key = (backend, size, allow_local)
+    _hook_process_exit()  # here too: the main thread asks for pools that a worker may have made
     with _SHARED_LOCK:
         pool = _SHARED.get(key)
         if pool is None or pool.closed:
