@@ -43,6 +43,7 @@ from termgym.sandbox import _deadline, _fscopy, _seccomp, _userns
 from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
+from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
@@ -309,18 +310,20 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         root, inner, _ = self._roots(src)
         _fscopy.copy_out(root, inner, Path(dest), uid_base=self.uid_base)
 
-    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
-        """A tar of `paths`, read from the host without following any of the sandbox's links."""
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limits: CopyLimits) -> None:
+        """A tar of `paths`, read from the host without following any of the sandbox's links,
+        within `limits` (ArchiveTooLarge past them)."""
+        budget = limits.budget()
         if self.mode == "overlay":
             root, _, _ = self._roots("/")
-            _fscopy.export_tree(root, paths, out, limit=limit, uid_base=self.uid_base)
+            _fscopy.export_tree(root, paths, out, budget=budget, uid_base=self.uid_base)
             return
-        with tempfile.TemporaryFile() as parts, tarfile.open(fileobj=out, mode="w|") as tar:
+        with HoleSpool() as parts, tarfile.open(fileobj=out, mode="w|") as tar:
             for path in paths:
                 root, inner, mounted = self._roots(path)
                 parts.seek(0)
                 parts.truncate()
-                _fscopy.export_tree(root, [inner], parts, limit=limit, uid_base=self.uid_base)
+                _fscopy.export_tree(root, [inner], parts, budget=budget, uid_base=self.uid_base)
                 parts.seek(0)
                 with tarfile.open(fileobj=parts, mode="r|") as source:
                     for member in source:
@@ -328,15 +331,16 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                         member.name = (mounted.strip("/") + "/" + member.name).strip("/")
                         tar.addfile(member, data)
 
-    def import_archive(self, archive: BinaryIO) -> None:
-        """Unpack a tar at the root, resolving every member's path inside the sandbox."""
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
+        """Unpack a tar at the root, resolving every member's path inside the sandbox (within
+        `budget`'s time, if given)."""
         if self.mode != "overlay":
             raise SandboxError(
                 "Importing an archive at the root needs the overlay root (termgym as root); "
                 "this bwrap sandbox has read-only binds."
             )
         root, _, _ = self._roots("/")
-        _fscopy.import_tree(root, archive, uid_base=self.uid_base)
+        _fscopy.import_tree(root, archive, uid_base=self.uid_base, budget=budget)
 
     def network_handle(self) -> str:
         """The network namespace file of the sandbox's first process (its shell)."""

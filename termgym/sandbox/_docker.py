@@ -37,7 +37,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from termgym.errors import (
-    ArchiveTooLarge,
     DiskLimitExceeded,
     EngineError,
     SandboxCrashed,
@@ -46,6 +45,7 @@ from termgym.errors import (
 )
 from termgym.sandbox._base import SANDBOX_LABEL, VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
+from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
 from termgym.sandbox._disk import shared_watch
 from termgym.sandbox._engine import docker_client
@@ -400,37 +400,47 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                 f"{result.output.strip()[-500:]}"
             )
 
-    def import_archive(self, archive: BinaryIO) -> None:
-        """Unpack a tar at the container's root through the engine (which resolves in-root)."""
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
+        """Unpack a tar at the container's root through the engine (which resolves in-root).
+
+        The archive streams from its file to the engine (never read whole). With `budget`
+        (a copy of the agent's work), a copy that takes longer than the budget's time is
+        ArchiveTooLarge: the agent's work was too much to move in time."""
         import docker.errors
 
         self._check_running()
-        data = archive.read()
+        seconds = budget.left() if budget is not None else ENGINE_DEADLINE
         try:
             done = within(
-                ENGINE_DEADLINE,
+                seconds,
                 "copying files in",
-                lambda: self._api.put_archive(self.container.id, "/", data),
+                lambda: self._api.put_archive(self.container.id, "/", _Body(archive)),
             )
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker refused to copy files into {self.name}: {exc}") from exc
+        except EngineError:
+            if budget is None:
+                raise
+            budget.check_time()
+            raise
         if not done:
             raise SandboxError(f"Docker refused to copy files into {self.name}.")
 
-    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
-        """A tar of `paths` from the container (running or stopped) through the engine."""
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limits: CopyLimits) -> None:
+        """A tar of `paths` from the container (running or stopped) through the engine,
+        streamed from the engine's archive into `out` within `limits`."""
         if self.container is None:
             raise SandboxError("The docker sandbox is not started; call start() first.")
+        budget = limits.budget()
         within(
-            ENGINE_DEADLINE + limit / (20 << 20),
+            limits.seconds + ENGINE_DEADLINE,  # past the copy's own time: the engine stalled
             "copying files out",
-            lambda: self._export(paths, out, limit),
+            lambda: self._export(paths, out, budget),
         )
 
-    def _export(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+    def _export(self, paths: Sequence[str], out: BinaryIO, budget: CopyBudget) -> None:
         import docker.errors
 
-        used = 0
         with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
             for path in paths:
                 parent = str(PurePosixPath(path).parent).strip("/")
@@ -438,28 +448,27 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     stream, _ = self._api.get_archive(self.container.id, path)
                 except docker.errors.NotFound:
                     continue
-                with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as source:
-                    for member in source:
-                        used += member.size + 512
-                        if used > limit:
-                            raise ArchiveTooLarge(
-                                f"The files to copy out of {self.name} passed the limit of "
-                                f"{limit >> 20} MiB."
-                            )
-                        data = source.extractfile(member) if member.isfile() else None
-                        member.name = f"{parent}/{member.name}".lstrip("/")
-                        if member.islnk():
-                            member.linkname = f"{parent}/{member.linkname}".lstrip("/")
-                        if member.ischr() or member.isblk():
-                            continue
-                        tar.addfile(member, data)
+                reader = _ChunkReader(stream, budget)
+                try:
+                    with tarfile.open(fileobj=reader, mode="r|") as source:
+                        for member in source:
+                            member.name = f"{parent}/{member.name}".lstrip("/")
+                            budget.spend(member.name, member.size if member.isfile() else 0)
+                            data = source.extractfile(member) if member.isfile() else None
+                            if member.islnk():
+                                member.linkname = f"{parent}/{member.linkname}".lstrip("/")
+                            if member.ischr() or member.isblk():
+                                continue
+                            tar.addfile(member, data)
+                finally:
+                    reader.close_stream()
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox file or folder `src` to the host path `dest` (which names the copy)."""
         dest = Path(dest)
         with tempfile.TemporaryDirectory(prefix="termgym-out-") as tmp:
             with tempfile.TemporaryFile() as spool:
-                self.export_paths([src], spool, limit=1 << 40)
+                self.export_paths([src], spool, HOST_COPY)
                 if spool.tell() == 0:
                     raise SandboxError(f"Expected {src} in the sandbox; found nothing there.")
                 spool.seek(0)
@@ -668,17 +677,22 @@ class DockerStandby:
 
 
 class _ChunkReader(io.RawIOBase):
-    """A file-like view of docker-py's archive chunk iterator, for tarfile's stream mode."""
+    """A file-like view of docker-py's archive chunk iterator, for tarfile's stream mode,
+    within a copy's time."""
 
-    def __init__(self, chunks: Any) -> None:
+    def __init__(self, chunks: Any, budget: CopyBudget | None = None) -> None:
+        self.source = chunks
         self.chunks = iter(chunks)
         self.pending = b""
+        self.budget = budget
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         while not self.pending:
+            if self.budget is not None:
+                self.budget.check_time()
             try:
                 self.pending = next(self.chunks)
             except StopIteration:
@@ -687,6 +701,24 @@ class _ChunkReader(io.RawIOBase):
         buffer[:size] = self.pending[:size]
         self.pending = self.pending[size:]
         return size
+
+    def close_stream(self) -> None:
+        """Stop the engine's stream (a copy that stopped early leaves no reply half read)."""
+        with contextlib.suppress(Exception):
+            self.source.close()
+
+
+class _Body:
+    """A file's remaining bytes as an HTTP request body (streamed, with its length)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        here = handle.tell()
+        self.len = handle.seek(0, io.SEEK_END) - here
+        handle.seek(here)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.handle.read(size)
 
 
 def _close_quietly(sock: Any) -> None:
