@@ -47,8 +47,17 @@ from termgym.sandbox._base import SANDBOX_LABEL, VERIFIER_CAPS, RunResult, Sandb
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
-from termgym.sandbox._disk import shared_watch
-from termgym.sandbox._engine import docker_client
+from termgym.sandbox._disk import (
+    DiskBound,
+    engine_quota,
+    quota_option,
+    refuses_quota,
+    remember_quota,
+    say_disk_limit,
+    shared_watch,
+)
+from termgym.sandbox._engine import docker_client, engine_address
+from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
@@ -142,7 +151,11 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         self.container: Any = None
         self.name = "termgym-" + secrets.token_hex(6)
         self.init_pid = 0
-        self.disk_watched = False
+        self.disk_limit: DiskBound = "none"
+        """What bounds the writable layer: "engine" (its quota), "filesystem" (one of the
+        limit's size under the layer), "watchdog" (a poll) or "none" (docs/security.md)."""
+        self._disk_why = ""
+        self.layer_disk: LayerDisk | None = None
         self._disk_exceeded: str | None = None
         self.snapshot: SnapshotMount | None = None
 
@@ -172,11 +185,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             )  # fmt: skip
         try:
             # create + start, not run: run would try to pull a missing image from a registry
-            self.container = within(
-                ENGINE_DEADLINE,
-                f"creating a container of {config.image}",
-                lambda: client.containers.create(config.image, **self._create_options()),
-            )
+            self.container = self._create(client)
+            self._bound_disk()
             within(ENGINE_DEADLINE, "starting a container", self.container.start)
             self.container.reload()
             self.init_pid = int(self.container.attrs["State"].get("Pid") or 0)
@@ -195,7 +205,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     "(`make system` does so for runsc when it starts dockerd; docs/security.md)."
                 )
             raise SandboxStartError(f"Docker could not start {config.image}: {exc}.{hint}") from exc
-        self._watch_disk()
+        self._check_disk()
         if config.role != "agent":
             try:
                 self._start_standby(config, self._spawn_standby)
@@ -255,18 +265,77 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             options["runtime"] = config.runtime
         return options
 
-    def _watch_disk(self) -> None:
-        data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
-        self.disk_watched = shared_watch().watch(
-            id(self), data.get("UpperDir"), self.config.disk_mb, self._over_disk
+    def _create(self, client: Any) -> Any:
+        """Create the container, its writable layer bounded by the engine where it can
+        (`--storage-opt size`: asked once per engine; a refusal is remembered)."""
+        import docker.errors
+
+        options = self._create_options()
+        address = engine_address()
+        if engine_quota(address) is not False:
+            try:
+                container = within(
+                    ENGINE_DEADLINE,
+                    f"creating a container of {self.config.image}",
+                    lambda: client.containers.create(
+                        self.config.image, storage_opt=quota_option(self.config.disk_mb), **options
+                    ),
+                )
+            except docker.errors.APIError as exc:
+                if not refuses_quota(exc):
+                    raise
+                remember_quota(address, False)
+            else:
+                remember_quota(address, True)
+                self.disk_limit = "engine"
+                return container
+        return within(
+            ENGINE_DEADLINE,
+            f"creating a container of {self.config.image}",
+            lambda: client.containers.create(self.config.image, **options),
         )
-        if not self.disk_watched:
-            _warn_once(
-                "disk",
-                "The docker sandboxes' disk limit cannot be enforced with this engine (its "
-                "containers' writable layers are not readable here: a remote engine, or a "
-                "storage driver other than overlay2); see docs/security.md.",
-            )
+
+    def _bound_disk(self) -> None:
+        """Before the container starts: its writable layer on a filesystem of the disk limit
+        (`termgym.sandbox._layerdisk`) unless the engine bounds it already."""
+        if self.disk_limit == "engine":
+            return
+        from termgym.sandbox._images import cache_dir
+
+        data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
+        upper = data.get("UpperDir") or ""
+        made = (
+            LayerDisk.make(upper, self.config.disk_mb, cache_dir() / "layer-disks")
+            if upper and os.path.isdir(upper)
+            else "its writable layer is not on this host"
+        )
+        if isinstance(made, LayerDisk):
+            self.layer_disk, self.disk_limit = made, "filesystem"
+        else:
+            self._disk_why = made
+
+    def _check_disk(self) -> None:
+        """After the start: make sure the bound holds (the engine's overlay sits on the
+        filesystem made for it), else fall back on the watchdog; say once which holds."""
+        if self.disk_limit == "filesystem" and not self._on_layer_disk():
+            self._disk_why = "the engine does not see termgym's mounts (a mount namespace)"
+            self.disk_limit = "none"
+        if self.disk_limit == "none":
+            data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
+            if shared_watch().watch(
+                id(self), data.get("UpperDir"), self.config.disk_mb, self._over_disk
+            ):
+                self.disk_limit = "watchdog"
+        say_disk_limit(self.disk_limit, self._disk_why)
+
+    def _on_layer_disk(self) -> bool:
+        """The container's root reports the size of its layer's filesystem (overlayfs
+        reports its upper filesystem's)."""
+        try:
+            found = os.statvfs(f"/proc/{self.init_pid}/root")
+        except OSError:
+            return False
+        return found.f_blocks * found.f_frsize <= (self.config.disk_mb << 20) and self.init_pid > 0
 
     def _over_disk(self, what: str) -> None:
         self._disk_exceeded = (
@@ -613,6 +682,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     force=True))  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
                 log.warning("could not remove %s: %s", self.name, exc)
+        if self.layer_disk is not None:
+            self.layer_disk.close()
         if self.snapshot is not None:
             self.snapshot.close()
 
@@ -812,15 +883,6 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
-
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
@@ -847,6 +909,9 @@ def collect_garbage(
             with contextlib.suppress(Exception):
                 container.remove(force=True)
                 removed.append(name)
+    from termgym.sandbox._images import cache_dir
+
+    remove_orphans(cache_dir() / "layer-disks")  # their containers' filesystems
     return removed
 
 
