@@ -117,42 +117,93 @@ _ZEROS = bytes(BLOCK)
 class HoleSpool(io.FileIO):
     """A temporary file (deleted when closed) in which aligned blocks of zeros are skipped.
 
-    Reads give the zeros back (the file's holes); the file's size is always what was
-    written, so `tell`, `seek` and `fstat` behave as for a plain file.
+    Writes gather in a buffer (tarfile writes 10 KiB at a time) that goes to the file a
+    megabyte at a time, leaving every aligned BLOCK of zeros in it as a hole. Reads give
+    the zeros back; `tell`, `seek` and the file's size behave as for a plain file.
     """
 
     def __init__(self) -> None:
         fd, path = tempfile.mkstemp(prefix="termgym-spool-")
         os.unlink(path)
         super().__init__(fd, "w+b", closefd=True)
+        self._pending = bytearray()
+        self._at = 0  # the file offset the pending bytes start at
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(data).cast("B")
-        total = len(view)
-        pos = self.tell()
-        start = 0  # of the run not yet written
-        index = 0
-        while index < total:
-            end = min(total, index + BLOCK - (pos + index) % BLOCK)
-            if end - index == BLOCK and view[index:end] == _ZEROS:
-                if start < index:
-                    self._write_all(view[start:index])
-                self.seek(pos + end)
-                start = end
-            index = end
-        if start < total:
-            self._write_all(view[start:total])
-        elif total and os.fstat(self.fileno()).st_size < pos + total:
-            os.ftruncate(self.fileno(), pos + total)  # the trailing hole
-        return total
+        if not self._pending:
+            self._at = super().tell()
+        self._pending += data
+        if len(self._pending) >= _GATHER:
+            self._drain(whole_blocks=True)
+        return len(memoryview(data).cast("B"))
+
+    def _drain(self, *, whole_blocks: bool = False) -> None:
+        """Write the pending bytes (with `whole_blocks`, only up to a block boundary)."""
+        pending = self._pending
+        if not pending:
+            return
+        view = memoryview(pending)
+        end = len(view)
+        if whole_blocks:
+            end -= (self._at + end) % BLOCK
+        super().seek(self._at)
+        start = index = 0
+        while index < end:
+            stop = min(end, index + BLOCK - (self._at + index) % BLOCK)
+            if stop - index == BLOCK and view[index:stop] == _ZEROS:
+                self._write_all(view[start:index])
+                super().seek(self._at + stop)
+                start = stop
+            index = stop
+        self._write_all(view[start:end])
+        if end and start == end and os.fstat(self.fileno()).st_size < self._at + end:
+            os.ftruncate(self.fileno(), self._at + end)  # a trailing hole
+        rest = bytes(view[end:])
+        view.release()
+        self._at += end
+        self._pending = bytearray(rest)
 
     def _write_all(self, view: memoryview) -> None:
         while view:
             done = super().write(view)
-            if done is None:  # pragma: no cover - a blocking file never returns None
-                continue
-            view = view[done:]
+            view = view[done or 0 :]
+
+    def tell(self) -> int:
+        return self._at + len(self._pending) if self._pending else super().tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._drain()
+        return super().seek(offset, whence)
+
+    def read(self, size: int | None = -1) -> bytes:
+        self._drain()
+        return super().read(size)
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        self._drain()
+        return super().readinto(buffer)
+
+    def readall(self) -> bytes:
+        self._drain()
+        return super().readall()
+
+    def truncate(self, size: int | None = None) -> int:
+        self._drain()
+        return super().truncate(size)
+
+    def flush(self) -> None:
+        self._drain()
+        super().flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._pending = bytearray()
+        super().close()
 
     def allocated(self) -> int:
         """Bytes of disk the spool holds (what its holes saved is not counted)."""
+        self._drain()
         return os.fstat(self.fileno()).st_blocks * 512
+
+
+_GATHER = 16 * BLOCK
