@@ -85,7 +85,7 @@ def test_a_tree_deeper_than_the_task_allows_is_a_counted_grader_error(attack, sp
 def test_more_files_than_the_task_allows_is_a_counted_grader_error(attack, spools) -> None:
     episode = attack(HOARDER, variant="original")
     made = episode.run(
-        "mkdir -p /app/many && cd /app/many && python3 -c \"\n"
+        'mkdir -p /app/many && cd /app/many && python3 -c "\n'
         "for i in range(5000): open(str(i), 'w').close()\" && ls | wc -l"
     )
     assert made["obs"]["output"].strip().splitlines()[-1] == "5000"
