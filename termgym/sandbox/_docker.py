@@ -57,6 +57,7 @@ from termgym.sandbox._disk import (
     shared_watch,
 )
 from termgym.sandbox._engine import docker_client, engine_address
+from termgym.sandbox._hostwall import BRIDGE, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
@@ -226,8 +227,10 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         verifier = config.role == "verifier"
         if config.network_of:
             network = f"container:{config.network_of}"
+        elif config.network and not verifier:
+            network = self._network()
         else:
-            network = "bridge" if config.network and not verifier else "none"
+            network = "none"
         options: dict[str, Any] = {
             "command": ["sleep", "infinity"],
             "name": self.name,
@@ -264,6 +267,23 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         if config.runtime:
             options["runtime"] = config.runtime
         return options
+
+    def _network(self) -> str:
+        """termgym's bridge network (`termgym.sandbox._hostwall`), its host kept out of
+        reach where termgym can set the rule; said once where it cannot."""
+        name = docker_network(docker_client(), engine_address())
+        why = (
+            wall_docker()
+            if os.path.exists(f"/sys/class/net/{BRIDGE}")
+            else "the engine's bridge is not on this host"
+        )
+        if why:
+            say_once(
+                "network",
+                "Networked docker sandboxes can reach the services the host binds to its "
+                f"bridge's address ({why}); see docs/security.md.",
+            )
+        return name
 
     def _create(self, client: Any) -> Any:
         """Create the container, its writable layer bounded by the engine where it can
