@@ -57,6 +57,7 @@ class UserNet:
         """
         self.holder: subprocess.Popen[bytes] | None = None
         self.slirp: subprocess.Popen[bytes] | None = None
+        self._exit_writer = -1
         tools = {name: shutil.which(name, path=os.defpath + ":/usr/sbin:/sbin") for name in
                  ("slirp4netns", "unshare", "nsenter", "mount")}  # fmt: skip
         missing = [name for name, found in tools.items() if found is None]
@@ -68,9 +69,10 @@ class UserNet:
             )
         deadline = time.monotonic() + timeout
         try:
+            # `cat` on a pipe only this process holds: it ends with this process
             self.holder = spawn(
-                [tools["unshare"], "--net", "--", "sleep", "infinity"],  # type: ignore[list-item]
-                launch=Launch(userns=userns), stdin=subprocess.DEVNULL,
+                [tools["unshare"], "--net", "--", "cat"],  # type: ignore[list-item]
+                launch=Launch(userns=userns), stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             self.path = f"/proc/{self.holder.pid}/ns/net"
@@ -95,11 +97,13 @@ class UserNet:
         self, tools: dict[str, str | None], userns: str, node: Path, deadline: float
     ) -> None:
         ready, signal_fd = os.pipe()
+        exit_fd, self._exit_writer = os.pipe()  # slirp4netns ends when it closes: with us
         try:
             inner = [
                 tools["nsenter"], f"--user={userns}", "--", tools["slirp4netns"], "--configure",
                 f"--mtu={MTU}", "--disable-host-loopback", "--enable-sandbox",
-                "--enable-seccomp", f"--ready-fd={signal_fd}", "--netns-type=path", self.path,
+                "--enable-seccomp", f"--ready-fd={signal_fd}", f"--exit-fd={exit_fd}",
+                "--netns-type=path", self.path,
                 "tap0",
             ]  # fmt: skip
             script = (
@@ -110,7 +114,7 @@ class UserNet:
                 [tools["unshare"], "--mount", "--propagation", "private", "--", "sh", "-c",  # type: ignore[list-item]
                  script],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                pass_fds=(signal_fd,),
+                pass_fds=(signal_fd, exit_fd),
             )  # fmt: skip
             os.close(signal_fd)
             signal_fd = -1
@@ -119,6 +123,7 @@ class UserNet:
             got = os.read(ready, 1) if readable else b""
         finally:
             os.close(ready)
+            os.close(exit_fd)
             if signal_fd >= 0:
                 os.close(signal_fd)
         if got != b"1":
@@ -138,6 +143,12 @@ class UserNet:
 
     def close(self) -> None:
         """Stop slirp4netns and let the namespace go (idempotent)."""
+        if self._exit_writer >= 0:
+            os.close(self._exit_writer)
+            self._exit_writer = -1
+        if self.holder is not None and self.holder.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.holder.stdin.close()
         for process in (self.slirp, self.holder):
             if process is not None and process.poll() is None:
                 with contextlib.suppress(OSError):
