@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System pieces termgym needs: a Docker engine (installed and started where the machine
-# allows it, with gVisor's runsc registered as a runtime), bubblewrap, debootstrap, tmux and
-# promtool/prometheus.
+# allows it, with gVisor's runsc registered as a runtime), bubblewrap, slirp4netns, e2fsprogs,
+# iptables, debootstrap, tmux and promtool/prometheus.
 # Where something cannot be had, say what is missing and carry on: the bubblewrap backend
 # works without Docker, and runsc is optional.
 set -uo pipefail
@@ -106,6 +106,12 @@ if docker_answers && ! timeout 10 docker info --format '{{json .Runtimes}}' 2>/d
         "(docs/security.md says how to register it)"
 fi
 ensure_tool bwrap bubblewrap
+# A networked bwrap sandbox's own network (slirp4netns), docker sandboxes' writable layers
+# on a filesystem of their disk limit (mkfs.ext4), the rules that keep sandboxes off the
+# host's addresses (iptables): docs/security.md.
+ensure_tool slirp4netns slirp4netns
+ensure_tool mkfs.ext4 e2fsprogs
+ensure_tool iptables iptables
 ensure_tool debootstrap debootstrap
 ensure_tool tmux tmux
 # promtool and a Prometheus server: the alerting rules' tests and the live-metrics scrape test

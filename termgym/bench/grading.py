@@ -23,7 +23,7 @@ from termgym.check import run_solution
 from termgym.env._pool import SandboxPool
 from termgym.grading import grade, grade_rulesets, prepare, verifier_config
 from termgym.grading._runner import grade_rulesets_in
-from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+from termgym.sandbox import CopyLimits, Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
     EpisodePlan,
     GraderSpec,
@@ -101,7 +101,7 @@ def _bench_task(
 
         with tempfile.TemporaryFile() as work:
             box.freeze()
-            box.export_paths([plan.workdir], work, 1 << 30)
+            box.export_paths([plan.workdir], work, CopyLimits())
             for name, sets in (("machinery", trivial), ("one", one), ("three", three)):
                 for _ in range(reps):
                     _wait_warm(pool, verifier)

@@ -21,6 +21,7 @@ from termgym.env._pool import SandboxPool
 from termgym.grading import report_inputs
 from termgym.grading._runner import grade_rulesets_in
 from termgym.grading._verdict import GradeReport
+from termgym.sandbox import CopyLimits
 from termgym.tasks import Task, list_tasks
 
 
@@ -32,7 +33,7 @@ def _bench_task(
     try:
         with tempfile.TemporaryFile() as work:
             box.freeze()
-            box.export_paths([plan.workdir], work, 1 << 30)
+            box.export_paths([plan.workdir], work, CopyLimits())
             for _ in range(reps):
                 pair = []
                 for record in (False, True):

@@ -31,7 +31,7 @@ from termgym.grading._standby import ENV, go, standby_spec
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
-from termgym.sandbox import HoldsStandby, RunResult, Sandbox, SandboxConfig
+from termgym.sandbox import CopyLimits, HoldsStandby, HoleSpool, RunResult, Sandbox, SandboxConfig
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, changed_paths
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
@@ -171,8 +171,19 @@ def _freeze(sandbox: Sandbox) -> None:
 
 @contextlib.contextmanager
 def _spool() -> Iterator[BinaryIO]:
-    with tempfile.SpooledTemporaryFile(max_size=8 << 20) as handle:
+    """A temporary file on the host that keeps runs of zeros as holes (the agent's sparse
+    files cost no disk while they travel; nothing is held in memory whole)."""
+    with HoleSpool() as handle:
         yield handle  # type: ignore[misc]
+
+
+def copy_limits(task: Task) -> CopyLimits:
+    """What one copy of the agent's work may carry: the task's `limits` (docs/task-format.md)."""
+    limits = task.spec.limits
+    return CopyLimits(
+        bytes=limits.disk_mb << 20, files=limits.work_files, depth=limits.work_depth,
+        seconds=limits.work_copy_timeout,
+    )  # fmt: skip
 
 
 def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
@@ -191,9 +202,8 @@ def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
 def _export_work(sandbox: Sandbox, task: Task, out: BinaryIO) -> None:
     """The agent's workdir and declared state paths, as a tar (the agent's failure if not)."""
     paths = [task.spec.workdir, *task.spec.grading.state]
-    limit = task.spec.limits.disk_mb << 20
     try:
-        sandbox.export_paths(paths, out, limit)
+        sandbox.export_paths(paths, out, copy_limits(task))
     except ArchiveTooLarge as exc:
         raise GraderError(f"the agent's work could not be graded: {exc}") from exc
     except InfrastructureError:
@@ -360,7 +370,9 @@ def _grade_one(
     acquired = time.perf_counter()
     try:
         try:
-            verifier.import_archive(bundle)
+            verifier.import_archive(bundle, copy_limits(task).budget())
+        except ArchiveTooLarge as exc:
+            raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
         except InfrastructureError:
             raise
         except (SandboxError, OSError, tarfile.TarError) as exc:

@@ -21,6 +21,7 @@ from termgym.sandbox._base import (
     StandbyProgram,
     StandbySpec,
 )
+from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._docker import collect_garbage
 from termgym.sandbox._images import (
     RECIPE_LABEL,
@@ -46,12 +47,16 @@ from termgym.sandbox._seccomp import strict_filter
 __all__ = [
     "BASE_IMAGE",
     "DOCKER_DEFAULT_CAPS",
+    "HOST_COPY",
     "ENTRY_POINT_GROUP",
     "RECIPE_LABEL",
     "SANDBOX_LABEL",
     "VERIFIER_CAPS",
     "BackendSpec",
+    "CopyBudget",
+    "CopyLimits",
     "HoldsStandby",
+    "HoleSpool",
     "RunResult",
     "Sandbox",
     "SandboxConfig",

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 from termgym._vocabulary import TERMINAL
+from termgym.sandbox._copylimits import CopyBudget, CopyLimits
 
 BASE_IMAGE = "termgym/base:bookworm"
 """The image tasks run in unless they name another (built by `termgym image build-base`)."""
@@ -197,15 +198,18 @@ class Sandbox(Protocol):
     def freeze(self) -> None:
         """Stop every agent process; the filesystem stays as the agent left it."""
 
-    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limits: CopyLimits) -> None:
         """Write a tar of the sandbox `paths` (absolute; missing ones skipped) to `out`.
 
         Members are named by their sandbox paths, owners are sandbox ids, symlinks are
-        stored, never followed. Raises ArchiveTooLarge past `limit` bytes of content.
+        stored, never followed. The archive streams (`out` is written as it is read, never
+        held whole). Raises ArchiveTooLarge past any of `limits` (bytes, files, depth,
+        time): the agent's work was more than its task allows.
         """
 
-    def import_archive(self, archive: BinaryIO) -> None:
-        """Unpack a tar (members named by sandbox paths) at the sandbox's root."""
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
+        """Unpack a tar (members named by sandbox paths) at the sandbox's root, streamed;
+        with `budget`, ArchiveTooLarge once it takes longer than the budget's time."""
 
     def network_handle(self) -> str:
         """What a verifier's `SandboxConfig.network_of` names to join this sandbox's network."""

@@ -43,10 +43,13 @@ from termgym.sandbox import _deadline, _fscopy, _seccomp, _userns
 from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
+from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
+from termgym.sandbox._hostwall import say_once, wall_bwrap
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
+from termgym.sandbox._usernet import UserNet, resolv_conf
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 """Folders made writable when no overlay root can be mounted (plus the workdir)."""
@@ -78,6 +81,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         self.cgroup: Cgroup | None = None
         self.uid_base = _userns.UID_BASE if _userns.mapped() else 0
         self.snapshot: SnapshotMount | None = None
+        self.net: UserNet | None = None
+        """The sandbox's own network (`limits.network`), entered by every process of it."""
 
     @property
     def limits(self) -> list[str]:
@@ -117,6 +122,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 cpus=self.config.cpus,
             )  # fmt: skip
             self._mkdir(self.config.workdir)
+            if self.config.network and not self.config.network_of:
+                self._start_network()
             if self.config.role == "agent":
                 self._start_shell(timeout=min(30.0, max(0.0, deadline - time.monotonic())))
             self._start_standby(self.config, self._spawn_standby, deadline=deadline)
@@ -125,6 +132,30 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
                 raise SandboxStartError(f"Could not start the bwrap sandbox: {exc}") from exc
             raise
+
+    def _start_network(self) -> None:
+        """A network namespace of the sandbox's own with outbound access (`_usernet`)."""
+        if not self.uid_base:
+            raise SandboxStartError(
+                "A bwrap sandbox gets a network of its own (never the host's) only when "
+                "termgym runs as root; run as root, or use docker, for a task with "
+                "limits.network: true."
+            )
+        assert self.home is not None
+        from termgym.sandbox._images import cache_dir
+
+        why = wall_bwrap(self.uid_base)
+        if why:
+            say_once(
+                "network",
+                "Networked bwrap sandboxes can reach the services the host binds to its "
+                f"addresses other than the loopback ({why}); see docs/security.md.",
+            )
+        userns = f"/proc/{os.getpid()}/fd/{_userns.userns_fd()}"
+        self.net = UserNet(userns, cache_dir() / "net", self.uid_base)
+        resolv = self.home / "resolv.conf"
+        resolv.write_text(resolv_conf())
+        os.chown(resolv, self.uid_base, self.uid_base)
 
     def _launch(self) -> Launch:
         """What every bwrap process does before bwrap runs (`termgym.sandbox._spawn`): join
@@ -143,7 +174,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         return Launch(
             cgroups=self.cgroup.procs_files(), nproc=nproc,
             userns=f"/proc/{os.getpid()}/fd/{_userns.userns_fd()}",
-            netns=self.config.network_of,
+            netns=self.net.path if self.net is not None else self.config.network_of,
         )  # fmt: skip
 
     def _make_root(self) -> None:
@@ -236,8 +267,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         config = self.config
         argv = ["bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
         argv.append("--unshare-cgroup-try")
-        if not config.network and not config.network_of:
-            argv.append("--unshare-net")
+        if self.net is None and not config.network_of:
+            argv.append("--unshare-net")  # a namespace with only its loopback
         if os.geteuid() != 0:  # bwrap makes a user namespace mapping the caller only
             argv += ["--unshare-user", "--uid", "0", "--gid", "0"]
         argv += ["--cap-drop", "ALL"]
@@ -255,6 +286,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 argv += ["--bind", str(folder), dest]
         if self.snapshot is not None:
             argv += ["--bind", str(self.snapshot.merged), SNAPSHOT_PATH]
+        if self.net is not None:
+            argv += ["--bind", str(self.home / "resolv.conf"), "/etc/resolv.conf"]
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
         if not config.network_of:
             argv += ["--hostname", "sandbox"]
@@ -309,18 +342,20 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         root, inner, _ = self._roots(src)
         _fscopy.copy_out(root, inner, Path(dest), uid_base=self.uid_base)
 
-    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
-        """A tar of `paths`, read from the host without following any of the sandbox's links."""
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limits: CopyLimits) -> None:
+        """A tar of `paths`, read from the host without following any of the sandbox's links,
+        within `limits` (ArchiveTooLarge past them)."""
+        budget = limits.budget()
         if self.mode == "overlay":
             root, _, _ = self._roots("/")
-            _fscopy.export_tree(root, paths, out, limit=limit, uid_base=self.uid_base)
+            _fscopy.export_tree(root, paths, out, budget=budget, uid_base=self.uid_base)
             return
-        with tempfile.TemporaryFile() as parts, tarfile.open(fileobj=out, mode="w|") as tar:
+        with HoleSpool() as parts, tarfile.open(fileobj=out, mode="w|") as tar:
             for path in paths:
                 root, inner, mounted = self._roots(path)
                 parts.seek(0)
                 parts.truncate()
-                _fscopy.export_tree(root, [inner], parts, limit=limit, uid_base=self.uid_base)
+                _fscopy.export_tree(root, [inner], parts, budget=budget, uid_base=self.uid_base)
                 parts.seek(0)
                 with tarfile.open(fileobj=parts, mode="r|") as source:
                     for member in source:
@@ -328,18 +363,21 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                         member.name = (mounted.strip("/") + "/" + member.name).strip("/")
                         tar.addfile(member, data)
 
-    def import_archive(self, archive: BinaryIO) -> None:
-        """Unpack a tar at the root, resolving every member's path inside the sandbox."""
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
+        """Unpack a tar at the root, resolving every member's path inside the sandbox (within
+        `budget`'s time, if given)."""
         if self.mode != "overlay":
             raise SandboxError(
                 "Importing an archive at the root needs the overlay root (termgym as root); "
                 "this bwrap sandbox has read-only binds."
             )
         root, _, _ = self._roots("/")
-        _fscopy.import_tree(root, archive, uid_base=self.uid_base)
+        _fscopy.import_tree(root, archive, uid_base=self.uid_base, budget=budget)
 
     def network_handle(self) -> str:
-        """The network namespace file of the sandbox's first process (its shell)."""
+        """The sandbox's network namespace file: its own network's, else its shell's."""
+        if self.net is not None:
+            return self.net.path
         channel = self.shell._child if self.shell is not None else None  # noqa: SLF001
         pid = getattr(channel, "pid", 0)
         if not pid:
@@ -407,6 +445,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             self.shell.close()
         if self.cgroup is not None:
             self.cgroup.remove()
+        if self.net is not None:
+            self.net.close()
         if self.snapshot is not None:
             self.snapshot.close()
         if self.home is not None:

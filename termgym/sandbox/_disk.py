@@ -1,15 +1,21 @@
-"""Disk limits for docker sandboxes: a watchdog over each container's writable layer.
+"""Disk limits for docker sandboxes: the engine's quota, a filesystem of their size, or a watchdog.
 
-Docker enforces `--storage-opt size` only on a few storage set-ups (overlay2 on XFS with
-project quotas, btrfs with quotas, zfs); on the common overlay2-on-ext4 it refuses the
-option, and where it works (btrfs quotas, measured here) it makes a container start three
-to four times slower. So termgym watches instead: one thread per process walks the
-writable layer (overlay2's UpperDir) of every live sandbox twice a second, summing the
-blocks actually used, and a sandbox past its limit is killed through the engine. What
-the agent can write past the limit is bounded by half a second of its write speed.
+What bounds a container's writable layer, best first (`DockerSandbox.disk_limit`):
 
-Where the layer cannot be read (a remote engine, another storage driver), the limit cannot
-be enforced; `DiskWatch.watch` returns False and the backend says so once.
+- "engine": Docker's own `--storage-opt size`, which it enforces only on overlay2 over XFS
+  with project quotas (and btrfs, zfs). It is asked once per engine; an engine that refuses
+  it (overlay2 over ext4, or XFS on a kernel without XFS quotas, as here) is remembered.
+- "filesystem": termgym, as root beside a local overlay2 engine, puts the layer on a
+  loop-mounted filesystem of the limit's size (`termgym.sandbox._layerdisk`): ENOSPC at
+  the limit, as on bwrap.
+- "watchdog": elsewhere (termgym not root), one thread per process walks the writable layer
+  (overlay2's UpperDir) of every live sandbox twice a second, summing the blocks actually
+  used, and a sandbox past its limit is killed through the engine. What the agent can write
+  past the limit is then bounded by half a second of its write speed, and not at all for
+  `fallocate`, which takes blocks without writing them.
+- "none": the layer cannot be read here (a remote engine, another storage driver).
+
+Which one holds is said once per process (`say_disk_limit`).
 """
 
 from __future__ import annotations
@@ -23,8 +29,60 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
+
+DiskBound = Literal["engine", "filesystem", "watchdog", "none"]
+
+_quota: dict[str, bool] = {}
+"""Engine address -> whether it accepted `--storage-opt size`."""
+_said: set[str] = set()
+
+
+def engine_quota(address: str) -> bool | None:
+    """Whether the engine at `address` bounds a container's layer itself (None: not asked)."""
+    return _quota.get(address)
+
+
+def remember_quota(address: str, accepted: bool) -> None:
+    _quota[address] = accepted
+
+
+def quota_option(disk_mb: int) -> dict[str, str]:
+    """The create option of a layer bounded by the engine."""
+    return {"size": f"{disk_mb}m"}
+
+
+def refuses_quota(exc: Any) -> bool:
+    """The engine's refusal of `--storage-opt size` (not some other create error)."""
+    text = str(exc).lower()
+    return "storage-opt" in text or "storage opt" in text or "storageopt" in text
+
+
+def say_disk_limit(bound: DiskBound, why: str = "") -> None:
+    """Log, once per process and kind, what bounds the docker sandboxes' disk."""
+    if bound in _said:
+        return
+    _said.add(bound)
+    if bound == "engine":
+        log.info("docker disk limits: the engine's quota (--storage-opt size)")
+    elif bound == "filesystem":
+        log.info("docker disk limits: a filesystem of the limit's size under each layer")
+    elif bound == "watchdog":
+        log.warning(
+            "docker disk limits: a watchdog polls each writable layer (%s); an agent can "
+            "write past the limit for half a second, and fallocate past it at once; see "
+            "docs/security.md",
+            why or "no filesystem could be made for it",
+        )
+    else:
+        log.warning(
+            "The docker sandboxes' disk limit cannot be enforced with this engine (%s: a "
+            "remote engine, or a storage driver other than overlay2); see docs/security.md.",
+            why or "its containers' writable layers are not readable here",
+        )
+
 
 POLL_SECONDS = 0.5
 MAX_ENTRIES = 1_000_000

@@ -37,7 +37,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from termgym.errors import (
-    ArchiveTooLarge,
     DiskLimitExceeded,
     EngineError,
     SandboxCrashed,
@@ -46,9 +45,20 @@ from termgym.errors import (
 )
 from termgym.sandbox._base import SANDBOX_LABEL, VERIFIER_CAPS, RunResult, SandboxConfig
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
+from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
-from termgym.sandbox._disk import shared_watch
-from termgym.sandbox._engine import docker_client
+from termgym.sandbox._disk import (
+    DiskBound,
+    engine_quota,
+    quota_option,
+    refuses_quota,
+    remember_quota,
+    say_disk_limit,
+    shared_watch,
+)
+from termgym.sandbox._engine import docker_client, engine_address
+from termgym.sandbox._hostwall import BRIDGE, docker_network, say_once, wall_docker
+from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
@@ -142,7 +152,11 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         self.container: Any = None
         self.name = "termgym-" + secrets.token_hex(6)
         self.init_pid = 0
-        self.disk_watched = False
+        self.disk_limit: DiskBound = "none"
+        """What bounds the writable layer: "engine" (its quota), "filesystem" (one of the
+        limit's size under the layer), "watchdog" (a poll) or "none" (docs/security.md)."""
+        self._disk_why = ""
+        self.layer_disk: LayerDisk | None = None
         self._disk_exceeded: str | None = None
         self.snapshot: SnapshotMount | None = None
 
@@ -172,11 +186,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             )  # fmt: skip
         try:
             # create + start, not run: run would try to pull a missing image from a registry
-            self.container = within(
-                ENGINE_DEADLINE,
-                f"creating a container of {config.image}",
-                lambda: client.containers.create(config.image, **self._create_options()),
-            )
+            self.container = self._create(client)
+            self._bound_disk()
             within(ENGINE_DEADLINE, "starting a container", self.container.start)
             self.container.reload()
             self.init_pid = int(self.container.attrs["State"].get("Pid") or 0)
@@ -195,7 +206,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     "(`make system` does so for runsc when it starts dockerd; docs/security.md)."
                 )
             raise SandboxStartError(f"Docker could not start {config.image}: {exc}.{hint}") from exc
-        self._watch_disk()
+        self._check_disk()
         if config.role != "agent":
             try:
                 self._start_standby(config, self._spawn_standby)
@@ -216,8 +227,10 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         verifier = config.role == "verifier"
         if config.network_of:
             network = f"container:{config.network_of}"
+        elif config.network and not verifier:
+            network = self._network()
         else:
-            network = "bridge" if config.network and not verifier else "none"
+            network = "none"
         options: dict[str, Any] = {
             "command": ["sleep", "infinity"],
             "name": self.name,
@@ -255,18 +268,94 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             options["runtime"] = config.runtime
         return options
 
-    def _watch_disk(self) -> None:
-        data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
-        self.disk_watched = shared_watch().watch(
-            id(self), data.get("UpperDir"), self.config.disk_mb, self._over_disk
+    def _network(self) -> str:
+        """termgym's bridge network (`termgym.sandbox._hostwall`), its host kept out of
+        reach where termgym can set the rule; said once where it cannot."""
+        name = docker_network(docker_client(), engine_address())
+        why = (
+            wall_docker()
+            if os.path.exists(f"/sys/class/net/{BRIDGE}")
+            else "the engine's bridge is not on this host"
         )
-        if not self.disk_watched:
-            _warn_once(
-                "disk",
-                "The docker sandboxes' disk limit cannot be enforced with this engine (its "
-                "containers' writable layers are not readable here: a remote engine, or a "
-                "storage driver other than overlay2); see docs/security.md.",
+        if why:
+            say_once(
+                "network",
+                "Networked docker sandboxes can reach the services the host binds to its "
+                f"bridge's address ({why}); see docs/security.md.",
             )
+        return name
+
+    def _create(self, client: Any) -> Any:
+        """Create the container, its writable layer bounded by the engine where it can
+        (`--storage-opt size`: asked once per engine; a refusal is remembered)."""
+        import docker.errors
+
+        options = self._create_options()
+        address = engine_address()
+        if engine_quota(address) is not False:
+            try:
+                container = within(
+                    ENGINE_DEADLINE,
+                    f"creating a container of {self.config.image}",
+                    lambda: client.containers.create(
+                        self.config.image, storage_opt=quota_option(self.config.disk_mb), **options
+                    ),
+                )
+            except docker.errors.APIError as exc:
+                if not refuses_quota(exc):
+                    raise
+                remember_quota(address, False)
+            else:
+                remember_quota(address, True)
+                self.disk_limit = "engine"
+                return container
+        return within(
+            ENGINE_DEADLINE,
+            f"creating a container of {self.config.image}",
+            lambda: client.containers.create(self.config.image, **options),
+        )
+
+    def _bound_disk(self) -> None:
+        """Before the container starts: its writable layer on a filesystem of the disk limit
+        (`termgym.sandbox._layerdisk`) unless the engine bounds it already."""
+        if self.disk_limit == "engine":
+            return
+        from termgym.sandbox._images import cache_dir
+
+        data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
+        upper = data.get("UpperDir") or ""
+        made = (
+            LayerDisk.make(upper, self.config.disk_mb, cache_dir() / "layer-disks")
+            if upper and os.path.isdir(upper)
+            else "its writable layer is not on this host"
+        )
+        if isinstance(made, LayerDisk):
+            self.layer_disk, self.disk_limit = made, "filesystem"
+        else:
+            self._disk_why = made
+
+    def _check_disk(self) -> None:
+        """After the start: make sure the bound holds (the engine's overlay sits on the
+        filesystem made for it), else fall back on the watchdog; say once which holds."""
+        if self.disk_limit == "filesystem" and not self._on_layer_disk():
+            self._disk_why = "the engine does not see termgym's mounts (a mount namespace)"
+            self.disk_limit = "none"
+        if self.disk_limit == "none":
+            data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
+            if shared_watch().watch(
+                id(self), data.get("UpperDir"), self.config.disk_mb, self._over_disk
+            ):
+                self.disk_limit = "watchdog"
+        say_disk_limit(self.disk_limit, self._disk_why)
+
+    def _on_layer_disk(self) -> bool:
+        """The container's root reports the size of its layer's filesystem (overlayfs
+        reports its upper filesystem's)."""
+        try:
+            found = os.statvfs(f"/proc/{self.init_pid}/root")
+        except OSError:
+            return False
+        return found.f_blocks * found.f_frsize <= (self.config.disk_mb << 20) and self.init_pid > 0
 
     def _over_disk(self, what: str) -> None:
         self._disk_exceeded = (
@@ -400,37 +489,47 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                 f"{result.output.strip()[-500:]}"
             )
 
-    def import_archive(self, archive: BinaryIO) -> None:
-        """Unpack a tar at the container's root through the engine (which resolves in-root)."""
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
+        """Unpack a tar at the container's root through the engine (which resolves in-root).
+
+        The archive streams from its file to the engine (never read whole). With `budget`
+        (a copy of the agent's work), a copy that takes longer than the budget's time is
+        ArchiveTooLarge: the agent's work was too much to move in time."""
         import docker.errors
 
         self._check_running()
-        data = archive.read()
+        seconds = budget.left() if budget is not None else ENGINE_DEADLINE
         try:
             done = within(
-                ENGINE_DEADLINE,
+                seconds,
                 "copying files in",
-                lambda: self._api.put_archive(self.container.id, "/", data),
+                lambda: self._api.put_archive(self.container.id, "/", _Body(archive)),
             )
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker refused to copy files into {self.name}: {exc}") from exc
+        except EngineError:
+            if budget is None:
+                raise
+            budget.check_time()
+            raise
         if not done:
             raise SandboxError(f"Docker refused to copy files into {self.name}.")
 
-    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
-        """A tar of `paths` from the container (running or stopped) through the engine."""
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limits: CopyLimits) -> None:
+        """A tar of `paths` from the container (running or stopped) through the engine,
+        streamed from the engine's archive into `out` within `limits`."""
         if self.container is None:
             raise SandboxError("The docker sandbox is not started; call start() first.")
+        budget = limits.budget()
         within(
-            ENGINE_DEADLINE + limit / (20 << 20),
+            limits.seconds + ENGINE_DEADLINE,  # past the copy's own time: the engine stalled
             "copying files out",
-            lambda: self._export(paths, out, limit),
+            lambda: self._export(paths, out, budget),
         )
 
-    def _export(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+    def _export(self, paths: Sequence[str], out: BinaryIO, budget: CopyBudget) -> None:
         import docker.errors
 
-        used = 0
         with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
             for path in paths:
                 parent = str(PurePosixPath(path).parent).strip("/")
@@ -438,28 +537,27 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     stream, _ = self._api.get_archive(self.container.id, path)
                 except docker.errors.NotFound:
                     continue
-                with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as source:
-                    for member in source:
-                        used += member.size + 512
-                        if used > limit:
-                            raise ArchiveTooLarge(
-                                f"The files to copy out of {self.name} passed the limit of "
-                                f"{limit >> 20} MiB."
-                            )
-                        data = source.extractfile(member) if member.isfile() else None
-                        member.name = f"{parent}/{member.name}".lstrip("/")
-                        if member.islnk():
-                            member.linkname = f"{parent}/{member.linkname}".lstrip("/")
-                        if member.ischr() or member.isblk():
-                            continue
-                        tar.addfile(member, data)
+                reader = _ChunkReader(stream, budget)
+                try:
+                    with tarfile.open(fileobj=reader, mode="r|") as source:
+                        for member in source:
+                            member.name = f"{parent}/{member.name}".lstrip("/")
+                            budget.spend(member.name, member.size if member.isfile() else 0)
+                            data = source.extractfile(member) if member.isfile() else None
+                            if member.islnk():
+                                member.linkname = f"{parent}/{member.linkname}".lstrip("/")
+                            if member.ischr() or member.isblk():
+                                continue
+                            tar.addfile(member, data)
+                finally:
+                    reader.close_stream()
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox file or folder `src` to the host path `dest` (which names the copy)."""
         dest = Path(dest)
         with tempfile.TemporaryDirectory(prefix="termgym-out-") as tmp:
             with tempfile.TemporaryFile() as spool:
-                self.export_paths([src], spool, limit=1 << 40)
+                self.export_paths([src], spool, HOST_COPY)
                 if spool.tell() == 0:
                     raise SandboxError(f"Expected {src} in the sandbox; found nothing there.")
                 spool.seek(0)
@@ -604,6 +702,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                     force=True))  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
                 log.warning("could not remove %s: %s", self.name, exc)
+        if self.layer_disk is not None:
+            self.layer_disk.close()
         if self.snapshot is not None:
             self.snapshot.close()
 
@@ -668,17 +768,22 @@ class DockerStandby:
 
 
 class _ChunkReader(io.RawIOBase):
-    """A file-like view of docker-py's archive chunk iterator, for tarfile's stream mode."""
+    """A file-like view of docker-py's archive chunk iterator, for tarfile's stream mode,
+    within a copy's time."""
 
-    def __init__(self, chunks: Any) -> None:
+    def __init__(self, chunks: Any, budget: CopyBudget | None = None) -> None:
+        self.source = chunks
         self.chunks = iter(chunks)
         self.pending = b""
+        self.budget = budget
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         while not self.pending:
+            if self.budget is not None:
+                self.budget.check_time()
             try:
                 self.pending = next(self.chunks)
             except StopIteration:
@@ -687,6 +792,24 @@ class _ChunkReader(io.RawIOBase):
         buffer[:size] = self.pending[:size]
         self.pending = self.pending[size:]
         return size
+
+    def close_stream(self) -> None:
+        """Stop the engine's stream (a copy that stopped early leaves no reply half read)."""
+        with contextlib.suppress(Exception):
+            self.source.close()
+
+
+class _Body:
+    """A file's remaining bytes as an HTTP request body (streamed, with its length)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        here = handle.tell()
+        self.len = handle.seek(0, io.SEEK_END) - here
+        handle.seek(here)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.handle.read(size)
 
 
 def _close_quietly(sock: Any) -> None:
@@ -780,15 +903,6 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
-
 def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
@@ -815,6 +929,9 @@ def collect_garbage(
             with contextlib.suppress(Exception):
                 container.remove(force=True)
                 removed.append(name)
+    from termgym.sandbox._images import cache_dir
+
+    remove_orphans(cache_dir() / "layer-disks")  # their containers' filesystems
     return removed
 
 

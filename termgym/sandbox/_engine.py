@@ -16,7 +16,8 @@ HOW_TO_START_DOCKER = (
 )
 
 
-def _engine_address() -> str:
+def engine_address() -> str:
+    """Where the Docker engine answers (DOCKER_HOST, else the local socket)."""
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
@@ -43,7 +44,7 @@ def docker_client() -> Any:
     Raises:
         BackendUnavailable: no engine answers; the message says how to start one.
     """
-    return _client_for(_engine_address(), os.getpid())
+    return _client_for(engine_address(), os.getpid())
 
 
 def docker_answers() -> bool:

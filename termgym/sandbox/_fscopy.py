@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from termgym.errors import ArchiveTooLarge, SandboxError
+from termgym.errors import SandboxError
+from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 
 MAX_HOPS = 40
 """Symlinks followed while resolving one path (as the kernel's ELOOP limit)."""
@@ -104,31 +105,30 @@ def _sandbox_id(host_id: int, base: int) -> int:
 
 
 def export_tree(
-    root: Path, paths: Sequence[str], out: BinaryIO, *, limit: int, uid_base: int = 0
+    root: Path, paths: Sequence[str], out: BinaryIO, *, budget: CopyBudget, uid_base: int = 0
 ) -> int:
     """Write a tar of the sandbox `paths` (absolute; missing ones are skipped) to `out`.
 
     Symlinks are stored as symlinks, hard links as links, fifos as fifos; sockets and
-    devices are left out. Returns the bytes of content written.
+    devices are left out. The walk holds one descriptor per folder level (no recursion, so
+    a deep tree costs no stack) and counts every entry against `budget`. Returns the
+    budget's bytes so far.
 
     Raises:
-        ArchiveTooLarge: the content passed `limit` bytes (512 bytes count per entry).
+        ArchiveTooLarge: the copy passed one of the budget's limits.
     """
-    budget = _Budget(limit)
     seen: dict[tuple[int, int], str] = {}
     root_fd = os.open(root, _DIR)
     try:
         with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            walk = _Walk(tar, budget, seen, uid_base)
             for path in paths:
                 try:
                     parent, name = resolve_parent(root_fd, path, create=False)
                 except (FileNotFoundError, NotADirectoryError):
                     continue  # a path the agent removed is simply not there
                 try:
-                    arcname = "/".join(_components(path))
-                    _export_entry(tar, parent, name, arcname, budget, seen, uid_base)
-                except FileNotFoundError:
-                    pass
+                    walk.tree(parent, name, "/".join(_components(path)))
                 finally:
                     os.close(parent)
     finally:
@@ -136,78 +136,107 @@ def export_tree(
     return budget.used
 
 
-class _Budget:
-    def __init__(self, limit: int) -> None:
-        self.limit, self.used = limit, 0
+class _Walk:
+    """An export's walk: entries written in sorted order, folders entered by descriptor."""
 
-    def spend(self, size: int) -> None:
-        self.used += size + 512
-        if self.used > self.limit:
-            raise ArchiveTooLarge(
-                f"The sandbox's files to copy passed the limit of {self.limit >> 20} MiB."
-            )
+    def __init__(
+        self,
+        tar: tarfile.TarFile,
+        budget: CopyBudget,
+        seen: dict[tuple[int, int], str],
+        base: int,
+    ) -> None:
+        self.tar, self.budget, self.seen, self.base = tar, budget, seen, base
 
-
-def _export_entry(
-    tar: tarfile.TarFile,
-    parent: int,
-    name: str,
-    arcname: str,
-    budget: _Budget,
-    seen: dict[tuple[int, int], str],
-    base: int,
-) -> None:
-    info = os.stat(name, dir_fd=parent, follow_symlinks=False)
-    member = tarfile.TarInfo(arcname)
-    member.mode = stat.S_IMODE(info.st_mode)
-    member.uid, member.gid = _sandbox_id(info.st_uid, base), _sandbox_id(info.st_gid, base)
-    member.mtime = int(info.st_mtime)
-    kind = stat.S_IFMT(info.st_mode)
-    if kind == stat.S_IFDIR:
-        budget.spend(0)
-        member.type = tarfile.DIRTYPE
-        tar.addfile(member)
-        fd = os.open(name, _DIR, dir_fd=parent)
+    def tree(self, parent: int, name: str, arcname: str) -> None:
+        """Write `name` (in the folder `parent`) and, if it is a folder, all below it."""
+        stack: list[tuple[int, str, list[str]]] = []
         try:
-            for child in sorted(os.listdir(fd)):
+            with contextlib.suppress(FileNotFoundError):
+                entered = self.entry(parent, name, arcname)
+                if entered is not None:
+                    stack.append(entered)
+            while stack:
+                fd, base, names = stack[-1]
+                if not names:
+                    os.close(fd)
+                    stack.pop()
+                    continue
+                child = names.pop()
                 with contextlib.suppress(FileNotFoundError):
-                    _export_entry(tar, fd, child, f"{arcname}/{child}", budget, seen, base)
+                    entered = self.entry(fd, child, f"{base}/{child}")
+                    if entered is not None:
+                        stack.append(entered)
         finally:
-            os.close(fd)
-        return
-    if kind == stat.S_IFLNK:
-        budget.spend(0)
-        member.type = tarfile.SYMTYPE
-        member.linkname = os.readlink(name, dir_fd=parent)
-        tar.addfile(member)
-        return
-    if kind == stat.S_IFIFO:
-        budget.spend(0)
-        member.type = tarfile.FIFOTYPE
-        tar.addfile(member)
-        return
-    if kind != stat.S_IFREG:
-        return  # sockets and devices do not travel
-    key = (info.st_dev, info.st_ino)
-    if info.st_nlink > 1 and key in seen:
-        budget.spend(0)
-        member.type = tarfile.LNKTYPE
-        member.linkname = seen[key]
-        tar.addfile(member)
-        return
-    seen[key] = arcname
-    budget.spend(info.st_size)
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-    with os.fdopen(fd, "rb") as handle:
-        member.size = os.fstat(handle.fileno()).st_size
-        tar.addfile(member, _Exact(handle, member.size))
+            for fd, _, _ in stack:
+                os.close(fd)
+
+    def entry(self, parent: int, name: str, arcname: str) -> tuple[int, str, list[str]] | None:
+        """Write one entry; for a folder, return (its fd, its name, its children, last
+        first) for the walk to enter."""
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        kind = stat.S_IFMT(info.st_mode)
+        if kind not in (stat.S_IFDIR, stat.S_IFLNK, stat.S_IFIFO, stat.S_IFREG):
+            return None  # sockets and devices do not travel
+        member = tarfile.TarInfo(arcname)
+        member.mode = stat.S_IMODE(info.st_mode)
+        member.uid = _sandbox_id(info.st_uid, self.base)
+        member.gid = _sandbox_id(info.st_gid, self.base)
+        member.mtime = int(info.st_mtime)
+        key = (info.st_dev, info.st_ino)
+        linked = kind == stat.S_IFREG and info.st_nlink > 1 and key in self.seen
+        size = info.st_size if kind == stat.S_IFREG and not linked else 0
+        self.budget.spend(arcname, size)
+        if kind == stat.S_IFDIR:
+            member.type = tarfile.DIRTYPE
+            self.tar.addfile(member)
+            fd = os.open(name, _DIR, dir_fd=parent)
+            try:
+                names = _listing(fd, self.budget)
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd, arcname, names
+        if kind == stat.S_IFLNK:
+            member.type = tarfile.SYMTYPE
+            member.linkname = os.readlink(name, dir_fd=parent)
+            self.tar.addfile(member)
+        elif kind == stat.S_IFIFO:
+            member.type = tarfile.FIFOTYPE
+            self.tar.addfile(member)
+        elif linked:
+            member.type = tarfile.LNKTYPE
+            member.linkname = self.seen[key]
+            self.tar.addfile(member)
+        else:
+            self.seen[key] = arcname
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+            with os.fdopen(fd, "rb") as handle:
+                member.size = size
+                self.tar.addfile(member, _Exact(handle, size, self.budget))
+        return None
+
+
+def _listing(fd: int, budget: CopyBudget) -> list[str]:
+    """The names in the folder `fd`, sorted last first; reading stops (ArchiveTooLarge) as
+    soon as they would pass the budget's count of files."""
+    room = budget.limits.files - budget.files
+    names: list[str] = []
+    with os.scandir(fd) as listing:
+        for entry in listing:
+            names.append(entry.name)
+            if len(names) > room:
+                raise budget.too_many_files()
+    names.sort(reverse=True)
+    return names
 
 
 class _Exact(io.RawIOBase):
-    """Exactly `size` bytes of `handle` (zero-padded if the file shrank while being read)."""
+    """Exactly `size` bytes of `handle` (zero-padded if the file shrank while being read),
+    within the copy's time."""
 
-    def __init__(self, handle: io.BufferedReader, size: int) -> None:
-        self.handle, self.left = handle, size
+    def __init__(self, handle: io.BufferedReader, size: int, budget: CopyBudget) -> None:
+        self.handle, self.left, self.budget = handle, size, budget
 
     def readable(self) -> bool:
         return True
@@ -215,6 +244,7 @@ class _Exact(io.RawIOBase):
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         if self.left <= 0:
             return 0
+        self.budget.check_time()
         view = memoryview(buffer)[: self.left]
         got = self.handle.readinto(view) or 0
         if got == 0:
@@ -224,21 +254,32 @@ class _Exact(io.RawIOBase):
         return got
 
 
-def import_tree(root: Path, archive: BinaryIO, *, uid_base: int = 0, keep_ids: bool = True) -> None:
+def import_tree(
+    root: Path,
+    archive: BinaryIO,
+    *,
+    uid_base: int = 0,
+    keep_ids: bool = True,
+    budget: CopyBudget | None = None,
+) -> None:
     """Unpack a tar into the sandbox root; no member is written through a symlink.
 
     Parents resolve inside the root (the image's own `/bin -> usr/bin` works); an entry
     already there that is not a folder is replaced, never written through. Owners are the
-    members' ids shifted by `uid_base` (or the sandbox's root with `keep_ids=False`).
+    members' ids shifted by `uid_base` (or the sandbox's root with `keep_ids=False`). Runs
+    of zeros are left as holes. With `budget`, the unpacking keeps to its time.
 
     Raises:
         SandboxError: a member escapes the root or cannot be written.
+        ArchiveTooLarge: the unpacking took longer than `budget` allows.
     """
     root_fd = os.open(root, _DIR)
     try:
         with tarfile.open(fileobj=archive, mode="r|*") as tar:
             for member in tar:
-                _import_member(root_fd, tar, member, uid_base, keep_ids)
+                if budget is not None:
+                    budget.check_time()
+                _import_member(root_fd, tar, member, uid_base, keep_ids, budget)
     except tarfile.TarError as exc:
         raise SandboxError(f"Could not unpack an archive into the sandbox: {exc}") from exc
     finally:
@@ -246,7 +287,12 @@ def import_tree(root: Path, archive: BinaryIO, *, uid_base: int = 0, keep_ids: b
 
 
 def _import_member(
-    root_fd: int, tar: tarfile.TarFile, member: tarfile.TarInfo, base: int, keep_ids: bool
+    root_fd: int,
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    base: int,
+    keep_ids: bool,
+    budget: CopyBudget | None,
 ) -> None:
     if member.name.startswith("/") or ".." in PurePosixPath(member.name).parts:
         raise SandboxError(f"Expected archive members below the root; got {member.name!r}.")
@@ -282,7 +328,7 @@ def _import_member(
             elif member.isfifo():
                 os.mkfifo(name, 0o600, dir_fd=parent)
             elif member.isfile():
-                _write_file(tar, member, parent, name)
+                _write_file(tar, member, parent, name, budget)
             else:
                 return  # devices are never made
         os.chown(name, uid, gid, dir_fd=parent, follow_symlinks=False)
@@ -294,14 +340,37 @@ def _import_member(
         os.close(parent)
 
 
-def _write_file(tar: tarfile.TarFile, member: tarfile.TarInfo, parent: int, name: str) -> None:
+def _write_file(
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    parent: int,
+    name: str,
+    budget: CopyBudget | None,
+) -> None:
+    """Write a member's content, leaving chunks of zeros as holes (a sparse file the
+    agent made stays sparse in a verifier of this backend)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(name, flags, 0o600, dir_fd=parent)
-    with os.fdopen(fd, "wb") as handle:
+    try:
         source = tar.extractfile(member)
-        if source is not None:
-            while chunk := source.read(1 << 20):
-                handle.write(chunk)
+        if source is None:
+            return
+        while chunk := source.read(_CHUNK):
+            if budget is not None:
+                budget.check_time()
+            if chunk == _ZERO_CHUNK[: len(chunk)]:
+                os.lseek(fd, len(chunk), os.SEEK_CUR)
+                continue
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+        os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_CUR))
+    finally:
+        os.close(fd)
+
+
+_CHUNK = 1 << 20
+_ZERO_CHUNK = bytes(_CHUNK)
 
 
 def _lstat(parent: int, name: str) -> os.stat_result | None:
@@ -339,7 +408,9 @@ def copy_in(root: Path, src: Path, dest: str, *, uid_base: int = 0) -> None:
         import_tree(root, spool, uid_base=uid_base)  # type: ignore[arg-type]
 
 
-def copy_out(root: Path, src: str, dest: Path, *, uid_base: int = 0, limit: int = 1 << 40) -> None:
+def copy_out(
+    root: Path, src: str, dest: Path, *, uid_base: int = 0, limits: CopyLimits = HOST_COPY
+) -> None:
     """Copy the sandbox path `src` to the host path `dest` (which names the copy)."""
     import shutil
     import tempfile
@@ -348,7 +419,7 @@ def copy_out(root: Path, src: str, dest: Path, *, uid_base: int = 0, limit: int 
         tempfile.TemporaryDirectory(prefix="termgym-out-") as tmp,
         tempfile.TemporaryFile() as spool,
     ):
-        export_tree(root, [src], spool, limit=limit, uid_base=uid_base)
+        export_tree(root, [src], spool, budget=limits.budget(), uid_base=uid_base)
         if spool.tell() == 0:
             raise SandboxError(f"Expected {src} in the sandbox; found nothing there.")
         spool.seek(0)

@@ -14,6 +14,7 @@ from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy
 from termgym.sandbox._base import RunResult, SandboxConfig
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
+from termgym.sandbox._copylimits import CopyBudget, CopyLimits
 from termgym.sandbox._shell import BASH_ARGV
 
 
@@ -82,13 +83,15 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
         """Copy the sandbox path `src` to the host path `dest` (resolved inside the root)."""
         _fscopy.copy_out(self._root(), src, Path(dest))
 
-    def export_paths(self, paths: Sequence[str], out: BinaryIO, limit: int) -> None:
+    def export_paths(self, paths: Sequence[str], out: BinaryIO, limits: CopyLimits) -> None:
         """A tar of the mapped `paths`, never following a symlink out of the root."""
-        _fscopy.export_tree(self._root(), paths, out, limit=limit, uid_base=os.geteuid())
+        _fscopy.export_tree(self._root(), paths, out, budget=limits.budget(), uid_base=os.geteuid())
 
-    def import_archive(self, archive: BinaryIO) -> None:
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
         """Unpack a tar under the root (owned by this user: nothing else is possible)."""
-        _fscopy.import_tree(self._root(), archive, uid_base=os.geteuid(), keep_ids=False)
+        _fscopy.import_tree(
+            self._root(), archive, uid_base=os.geteuid(), keep_ids=False, budget=budget
+        )
 
     def network_handle(self) -> str:
         """The host's network (the local backend has no network of its own)."""

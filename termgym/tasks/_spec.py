@@ -201,6 +201,14 @@ class Limits(BaseModel):
     network: bool = False
     memory_mb: int = Field(default=1024, gt=0)
     disk_mb: int = Field(default=1024, ge=16)
+    work_files: int = Field(default=100_000, gt=0)
+    """Files, folders and links the agent's work (the workdir and `grading.state`) may hold
+    when it is copied to the graders; past it, the episode is a grader-error."""
+    work_depth: int = Field(default=128, gt=0, le=512)
+    """Folders deep the agent's work may go (`/app/a/b` is 3), as `work_files`."""
+    work_copy_timeout: float = Field(default=120, gt=0)
+    """Seconds copying the agent's work out of its sandbox (and into each verifier) may
+    take, as `work_files`."""
     capabilities: Literal["none", "default"] = "none"
     """What the agent's root may do: "none" (every capability dropped) or "default"
     (Docker's default set, as Terminal-Bench and Harbor run tasks: apt-get, pip, chown ...

@@ -49,9 +49,9 @@ class Watched(ColdStarts):
                 self.before_use(standby)
         original = verifier.import_archive
 
-        def import_archive(archive: Any) -> None:
+        def import_archive(archive: Any, budget: Any = None) -> None:
             self.alive_at_import.append(standby is not None and standby.alive())
-            original(archive)
+            original(archive, budget)
 
         verifier.import_archive = import_archive  # type: ignore[method-assign]
         return verifier

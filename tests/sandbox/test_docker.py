@@ -106,3 +106,45 @@ def test_missing_image_is_reported_without_trying_a_registry(base_image: str) ->
     with pytest.raises(SandboxError, match="Expected image termgym/missing:never.*build-base"):
         make_sandbox("docker", SandboxConfig(image="termgym/missing:never")).start()
     assert time.monotonic() - began < 10
+
+
+def test_the_writable_layer_is_a_filesystem_of_the_disk_limit_removed_with_the_container(
+    base_image: str,
+) -> None:
+    """As root beside a local engine that refuses --storage-opt (overlay2 over ext4, as
+    here), the layer gets a filesystem of its own: ENOSPC at the limit, nothing left."""
+    box = make_sandbox("docker", SandboxConfig(disk_mb=64))
+    assert isinstance(box, DockerSandbox)
+    box.start()
+    try:
+        if box.disk_limit == "engine":
+            pytest.skip("this engine bounds the layer itself (--storage-opt size)")
+        assert box.disk_limit == "filesystem", box._disk_why  # noqa: SLF001
+        assert box.layer_disk is not None
+        out = box.run("head -c 100M /dev/zero > /app/fill; echo status=$?; df -m / | tail -1")
+        assert "No space left on device" in out.output and "status=1" in out.output
+        assert int(out.output.split()[-5]) <= 64  # the size df reports for /
+        layer, image = box.layer_disk.layer, box.layer_disk.image
+    finally:
+        box.close()
+    assert not layer.exists() and not image.exists()
+
+
+def test_without_a_filesystem_of_its_own_the_watchdog_ends_a_sandbox_past_its_limit(
+    base_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback where no filesystem can be made (termgym not root): a poll."""
+    from termgym.sandbox._layerdisk import LayerDisk
+
+    monkeypatch.setattr(LayerDisk, "make", classmethod(lambda cls, *args, **kw: "not root"))
+    box = make_sandbox("docker", SandboxConfig(disk_mb=64))
+    assert isinstance(box, DockerSandbox)
+    box.start()
+    try:
+        if box.disk_limit == "engine":
+            pytest.skip("this engine bounds the layer itself (--storage-opt size)")
+        assert box.disk_limit == "watchdog"
+        with pytest.raises(SandboxCrashed, match="disk limit"):
+            box.run("head -c 400M /dev/urandom > /app/fill; sleep 30", timeout=60)
+    finally:
+        box.close()

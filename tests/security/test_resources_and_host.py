@@ -59,9 +59,11 @@ def test_a_program_that_floods_its_output_scores_nothing(attack, megabytes: int)
 
 def test_writing_past_the_disk_limit_stops_at_the_limit(attack, backend: str) -> None:
     episode = attack(ADVERSARY)
+    bound = getattr(episode.env.episode.sandbox, "disk_limit", "filesystem")  # bwrap: tmpfs
     step = episode.run("dd if=/dev/urandom of=/app/fill bs=1M count=512 2>&1; sleep 2")
-    if backend == "bwrap":  # the writable layer is a 64 MiB filesystem
-        assert "No space left on device" in step["obs"]["output"]
+    if bound in ("filesystem", "engine"):  # the writable layer is a 64 MiB filesystem
+        output = step["obs"]["output"]
+        assert "No space left on device" in output or "Disk quota exceeded" in output, output
         assert not step["done"]
         reward, info = episode.submit()
         assert reward == 0.0 and info["class"] in ("neither", "grader-error")

@@ -1,0 +1,138 @@
+"""Firewall rules that keep networked sandboxes off the host's own addresses, every one of them.
+
+A sandbox with a network reaches the internet through the host, and so, unless told not
+to, the host itself: a docker container on a bridge reaches every service the host binds
+to 0.0.0.0 at the bridge's gateway, and slirp4netns (a bwrap sandbox's network) connects
+from the host, so a bwrap sandbox would reach them at any of the host's addresses. Neither
+reaches the host's loopback by itself (a container's 127.0.0.1 is its own; slirp4netns runs
+with `--disable-host-loopback`). Where termgym runs as root with iptables, it adds, once,
+rules that refuse the rest:
+
+- bwrap: packets from the sandboxes' host uids (slirp4netns runs as the sandbox's root,
+  `UID_BASE`..+65535) to any local address of the host (`addrtype LOCAL`), but DNS (the
+  host's resolver may listen there, and slirp4netns forwards the sandbox's queries to it);
+- docker: packets into the host from termgym's own bridge (BRIDGE), which networked
+  sandboxes join (its containers cannot reach each other either: no inter-container traffic).
+
+Elsewhere (not root, no iptables, a remote engine) the rules cannot be set; `wall_*` say why
+and the backends say so once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from typing import Any
+
+BRIDGE = "termgym0"
+"""The bridge interface of termgym's docker network."""
+
+NETWORK = "termgym"
+"""termgym's docker network: networked sandboxes join it instead of the default bridge."""
+
+_lock = threading.Lock()
+_held: dict[str, str] = {}
+
+
+def wall_bwrap(uid_base: int, count: int = 65536) -> str:
+    """Refuse the bwrap sandboxes' network stacks the host's addresses; "" when it holds."""
+    owner = ["-m", "owner", "--uid-owner", f"{uid_base}-{uid_base + count - 1}"]
+    local = ["-m", "addrtype", "--dst-type", "LOCAL"]
+    rules = [  # inserted in this order at the top: the DNS exceptions end up first
+        [*owner, *local, "-j", "REJECT"],
+        [*owner, *local, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"],
+        [*owner, *local, "-p", "udp", "--dport", "53", "-j", "ACCEPT"],
+        [*owner, *local, "-p", "tcp", "--dport", "53", "-j", "ACCEPT"],
+    ]
+    return _hold(f"bwrap-{uid_base}", "OUTPUT", rules)
+
+
+def wall_docker() -> str:
+    """Refuse the host to what comes from termgym's bridge; "" when it holds."""
+    rules = [
+        ["-i", BRIDGE, "-j", "REJECT"],
+        ["-i", BRIDGE, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"],
+    ]
+    return _hold("docker", "INPUT", rules)
+
+
+def _hold(key: str, chain: str, rules: list[list[str]]) -> str:
+    with _lock:
+        if key not in _held:
+            _held[key] = _insert(chain, rules)
+        return _held[key]
+
+
+def _insert(chain: str, rules: list[list[str]]) -> str:
+    import os
+
+    if os.geteuid() != 0:
+        return "termgym does not run as root"
+    tools = [t for t in (shutil.which("iptables"), shutil.which("ip6tables")) if t]
+    if not tools:
+        return "iptables is not installed"
+    for index, tool in enumerate(tools):
+        for rule in rules:
+            if index > 0 and "--dst-type" in rule:
+                continue  # slirp4netns runs without IPv6
+
+            check = subprocess.run(
+                [tool, "-w", "-C", chain, *rule], capture_output=True, timeout=30, check=False
+            )
+            if check.returncode == 0:
+                continue
+            done = subprocess.run(
+                [tool, "-w", "-I", chain, "1", *rule], capture_output=True, timeout=30, check=False
+            )
+            if done.returncode != 0 and index == 0:
+                return f"{tool} refused a rule: {done.stderr.decode(errors='replace').strip()}"
+    return ""
+
+
+_networks: dict[str, str] = {}
+
+
+def docker_network(client: Any, address: str) -> str:
+    """termgym's bridge network on the engine at `address` (made once; its name).
+
+    Its containers cannot reach each other (`enable_icc` off): one episode never reaches
+    another's services. Where its bridge is on this host, `wall_docker` keeps them off it.
+    """
+    import docker.errors
+
+    with _lock:
+        if address in _networks:
+            return _networks[address]
+    try:
+        client.networks.get(NETWORK)
+    except docker.errors.NotFound:
+        try:
+            client.networks.create(
+                NETWORK, driver="bridge", check_duplicate=True,
+                options={
+                    "com.docker.network.bridge.name": BRIDGE,
+                    "com.docker.network.bridge.enable_icc": "false",
+                },
+                labels={"io.termgym.network": "1"},
+            )  # fmt: skip
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # made by another process just now
+                raise
+    with _lock:
+        _networks[address] = NETWORK
+    return NETWORK
+
+
+_said: set[str] = set()
+
+
+def say_once(key: str, message: str) -> None:
+    """Log a warning once per process and key."""
+    import logging
+
+    with _lock:
+        if key in _said:
+            return
+        _said.add(key)
+    logging.getLogger(__name__).warning(message)
