@@ -61,9 +61,13 @@ def import_command(
             flags.append("approximate")
         if done.overlay:
             flags.append(f"overlay: {done.overlay}")
+        if done.missing:
+            flags.append(f"{len(done.missing)} missing")
         click.echo(f"imported  {done.task_id:<40} {', '.join(flags)}")
         for mapping in done.mappings:
             click.echo(f"          base: {mapping}")
+        for missing in done.missing:
+            click.echo(f"          missing: {missing}")
     for folder, why in report.refused:
         click.echo(f"refused   {folder.name:<40} {why}")
     for path in report.unused_overlays:
