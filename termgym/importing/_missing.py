@@ -13,7 +13,9 @@ from termgym.importing._dockerfile import parse
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 _CHECKSUM = (".sha256", ".sha512", ".sha1", ".md5")
-_NAMED = re.compile(r"(?<![\w.-])(?:/tests|\$\{?TEST_DIR\}?|/solution)/([A-Za-z0-9_.][A-Za-z0-9_./-]*)")
+_NAMED = re.compile(
+    r"(?<![\w.-])(?:/tests|\$\{?TEST_DIR\}?|/solution)/([A-Za-z0-9_.][A-Za-z0-9_./-]*)"
+)
 _EXTRACTS_INTO_TESTS = re.compile(r"\s-[Cd]\s+(/tests|\"?\$\{?TEST_DIR\}?\"?)\b")
 
 
@@ -53,10 +55,8 @@ def _copy_sources(dockerfile: str) -> list[tuple[str, int]]:
         if ins.keyword not in ("COPY", "ADD"):
             continue
         args = ins.args.strip()
-        if args.startswith("["):
-            words = re.findall(r'"((?:[^"\\]|\\.)*)"', args)
-        else:
-            words = args.split()
+        quoted = args.startswith("[")  # the exec form: ["src", "dest"]
+        words = re.findall(r'"((?:[^"\\]|\\.)*)"', args) if quoted else args.split()
         words = [w for w in words if not w.startswith("--")]
         if "--from" in ins.args or len(words) < 2:
             continue
@@ -88,7 +88,9 @@ def _files(folder: Path | None) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
-def _named(texts: list[tuple[str, str]], tests: Path | None, solution: Path | None) -> list[Missing]:
+def _named(
+    texts: list[tuple[str, str]], tests: Path | None, solution: Path | None
+) -> list[Missing]:
     """What the scripts and tests read from /tests or /solution but the folder lacks."""
     out: dict[str, Missing] = {}
     script = next((text for name, text in texts if name.endswith(".sh")), "")
@@ -96,8 +98,10 @@ def _named(texts: list[tuple[str, str]], tests: Path | None, solution: Path | No
     for name, text in texts:
         for match in _NAMED.finditer(text):
             rel = match.group(1).rstrip(".")
-            folder, prefix = (solution, "solution") if match.group(0).startswith("/solution") else (
-                tests, "tests"
+            folder, prefix = (
+                (solution, "solution")
+                if match.group(0).startswith("/solution")
+                else (tests, "tests")
             )
             if folder is None or not rel or (folder / rel).exists() or "*" in rel:
                 continue

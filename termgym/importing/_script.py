@@ -6,9 +6,10 @@ termgym runs them in the clean verifier, where nothing of the agent's may run as
 (docs/security.md). So every line is classified:
 
 - install: apt-get, pip, `uv add`, `uv pip install` (also behind `sudo`, `env` or
-  `VAR=x`, as in `DEBIAN_FRONTEND=noninteractive apt-get install -y expect`): moved to the
-  image build (grading runs offline); uv's installer, `uv init`, `source $HOME/.local/bin/env` are dropped
-  (pytest runs from the image's python3 instead of a uv project).
+  `VAR=x`, as in `DEBIAN_FRONTEND=noninteractive apt-get install -y expect`): moved to
+  the image build (grading runs offline); uv's installer, `uv init`, `source
+  $HOME/.local/bin/env` are dropped (pytest runs from the image's python3 instead of a uv
+  project).
 - pytest: `pytest`, `python -m pytest`, `uv run [--with X] pytest`, `uvx [-w X] pytest`
   (Harbor's template; its `-w` packages install at build time), and Terminal-Bench's shared
   run-uv-pytest.sh: rewritten to `$TERMGYM_PYTEST`, an in-process pytest whose tests'
@@ -62,9 +63,7 @@ _SAFE = (
     re.compile(r"^export\s+[A-Za-z_][A-Za-z0-9_]*=[^;&|`()]*$"),
     re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(\$\?|[^;&|`()$]*)$"),
     re.compile(r"^(echo|printf)\b[^;&|`()]*$"),
-    re.compile(
-        r"^(if|elif)\s+\[\[?\s[^;&|`()]*\]\]?(\s*&&\s*\[\[?\s[^;&|`()]*\]\]?)*\s*;\s*then$"
-    ),
+    re.compile(r"^(if|elif)\s+\[\[?\s[^;&|`()]*\]\]?(\s*&&\s*\[\[?\s[^;&|`()]*\]\]?)*\s*;\s*then$"),
     re.compile(r"^(then|else|fi)$"),
     re.compile(r"^exit(\s+(\d+|\"?\$[A-Za-z_?][A-Za-z0-9_]*\"?))?$"),
     re.compile(r"^mkdir\s+(-p\s+)?[^;&|`()$]*$|^mkdir\s+-p\s+\"?\$TEST_DIR\"?$"),

@@ -281,8 +281,7 @@ def _python(image: str, minor: str, patch: str, slim: bool, release: str) -> Bas
     )
     if not slim:
         note += (
-            "; the full image's buildpack-deps stand in as compilers, git and common -dev "
-            "libraries"
+            "; the full image's buildpack-deps stand in as compilers, git and common -dev libraries"
         )
     return BaseMapping(image, BASES[name], note)
 

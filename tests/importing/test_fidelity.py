@@ -156,7 +156,8 @@ def test_the_stand_in_and_its_differences_are_in_the_provenance(tmp_path: Path) 
     dockerfile.write_text(
         dockerfile.read_text().replace(
             "FROM python:3.13-slim-bookworm\n",
-            "FROM python:3.13-slim-bookworm\nCOPY --from=ghcr.io/astral-sh/uv:0.8.15 /uv /uvx /bin/\n",
+            "FROM python:3.13-slim-bookworm\n"
+            "COPY --from=ghcr.io/astral-sh/uv:0.8.15 /uv /uvx /bin/\n",
         )
     )
     (done,) = import_tasks([task], tmp_path / "out", "terminal-bench").converted
