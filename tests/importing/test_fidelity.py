@@ -221,9 +221,7 @@ def test_a_tests_file_the_tests_read_but_the_folder_lacks_is_reported(tmp_path: 
         + '\n\ndef test_compiled():\n    assert open("/tests/probe", "rb")\n'
     )
     (tests.parent / "probe.c").write_text("int main(void) { return 0; }\n")
-    result = CliRunner().invoke(
-        main, ["import", "tb", str(task), "--out", str(tmp_path / "out")]
-    )
+    result = CliRunner().invoke(main, ["import", "tb", str(task), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert "1 missing" in result.output
     assert "missing: tests/gtruth.pt (tests/test_outputs.py line" in result.output
