@@ -10,16 +10,18 @@ import click
 from termgym._terminal_text import printable
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
-from termgym.tasks import load_task, task_dirs
+from termgym.tasks import load_task, task_dirs, tasks_in
 
 
 @click.command("tasks")
 @task_paths
 @click.option("--validate", is_flag=True, help="Only validate; exit 1 if any task is malformed.")
 def tasks(paths: tuple[str, ...], validate: bool) -> None:
-    """List the tasks found (bundled and extra folders), validating each spec."""
+    """List the tasks found, validating each spec: the tasks under the --path folders when any
+    is given (and only those), else every task found (bundled, registered and
+    $TERMGYM_TASKS_PATH)."""
     failed = 0
-    found = task_dirs(paths)
+    found = tasks_in(paths) if paths else task_dirs()
     width = max([22, *(len(t) + 1 for t in found)])
     for task_id, folder in found.items():
         try:

@@ -230,3 +230,19 @@ def test_a_tests_file_the_tests_read_but_the_folder_lacks_is_reported(tmp_path: 
     spec = yaml.safe_load((tmp_path / "out" / "tb-weight-limit" / "task.yaml").read_text())
     assert any("missing from its folder: tests/gtruth.pt" in a
                for a in spec["provenance"]["approximate"])  # fmt: skip
+
+
+def test_tasks_with_a_path_lists_only_the_tasks_found_there(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from termgym.cli import main
+
+    shutil.copytree(FOREIGN / "tb" / "tb-weight-limit", tmp_path / "tasks" / "tb-weight-limit")
+    listed = CliRunner().invoke(main, ["tasks", "--path", str(tmp_path / "tasks")])
+    assert listed.exit_code == 0, listed.output
+    assert [line.split()[0] for line in listed.output.splitlines()] == ["tb-weight-limit"]
+    everything = CliRunner().invoke(main, ["tasks"])
+    ids = [line.split()[0] for line in everything.output.splitlines() if line.strip()]
+    assert "fuel-planner" in ids and "tb-weight-limit" not in ids
+    helped = " ".join(CliRunner().invoke(main, ["tasks", "--help"]).output.split())
+    assert "the tasks under the --path folders when any is given (and only those)" in helped
