@@ -216,7 +216,51 @@ def phase(tasks: Path, task_id: str, which: str, out: Path, backend: str, cap: f
         "class": result.episode_class, "passed": result.passed, "error": result.error,
         "timed_out": result.agent_timed_out, "phases": result.phases,
         "recording": result.episode_file, "seconds": time.monotonic() - started,
+        **read_recording(result.episode_file),
     }))  # fmt: skip
+
+
+def read_recording(path: str | None) -> dict[str, Any]:
+    """What an episode's recording says of its failure: the last step's exit code and output
+    tail, and the tests the verifier listed as failed."""
+    if not path or not Path(path).is_file():
+        return {}
+    steps: list[dict[str, Any]] = []
+    verdicts: dict[str, Any] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "step":
+            steps.append(record)
+        elif record.get("type") == "end":
+            verdicts = record.get("verdicts") or {}
+    found: dict[str, Any] = {}
+    if steps:
+        found["last_exit"] = steps[-1].get("exit_code")
+        found["last_output"] = str(steps[-1].get("output", ""))[-1200:]
+    messages = [str(r.get("message", "")) for v in verdicts.values() for r in v.get("results", [])]
+    found["failed_tests"] = sorted(
+        {m.group(1) for text in messages for m in re.finditer(r"FAILED \S*::(\S+)", text)}
+    )
+    found["verifier_tail"] = "\n".join(messages)[-1500:]
+    return found
+
+
+def failure_cause(oracle: dict[str, Any]) -> str:
+    """The oracle's failure, in one line, from what its recording says."""
+    output = str(oracle.get("last_output", ""))
+    if re.search(r"setgroups .* failed|seteuid .* failed|Operation not permitted", output):
+        return "agent sandbox: apt-get lacks capabilities (setgroups) [lead: item 2]"
+    if oracle.get("status") not in (None, "ok"):
+        return f"{oracle.get('status')}: {str(oracle.get('error') or '')[:140]}"
+    if oracle.get("timed_out"):
+        return "the solution ran past the agent timeout"
+    if oracle.get("last_exit") not in (0, "0", None):
+        tail = output.strip().splitlines()[-1:] or [""]
+        return f"solution exit {oracle.get('last_exit')}: {tail[0][:140]}"
+    failed = oracle.get("failed_tests") or []
+    if failed:
+        return "tests failed after the solution succeeded: " + ", ".join(failed)[:140]
+    return str(oracle.get("error") or "")[:160]
 
 
 def run_phase(tasks: Path, task_id: str, which: str, out: Path, args: argparse.Namespace,
@@ -304,7 +348,7 @@ def write_table(out: Path) -> None:
         if not cause and build is not None and not build.get("ok"):
             cause = str(build.get("error", "")).strip().splitlines()[-1][:160]
         elif not cause and oracle is not None and not oracle.get("passed"):
-            cause = str(oracle.get("error") or "").strip()[:160]
+            cause = failure_cause(oracle)
         lines.append(
             f"| {task} | {'yes' if row['imported'] else 'no'} | "
             f"{'' if row['imported'] else refusal_reason(row['why'])} | {row['internet']} | "
