@@ -245,11 +245,32 @@ def read_recording(path: str | None) -> dict[str, Any]:
     return found
 
 
+def build_cause(log: str) -> str:
+    """A failed build, in one line: what it could not reach, or its last line."""
+    host = re.search(
+        r"Could not resolve host:? '?([\w.-]+)|Failed to download https?://([\w.-]+)", log
+    )
+    if host:
+        name = host.group(1) or host.group(2)
+        step = re.findall(r"The command '/bin/sh -c ([^']{0,80})", log)
+        return f"the build fetches from {name} (not reachable here)" + (
+            f": `{step[-1]}`" if step else ""
+        )
+    lines = log.strip().splitlines() or [""]
+    return lines[-1][:160]
+
+
 def failure_cause(oracle: dict[str, Any]) -> str:
     """The oracle's failure, in one line, from what its recording says."""
     output = str(oracle.get("last_output", ""))
-    if re.search(r"setgroups .* failed|seteuid .* failed|Operation not permitted", output):
+    if re.search(r"setgroups .* failed|seteuid .* failed", output):
         return "agent sandbox: apt-get lacks capabilities (setgroups) [lead: item 2]"
+    if re.search(r"Operation not permitted|password not changed|cannot lock /etc", output):
+        line = next(
+            (x for x in output.splitlines() if re.search(r"not permitted|not changed|lock", x)),
+            "",
+        )
+        return f"agent sandbox lacks a capability: {line.strip()[:100]} [lead: item 2]"
     if oracle.get("status") not in (None, "ok"):
         return f"{oracle.get('status')}: {str(oracle.get('error') or '')[:140]}"
     if oracle.get("timed_out"):
@@ -346,7 +367,7 @@ def write_table(out: Path) -> None:
             tally[reason] = tally.get(reason, 0) + 1
         cause = notes.get(task, "")
         if not cause and build is not None and not build.get("ok"):
-            cause = str(build.get("error", "")).strip().splitlines()[-1][:160]
+            cause = build_cause(str(build.get("error", "")))
         elif not cause and oracle is not None and not oracle.get("passed"):
             cause = failure_cause(oracle)
         lines.append(
