@@ -83,10 +83,13 @@ def extract(source: str, into: Path) -> Path:
     return target / sub
 
 
-def needs_internet(task_folder: Path) -> str:
-    """What the task's own solution reaches while it runs: no, registries, or other."""
+def needs_internet(task_folder: Path, folder: str = "solution") -> str:
+    """What the task's own solution (or its image's build) reaches: no, registries, or
+    other (a host the registries are not)."""
     texts = []
-    for path in sorted((task_folder / "solution").rglob("*")):
+    for path in sorted((task_folder / folder).rglob("*")):
+        if folder == "environment" and path.suffix not in (".sh", "") and path.name != "Dockerfile":
+            continue
         if path.is_file() and path.stat().st_size < 1 << 20:
             texts.append(path.read_text(encoding="utf-8", errors="replace"))
     text = "\n".join(
@@ -133,6 +136,7 @@ def import_all(source: Path, out: Path) -> None:
             "id": converted.task_id, "protection": converted.protection,
             "approximate": list(converted.approximate), "missing": list(converted.missing),
             "internet": needs_internet(converted.original),
+            "build_internet": needs_internet(converted.original, "environment"),
             "agent_timeout": _limit(spec, "agent_timeout"),
             "grading_timeout": _limit(spec, "grading_timeout"),
         })  # fmt: skip
@@ -354,9 +358,9 @@ def write_table(out: Path) -> None:
         notes = json.loads(notes_path.read_text())
     rows = sorted((r for (_, p), r in done.items() if p == "import"), key=lambda r: r["task"])
     lines = [
-        "| task | imported | refused because | solution reaches | build | oracle | do-nothing | "
-        "failure cause |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| task | imported | refused because | solution reaches | build reaches | build | oracle | "
+        "do-nothing | failure cause |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     tally: dict[str, int] = {}
     for row in rows:
@@ -373,6 +377,7 @@ def write_table(out: Path) -> None:
         lines.append(
             f"| {task} | {'yes' if row['imported'] else 'no'} | "
             f"{'' if row['imported'] else refusal_reason(row['why'])} | {row['internet']} | "
+            f"{row.get('build_internet', '')} | "
             f"{_cell(build)} | {_cell(oracle)} | {_cell(nothing)} | "
             f"{cause.replace('|', '/')} |"
         )
