@@ -204,7 +204,8 @@ RUN set -eux; \
     find /usr/local -type f -executable -exec ldd '{{}}' ';' 2>/dev/null \
         | awk '/=>/ {{ so = $(NF-1); if (index(so, "/usr/local/") == 1) next; \
                      gsub("^/(usr/)?", "", so); print "*" so }}' \
-        | sort -u | xargs -r dpkg-query --search 2>/dev/null | cut -d: -f1 | sort -u \
+        | sort -u | xargs -r dpkg-query --search 2>/dev/null | grep -v '^diversion ' \
+        | cut -d: -f1 | tr ',' '\n' | tr -d ' ' | sort -u \
         | xargs -r apt-mark manual >/dev/null; \
     apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false >/dev/null; \
     rm -rf /var/lib/apt/lists/*; \
