@@ -3,7 +3,8 @@ task, then build each imported task's image, run its own solution (the oracle) a
 do-nothing agent through `termgym run`, and write one table (docs/importing.md, "TB 2.0").
 
     .venv/bin/python scripts/tb2_measure.py SOURCE OUT [--tasks a,b | --sample N]
-        [--import-only] [--backend docker] [--build-timeout S] [--max-agent-timeout S]
+        [--import-only] [--redo a,b|failed] [--backend docker] [--build-timeout S]
+        [--max-agent-timeout S]
     .venv/bin/python scripts/tb2_measure.py --table OUT
 
 SOURCE is a folder of Harbor task folders (a checkout of a public copy: termgym vendors
@@ -337,6 +338,21 @@ def measure(out: Path, args: argparse.Namespace) -> None:
             write_table(out)
 
 
+def redo(out: Path, which: str) -> None:
+    """Drop the measured phases of some tasks (`failed`: of those whose build or oracle
+    failed), keeping their import, so the next measurement runs them again."""
+    done = load(out)
+    if which == "failed":
+        tasks = {t for (t, p), row in done.items() if p in ("build", "oracle") and not
+                 (row.get("ok") if p == "build" else row.get("passed"))}  # fmt: skip
+    else:
+        tasks = set(which.split(","))
+    kept = [row for row in done.values() if row["phase"] == "import" or row["task"] not in tasks]
+    path = out / "results.jsonl"
+    path.with_suffix(".jsonl.tmp").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    path.with_suffix(".jsonl.tmp").replace(path)
+
+
 def _cell(row: dict[str, Any] | None) -> str:
     if row is None:
         return ""
@@ -408,6 +424,11 @@ def main() -> None:
     parser.add_argument("--sample", type=int, help="Measure this many imported tasks, drawn.")
     parser.add_argument("--seed", type=int, default=0, help="The draw of --sample.")
     parser.add_argument("--import-only", action="store_true")
+    parser.add_argument(
+        "--redo",
+        help="Comma-separated tasks (or `failed`) whose build, oracle and do-nothing results "
+        "are dropped and measured again.",
+    )
     parser.add_argument("--table", metavar="OUT", help="Only rewrite OUT/table.md.")
     parser.add_argument("--backend", default="docker")
     parser.add_argument("--build-timeout", type=float, default=3600.0)
@@ -429,6 +450,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     source = extract(args.source, out)
     import_all(source.resolve(), out)
+    if args.redo:
+        redo(out, args.redo)
     write_table(out)
     if not args.import_only:
         measure(out, args)
