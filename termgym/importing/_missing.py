@@ -61,8 +61,8 @@ def _copy_sources(dockerfile: str) -> list[tuple[str, int]]:
         if "--from" in ins.args or len(words) < 2:
             continue
         for source in words[:-1]:
-            if re.match(r"^[a-z]+://", source) or "$" in source:
-                continue  # ADD of a URL, or a build ARG: not a file of the context
+            if re.match(r"^[a-z]+://", source) or "$" in source or source.startswith("<<"):
+                continue  # ADD of a URL, a build ARG, a heredoc: not a file of the context
             found.append((source, start))
     return found
 
