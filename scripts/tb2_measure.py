@@ -284,6 +284,13 @@ def failure_cause(oracle: dict[str, Any]) -> str:
         tail = output.strip().splitlines()[-1:] or [""]
         return f"solution exit {oracle.get('last_exit')}: {tail[0][:140]}"
     failed = oracle.get("failed_tests") or []
+    missing = re.search(r"No module named '?([\w.]+)", str(oracle.get("verifier_tail", "")))
+    if failed and (missing or "ModuleNotFo" in str(oracle.get("verifier_tail", ""))):
+        name = missing.group(1) if missing else "a module"
+        return (
+            f"the tests import {name}, which the solution installed: the verifier grades its "
+            "own python and the workdir [lead: item 1]"
+        )
     if failed:
         return "tests failed after the solution succeeded: " + ", ".join(failed)[:140]
     return str(oracle.get("error") or "")[:160]
