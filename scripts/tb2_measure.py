@@ -261,6 +261,12 @@ def build_cause(log: str) -> str:
         return f"the build fetches from {name} (not reachable here)" + (
             f": `{step[-1]}`" if step else ""
         )
+    failed = re.findall(r"The command '/bin/sh -c ([^']*)' returned a non-zero code", log)
+    url = re.search(r"\b(?:wget|curl|git\s+clone)\b[^;&|]*?https?://([\w.-]+)", failed[-1]) if (
+        failed
+    ) else None  # fmt: skip
+    if url:
+        return f"the build fetches from {url.group(1)} (not reachable here): `{failed[-1][:80]}`"
     lines = log.strip().splitlines() or [""]
     return lines[-1][:160]
 
