@@ -5,6 +5,8 @@ The tree:
     TermgymError
     ├── InfrastructureError          the machinery failed: retried, left out of every rate
     │   ├── ImageError               an image could not be built or found
+    │   │   └── ImageBuildFailed     a step of the Dockerfile failed: the same every time,
+    │   │                            so never retried
     │   ├── BackendUnavailable *     the backend's engine or tool is missing
     │   ├── SandboxStartError *      a sandbox could not be started
     │   ├── EngineError *            the engine failed or missed a deadline on its own calls
@@ -84,6 +86,11 @@ class ArchiveTooLarge(SandboxError):
 
 class ImageError(InfrastructureError):
     """An image could not be built, imported or found."""
+
+
+class ImageBuildFailed(ImageError):
+    """A step of the image's own Dockerfile failed (not the engine or the network): the same
+    again on every attempt, so runs do not retry it."""
 
 
 class TaskError(TermgymError):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from termgym._terminal_text import printable
 from termgym.env import TerminalEnv, format_keys
 from termgym.sandbox import RunResult
 from termgym.tasks import Task
@@ -127,7 +128,7 @@ def play(
         obs, _ = env.reset(seed=seed)
         banner = (
             f"\x1b[1m{env.task_id}\x1b[0m\r\n\r\n"
-            + obs["instruction"].replace("\n", "\r\n")
+            + printable(obs["instruction"]).replace("\n", "\r\n")
             + "\r\n\x1b[2mCtrl-] submits for grading; so does `exit`.\x1b[0m\r\n\r\n"
         )
         stdout.write(banner.encode())
@@ -143,7 +144,7 @@ def play(
         env.close()
     stdout.write(
         f"\r\n\x1b[1mgraded\x1b[0m: reward {reward:.2f}, "
-        f"recording {info.get('episode_file')}\r\n".encode()
+        f"recording {printable(str(info.get('episode_file')))}\r\n".encode()
     )
     stdout.flush()
     return PlayResult(reward=reward, info=info)

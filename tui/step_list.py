@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
+from termgym._terminal_text import printable
+
 from .line_view import LineView
 from .messages import StepHighlighted
 from .model import EpisodeModel
@@ -59,7 +61,7 @@ class StepList(LineView):
         text.append(code + " ", style=style)
         text.append(f"{step.duration:6.2f}s ", style="dim")
         text.append("⚑ " if step.index in self.audit_steps else "  ", style="bold magenta")
-        action = step.action.replace("\n", "⏎").replace("\r", "⏎").replace("\x1b", "⎋")
+        action = printable(step.action, one_line=True)
         text.append(action, style="reverse" if index in self.matches else "")
         return text
 

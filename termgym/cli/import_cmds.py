@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from termgym._terminal_text import printable
+
 
 @click.command("import")
 @click.argument("fmt", metavar="tb|harbor|atif", type=click.Choice(["tb", "harbor", "atif"]))
@@ -78,13 +80,19 @@ def import_command(
             flags.append("approximate")
         if done.overlay:
             flags.append(f"overlay: {done.overlay}")
+        if done.missing:
+            flags.append(f"{len(done.missing)} missing")
         click.echo(f"imported  {done.task_id:<40} {', '.join(flags)}")
         for mapping in done.mappings:
-            click.echo(f"          base: {mapping}")
+            click.echo(f"          base: {printable(mapping, one_line=True)}")
+        for missing in done.missing:
+            click.echo(f"          missing: {printable(missing, one_line=True)}")
     for folder, why in report.refused:
-        click.echo(f"refused   {folder.name:<40} {why}")
+        click.echo(f"refused   {printable(folder.name):<40} {printable(why, one_line=True)}")
     for path in report.unused_overlays:
-        click.echo(f"unused    {path.name:<40} no task folder of that name among the sources")
+        click.echo(
+            f"unused    {printable(path.name):<40} no task folder of that name among the sources"
+        )
     count = len(report.converted)
     click.echo(
         f"\n{count} imported, {len(report.refused)} refused into {out} in {seconds * 1000:.0f} ms"

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from termgym._terminal_text import printable, shown
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
@@ -93,10 +93,10 @@ def report(
     print_report(run, console)
     if not no_html:
         path = write_html(run, html_path or Path(run_dirs[0]) / "report.html")
-        console.print(f"HTML report: {escape(str(path))}")
+        console.print(f"HTML report: {shown(str(path))}")
     if prom_path is not None:
         written = write_prometheus(runs, prom_path)
-        console.print(f"Prometheus metrics: {escape(str(written))}")
+        console.print(f"Prometheus metrics: {shown(str(written))}")
 
 
 @click.command("compare")
@@ -164,7 +164,7 @@ def compare(
         seed=seed,
     )
     console = Console()
-    table = Table(title=escape(f"{base.name} -> {candidate.name}"))
+    table = Table(title=shown(f"{base.name} -> {candidate.name}"))
     columns = ["agent", "metric", "base", "candidate", "change", "limit"]
     if decision == "bootstrap":
         columns.append(f"paired change ({paired})")
@@ -178,8 +178,8 @@ def compare(
             else ("[dim]skipped[/]" if c.note else "[green]ok[/]")
         )
         cells = [
-            escape(c.agent),
-            escape(c.metric),
+            shown(c.agent),
+            shown(c.metric),
             c.base.format(),
             c.candidate.format(),
             change,
@@ -193,7 +193,7 @@ def compare(
         write_prometheus([base_run, cand_run], prom_path)
     regressions = [c for c in checks if c.regressed]
     for c in regressions:
-        click.echo(f"REGRESSION: {c.describe()}")
+        click.echo(f"REGRESSION: {printable(c.describe())}")
     if regressions:
         raise SystemExit(1)
     click.echo(f"no regression ({len(checks)} checks)")

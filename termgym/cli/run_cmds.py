@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from termgym._terminal_text import shown
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
 from termgym.run import (
@@ -78,7 +79,8 @@ def execute(config: RunConfig, *, quiet: bool = False, linger: float = 0.0) -> R
                 progress.update(bar, status=_status(counts))
                 if result.status != "ok" or result.episode_class == "grader-error":
                     progress.console.print(
-                        f"[yellow]{result.job.episode_id}[/]: {result.status}: {result.error}"
+                        f"[yellow]{shown(result.job.episode_id)}[/]: {result.status}: "
+                        f"{shown(result.error or '')}"
                     )
             elif isinstance(event, MetricsServing):
                 progress.console.print(
@@ -88,8 +90,8 @@ def execute(config: RunConfig, *, quiet: bool = False, linger: float = 0.0) -> R
             elif isinstance(event, Retrying):
                 counts["retries"] += 1
                 progress.console.print(
-                    f"[dim]{event.job.episode_id}: attempt {event.attempt} hit an "
-                    f"infrastructure error, retrying: {event.error}[/]"
+                    f"[dim]{shown(event.job.episode_id)}: attempt {event.attempt} hit an "
+                    f"infrastructure error, retrying: {shown(event.error)}[/]"
                 )
 
         runner = Runner(config, progress=hook)
@@ -98,7 +100,7 @@ def execute(config: RunConfig, *, quiet: bool = False, linger: float = 0.0) -> R
         finally:
             if runner.left_out:
                 progress.console.print(
-                    f"[yellow]left out of split 'eval'[/]: {'; '.join(runner.left_out)}"
+                    f"[yellow]left out of split 'eval'[/]: {shown('; '.join(runner.left_out))}"
                 )
         _linger(runner, linger)
         return summary
@@ -327,7 +329,7 @@ def run_command(
         raise click.ClickException(str(exc)) from None
     console.print(
         f"{len(summary.results)} episodes run, {len(summary.skipped)} resumed from before, "
-        f"in {summary.wall_seconds:.1f} s; recordings in {summary.out}"
+        f"in {summary.wall_seconds:.1f} s; recordings in {shown(str(summary.out))}"
     )
     if show_report:
         from termgym.report import load_run, print_report

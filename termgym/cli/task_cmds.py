@@ -7,33 +7,38 @@ import time
 
 import click
 
+from termgym._terminal_text import printable
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
-from termgym.tasks import load_task, task_dirs
+from termgym.tasks import load_task, task_dirs, tasks_in
 
 
 @click.command("tasks")
 @task_paths
 @click.option("--validate", is_flag=True, help="Only validate; exit 1 if any task is malformed.")
 def tasks(paths: tuple[str, ...], validate: bool) -> None:
-    """List the tasks found (bundled and extra folders), validating each spec."""
+    """List the tasks found, validating each spec: the tasks under the --path folders when any
+    is given (and only those), else every task found (bundled, registered and
+    $TERMGYM_TASKS_PATH)."""
     failed = 0
-    found = task_dirs(paths)
+    found = tasks_in(paths) if paths else task_dirs()
     width = max([22, *(len(t) + 1 for t in found)])
     for task_id, folder in found.items():
         try:
             task = load_task(folder)
         except TermgymError as exc:
             failed += 1
-            click.echo(f"{task_id:<{width}} INVALID  {exc}", err=validate)
+            click.echo(
+                f"{printable(task_id):<{width}} INVALID  {printable(str(exc))}", err=validate
+            )
             continue
         if validate:
             click.echo(f"ok  {task.id}")
             continue
         rules = ", ".join(f"{n}={r.value!r}" for n, r in task.rules.items())
         click.echo(
-            f"{task.id:<{width}} {task.spec.category:<10} {'/'.join(task.spec.variants):<44} "
-            f"{rules}"
+            f"{task.id:<{width}} {printable(task.spec.category):<10} "
+            f"{'/'.join(task.spec.variants):<44} {printable(rules, one_line=True)}"
         )
     if failed:
         sys.exit(1)
@@ -89,7 +94,11 @@ def check(
             f"{row.task:<20} {row.variant:<13} {row.solution:<10} {row.expected[:9]:<9} "
             f"{_mark(row.own):<5} {_mark(row.original):<5} {row.episode_class or '-':<8} "
             f"{result:<7} {row.seconds:.1f}"
-            + (f"  {row.why}" if row.why and (row.ok is not True or row.inputs_row) else "")
+            + (
+                f"  {printable(row.why, one_line=True)}"
+                if row.why and (row.ok is not True or row.inputs_row)
+                else ""
+            )
         )
 
     start = time.perf_counter()
@@ -100,6 +109,8 @@ def check(
         f"in {time.perf_counter() - start:.0f}s on {backend}"
     )
     for row in failures:
-        click.echo(f"FAIL {row.task} [{row.variant}] {row.solution}: {row.why}", err=True)
+        click.echo(
+            f"FAIL {row.task} [{row.variant}] {row.solution}: {printable(row.why)}", err=True
+        )
     if failures:
         sys.exit(1)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from termgym._terminal_text import shown
 from termgym.cli._options import task_paths
 from termgym.errors import TermgymError
 from termgym.tasks import SECRET_ENV
@@ -39,17 +39,17 @@ def verify_values_command(
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc
     console = Console()
-    table = Table(title=escape(f"rule values of {run_dir.name}"))
+    table = Table(title=shown(f"rule values of {run_dir.name}"))
     for name in ("episode", "status", "recorded", "derived", "note"):
         table.add_column(name)
     for c in checks:
         if show_all or c.status != "ok" or c.note:
             table.add_row(
-                escape(c.episode_id),
+                shown(c.episode_id),
                 c.status,
-                escape(str(dict(c.recorded))),
-                escape(str(dict(c.derived))),
-                escape(c.note),
+                shown(str(dict(c.recorded))),
+                shown(str(dict(c.derived))),
+                shown(c.note),
             )
     if table.rows:
         console.print(table)

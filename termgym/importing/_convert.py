@@ -27,6 +27,7 @@ import yaml
 from termgym.errors import ImportRefused, TaskSpecError
 from termgym.importing._dockerfile import CA_FILE, copy_destinations, destination, rewrite
 from termgym.importing._inprocess import in_process_code
+from termgym.importing._missing import missing_files
 from termgym.importing._model import ForeignTask
 from termgym.importing._script import plan_script
 from termgym.tasks._overlay import OVERLAY_FILE, read_overlay
@@ -64,6 +65,9 @@ class Converted:
     mappings: tuple[str, ...]
     overlay: str = ""
     """The rules the overlay declared, comma-separated ("" without an overlay)."""
+    missing: tuple[str, ...] = ()
+    """Files the tests or the solution name that the task folder lacks, each with who names
+    it (the task imports; what needs them fails)."""
 
 
 def ca_bundle(user: Path | None) -> bytes:
@@ -228,6 +232,26 @@ def convert(
             "script runs, whole, as the agent's user, so the agent's code could forge the "
             "outcomes"
         )
+    missing = missing_files(
+        task.root,
+        task.context,
+        task.dockerfile,
+        task.tests,
+        (script_name, task.test_script),
+        task.root / "solution" if task.format == "harbor" else None,
+        task.solution,
+    )
+    if any(m.build for m in missing):
+        raise ImportRefused(
+            f"{task.original_id}: files its image needs are missing from the task folder: "
+            + "; ".join(m.describe() for m in missing)
+        )
+    if missing:
+        approximate.append(
+            "files the task names are missing from its folder: "
+            + "; ".join(m.describe() for m in missing)
+            + ": what reads them fails"
+        )
     dockerfile_text = task.dockerfile
     base_note = ""
     if dockerfile_text is None or (registry and task.docker_image):
@@ -261,6 +285,7 @@ def convert(
         pip=pip,
         with_ca=bool(bundle),
     )
+    approximate.extend(rewritten.differences)
     if task.format == "terminal-bench":
         for sources, _, _ in copy_destinations(dockerfile_text):
             hidden = [s for s in sources if s.strip("./").split("/")[0] in TB_HIDDEN]
@@ -315,7 +340,14 @@ def convert(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Converted(
-        task_id, dest, task.root, plan.protection, tuple(approximate), rewritten.mappings, rules
+        task_id,
+        dest,
+        task.root,
+        plan.protection,
+        tuple(approximate),
+        rewritten.mappings,
+        rules,
+        tuple(m.describe() for m in missing),
     )
 
 

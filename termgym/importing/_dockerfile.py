@@ -36,6 +36,15 @@ _CA_STEPS = (
 )
 
 
+_UV_IMAGE = re.compile(r"(?:ghcr\.io/astral-sh/uv|(?:docker\.io/)?astral/uv):(\d+\.\d+\.\d+)")
+"""astral's uv image (`/uv`, `/uvx`): made here from the same release's PyPI wheel."""
+_UV_STAGE = (
+    "FROM {base} AS {name}\n{ca}"
+    "RUN python3 -m pip install --no-cache-dir --break-system-packages --target /opt/uv "
+    "uv=={version} && cp /opt/uv/bin/uv /opt/uv/bin/uvx / && rm -rf /opt/uv\n"
+)
+
+
 @dataclass(frozen=True)
 class Instruction:
     keyword: str
@@ -78,6 +87,8 @@ class Rewritten:
     bases: tuple[str, ...]
     mappings: tuple[str, ...]
     workdir: str
+    differences: tuple[str, ...] = ()
+    """How each stand-in differs from the base it replaces (for provenance.approximate)."""
 
 
 def rewrite(
@@ -100,6 +111,8 @@ def rewrite(
     lines: list[str] = []
     bases: list[str] = []
     mappings: list[str] = []
+    differences: list[str] = []
+    uv_stages: dict[str, str] = {}
     workdir = "/"
     user_root = True
     for ins in parse(text):
@@ -131,6 +144,7 @@ def rewrite(
                     )
                 target = mapping.base.tag
                 mappings.append(mapping.describe())
+                differences.append(mapping.differences())
             bases.append(target)
             if name:
                 stages.add(name)
@@ -140,6 +154,12 @@ def rewrite(
             continue
         if ins.keyword in ("COPY", "ADD") and not registry:
             source = re.search(r"--from=(\S+)", ins.args)
+            uv = _UV_IMAGE.fullmatch(source.group(1)) if source else None
+            if source and uv:
+                name = f"termgym-uv-{uv.group(1)}"
+                uv_stages[name] = uv.group(1)
+                lines.append(ins.text.replace(source.group(0), f"--from={name}", 1))
+                continue
             if source and source.group(1) not in stages and not source.group(1).isdigit():
                 raise ImportRefused(
                     f"{task}: {ins.keyword} --from={source.group(1)}: copies from an image "
@@ -154,6 +174,19 @@ def rewrite(
         lines.append(ins.text)
     if not bases:
         raise ImportRefused(f"{task}: the Dockerfile has no FROM")
+    if uv_stages:
+        first = next(i for i, line in enumerate(lines) if line.startswith("FROM "))
+        ca = _CA_STEPS if with_ca else ""
+        made = [
+            _UV_STAGE.format(base=bases[0], name=name, ca=ca, version=version)
+            for name, version in uv_stages.items()
+        ]
+        lines[first:first] = [text.rstrip("\n") for text in made]
+        mappings.extend(
+            f"COPY --from=astral's uv:{version} image -> stage {name} (uv {version}'s /uv and "
+            "/uvx from the same release's PyPI wheel)"
+            for name, version in uv_stages.items()
+        )
     tail = []
     if apt or pip:
         tail.append(
@@ -172,12 +205,18 @@ def rewrite(
         tail.append(
             "RUN (/usr/bin/python3 -m pip --version >/dev/null 2>&1 || (apt-get update && "
             "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-            "python3-pip)) && /usr/bin/python3 -m pip install --no-cache-dir "
-            f"--break-system-packages {names} || /usr/bin/python3 -m pip install "
+            "python3-pip)) && export PIP_IGNORE_INSTALLED=1 && /usr/bin/python3 -m pip install "
+            f"--no-cache-dir --break-system-packages {names} || /usr/bin/python3 -m pip install "
             f"--no-cache-dir {names}"
         )
     text_out = "\n".join(lines + tail) + "\n"
-    return Rewritten(text_out, tuple(bases), tuple(mappings), workdir)
+    return Rewritten(
+        text_out,
+        tuple(bases),
+        tuple(dict.fromkeys(mappings)),
+        workdir,
+        tuple(dict.fromkeys(differences)),
+    )
 
 
 def copy_destinations(text: str) -> list[tuple[list[str], str, str]]:

@@ -5,14 +5,17 @@ Terminal-Bench's and Harbor's test scripts are bash, run as root where the agent
 termgym runs them in the clean verifier, where nothing of the agent's may run as root
 (docs/security.md). So every line is classified:
 
-- install: apt-get, pip, `uv add`, `uv pip install`: moved to the image build (grading
-  runs offline); uv's installer, `uv init`, `source $HOME/.local/bin/env` are dropped
-  (pytest runs from the image's python3 instead of a uv project).
+- install: apt-get, pip, `uv add`, `uv pip install` (also behind `sudo`, `env` or
+  `VAR=x`, as in `DEBIAN_FRONTEND=noninteractive apt-get install -y expect`): moved to
+  the image build (grading runs offline); uv's installer, `uv init`, `source
+  $HOME/.local/bin/env` are dropped (pytest runs from the image's python3 instead of a uv
+  project).
 - pytest: `pytest`, `python -m pytest`, `uv run [--with X] pytest`, `uvx [-w X] pytest`
   (Harbor's template; its `-w` packages install at build time), and Terminal-Bench's shared
   run-uv-pytest.sh: rewritten to `$TERMGYM_PYTEST`, an in-process pytest whose tests'
   programs run as the agent's user and whose outcomes are recorded where only root writes.
-- plain shell: comments, cd, export, set, echo/printf, assignments, if/then/else/fi on
+- plain shell: comments (a `#` that starts a word outside quotes ends the command: a
+  comment is never read as one), cd, export, set, echo/printf, assignments, if/then/else/fi on
   `[ ... ]` tests, exit, mkdir, writing a reward to /logs/verifier: kept, run as root.
 - anything else may run the agent's programs: then the script keeps its lines but runs,
   whole, as the agent's user (`protection: agent-user`).
@@ -41,9 +44,12 @@ _ACTIVATE = re.compile(r"^(?:source|\.)\s+\"?([^\s;&|`$()\"]+)/bin/activate\"?$"
 _PIP_VALUED = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c",
                "--constraint", "--python", "-p", "--target", "-t", "--prefix")  # fmt: skip
 """Install options that take a value (the value is not a package)."""
-_APT = re.compile(r"^(sudo\s+)?apt(-get)?\s+(update|install)\b(.*)$")
+_ENV_PREFIX = r"(?:sudo\s+)?(?:env\s+)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*"
+"""`sudo`, `env` and `VAR=x` before a command (`DEBIAN_FRONTEND=noninteractive apt-get ...`)."""
+_APT = re.compile(rf"^{_ENV_PREFIX}apt(-get)?\s+(?:-\S+\s+)*(update|install)\b(.*)$")
 _PIP = re.compile(
-    r"^(uv\s+add|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install)\s+(.*)$"
+    rf"^{_ENV_PREFIX}(uv\s+add|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install)"
+    r"\s+(.*)$"
 )
 _PYTEST = re.compile(
     r"^((?:uv\s+run|uvx)\s+(?:--?[\w-]+(?:[\s=]+[^-\s]\S*)?\s+)*)?(python3?\s+-m\s+)?"
@@ -57,7 +63,7 @@ _SAFE = (
     re.compile(r"^export\s+[A-Za-z_][A-Za-z0-9_]*=[^;&|`()]*$"),
     re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(\$\?|[^;&|`()$]*)$"),
     re.compile(r"^(echo|printf)\b[^;&|`()]*$"),
-    re.compile(r"^(if|elif)\s+\[\[?\s[^;&|`()]*\]\]?\s*;\s*then$"),
+    re.compile(r"^(if|elif)\s+\[\[?\s[^;&|`()]*\]\]?(\s*&&\s*\[\[?\s[^;&|`()]*\]\]?)*\s*;\s*then$"),
     re.compile(r"^(then|else|fi)$"),
     re.compile(r"^exit(\s+(\d+|\"?\$[A-Za-z_?][A-Za-z0-9_]*\"?))?$"),
     re.compile(r"^mkdir\s+(-p\s+)?[^;&|`()$]*$|^mkdir\s+-p\s+\"?\$TEST_DIR\"?$"),
@@ -102,6 +108,25 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _code(line: str) -> str:
+    """`line` without its comment: from a `#` that starts a word outside quotes ("" for a
+    comment line)."""
+    quote = ""
+    escaped = False
+    for index, char in enumerate(line):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1] in " \t;&|("):
+            return line[:index].rstrip()
+    return line
+
+
 def _words(command: str) -> list[str]:
     try:
         return shlex.split(command, comments=True)
@@ -137,6 +162,9 @@ def _packages(args: str) -> list[str]:
             continue
         if word.startswith("-") or word in ("install", "update", "&&"):
             continue
+        if re.match(r"^\d*[<>]", word):  # a redirection (`> /dev/null`, `2>&1`) is no package
+            skip = word in ("<", ">", ">>", "1>", "2>", "&>", "1>>", "2>>")  # the target follows
+            continue
         names.append(word)
     return names
 
@@ -165,72 +193,73 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
         if number == 1 and stripped.startswith("#!"):
             out.append(line)
             continue
-        marker = re.search(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?", stripped)
+        marker = re.search(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?", _code(stripped))
         if marker:
             heredoc = marker.group(1)
-        if not stripped:
+        code = _code(stripped)
+        if not code:  # blank, or a comment: never a command
             out.append(line)
             continue
-        if _UV_INSTALLER.match(stripped):
+        if _UV_INSTALLER.match(code):
             notes.append(
                 f"{name} line {number}: uv's installer dropped (pytest runs from the "
                 "image's python3, installed at build time)"
             )
             continue
-        venv = _VENV.match(stripped)
+        venv = _VENV.match(code)
         if venv:
             venvs.add(_venv_folder(venv.group(2) or ""))
             notes.append(
-                f"{name} line {number}: `{stripped}` dropped (the tests' packages are "
+                f"{name} line {number}: `{code}` dropped (the tests' packages are "
                 "installed into the image's python3 at build time)"
             )
             continue
-        activate = _ACTIVATE.match(stripped)
+        activate = _ACTIVATE.match(code)
         if activate and activate.group(1).removeprefix("./").rstrip("/") in venvs:
-            notes.append(f"{name} line {number}: `{stripped}` dropped (its venv was dropped)")
+            notes.append(f"{name} line {number}: `{code}` dropped (its venv was dropped)")
             continue
-        if any(p.match(stripped) for p in _DROP):
-            notes.append(f"{name} line {number}: `{stripped}` dropped (no uv project needed)")
-            if "setup-uv-pytest" in stripped:
+        if any(p.match(code) for p in _DROP):
+            notes.append(f"{name} line {number}: `{code}` dropped (no uv project needed)")
+            if "setup-uv-pytest" in code:
                 pip.append("pytest")
             continue
-        parts = [p.strip() for p in re.split(r"&&|;", stripped) if p.strip()]
+        parts = [p.strip() for p in re.split(r"&&|;", code) if p.strip()]
         if parts and all(_APT.match(p) or _PIP.match(p) for p in parts):
             for part in parts:
                 apt_match, pip_match = _APT.match(part), _PIP.match(part)
-                if apt_match and apt_match.group(3) == "install":
-                    apt.extend(_packages(apt_match.group(4)))
+                if apt_match and apt_match.group(2) == "install":
+                    apt.extend(_packages(apt_match.group(3)))
                 elif pip_match:
                     pip.extend(_packages(pip_match.group(2)))
-            index = re.search(r"(--index-url|--extra-index-url|-i|--find-links|-f)[\s=]", stripped)
+            index = re.search(r"(--index-url|--extra-index-url|-i|--find-links|-f)[\s=]", code)
             notes.append(
-                f"{name} line {number}: `{stripped}` moved to build time"
+                f"{name} line {number}: `{code}` moved to build time"
                 + (f" (its {index.group(1)} dropped: packages come from PyPI)" if index else "")
             )
             continue
-        if _RUN_UV_PYTEST.match(stripped):
-            out.append(line.replace(stripped, '$TERMGYM_PYTEST "$TEST_DIR/test_outputs.py" -rA'))
+        if _RUN_UV_PYTEST.match(code):
+            out.append(line.replace(code, '$TERMGYM_PYTEST "$TEST_DIR/test_outputs.py" -rA'))
             pip.append("pytest")
             continue
-        pytest_match = _PYTEST.match(stripped)
+        pytest_match = _PYTEST.match(code)
         if pytest_match:
             indent = line[: len(line) - len(line.lstrip())]
-            rest = stripped[pytest_match.end() :]
+            rest = code[pytest_match.end() :]
             out.append(f"{indent}$TERMGYM_PYTEST{rest}")
             with_pkgs = re.findall(r"(?:--with|-w)[\s=]+(\S+)", pytest_match.group(1) or "")
             pip.extend(["pytest", *with_pkgs])
             continue
-        if _NETWORK.search(stripped) and not _LOCAL.search(stripped) and not heredoc:
+        if _NETWORK.search(code) and not _LOCAL.search(code) and not heredoc:
             raise ImportRefused(
                 f"{task}: {name} line {number} reaches the network at test time "
-                f"(`{stripped[:120]}`): grading runs offline and this step cannot move to "
+                f"(`{code[:120]}`): grading runs offline and this step cannot move to "
                 "build time"
             )
         out.append(line)
-        if not any(p.match(stripped) for p in _SAFE) and not why:
-            why = f"{name} line {number}: `{stripped[:120]}`"
+        if not any(p.match(code) for p in _SAFE) and not why:
+            why = f"{name} line {number}: `{code[:120]}`"
     # A script it writes (a heredoc, an echo into a file) may fetch when run; comments do not.
-    kept = "\n".join(line for line in out if not line.lstrip().startswith("#"))
+    kept = "\n".join(_code(line.strip()) for line in out)
     hit = _NETWORK.search(kept)
     if hit and why and not _LOCAL.search(kept):
         raise ImportRefused(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from rich.markup import escape as rich_escape
 from rich.table import Table
 
+from termgym._terminal_text import shown
 from termgym.analysis.metrics import Estimate
 from termgym.report._load import RunData
 
@@ -96,7 +96,7 @@ def disclosure_table(run: RunData) -> Table:
     """The terminal table of the disclosure-conditioned pass rates."""
     table = Table(
         title="Pass rate conditioned on disclosure (audit leak or probe)",
-        caption=rich_escape(draw_text(run)),
+        caption=shown(draw_text(run)),
     )
     for name in ("agent", "over", "disclosed", "not disclosed", "difference", "probe modes"):
         table.add_column(name, justify="left" if name in ("agent", "over") else "right")
@@ -104,11 +104,11 @@ def disclosure_table(run: RunData) -> Table:
         modes = ", ".join(f"{mode} {hits}/{total}" for mode, (hits, total) in split.by_mode.items())
         for number, (unit, d, u, diff) in enumerate(split.rows()):
             table.add_row(
-                rich_escape(agent or "(unnamed)") if number == 0 else "",
+                shown(agent or "(unnamed)") if number == 0 else "",
                 unit,
                 f"{_pct(d)} [dim]n={d.n}[/]",
                 f"{_pct(u)} [dim]n={u.n}[/]",
                 _points(diff),
-                rich_escape(modes) if number == 0 else "",
+                shown(modes) if number == 0 else "",
             )
     return table

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from termgym._terminal_text import shown
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_table
 from termgym.report._load import RunData
@@ -35,13 +35,13 @@ def pass_rate_table(run: RunData) -> Table:
     table = Table(title=f"Pass rate per variant ({level:.0%} bootstrap interval)")
     table.add_column("agent")
     for v in variants:
-        table.add_column(escape(v), justify="right")
+        table.add_column(shown(v), justify="right")
     for agent, m in run.metrics.items():
         cells = [
             f"{_fmt(m.pass_rate[v])} [dim]n={m.pass_rate[v].n}[/]" if v in m.pass_rate else ""
             for v in variants
         ]
-        table.add_row(escape(agent or "(unnamed)"), *cells)
+        table.add_row(shown(agent or "(unnamed)"), *cells)
     return table
 
 
@@ -50,7 +50,7 @@ def memorization_table(run: RunData) -> Table:
     table = Table(title="Memorization metrics")
     table.add_column("metric")
     for agent in run.metrics:
-        table.add_column(escape(agent or "(unnamed)"), justify="right")
+        table.add_column(shown(agent or "(unnamed)"), justify="right")
     rows = [
         ("drop original → contradicted", "drop"),
         ("adaptation rate", "adaptation_rate"),
@@ -87,8 +87,8 @@ def class_table(run: RunData) -> Table:
         for variant, counts in m.class_counts.items():
             if variant != "original" and any(counts.values()):
                 table.add_row(
-                    escape(agent or "(unnamed)"),
-                    escape(variant),
+                    shown(agent or "(unnamed)"),
+                    shown(variant),
                     *(str(counts[c]) for c in CLASSES),
                 )
     return table
@@ -103,7 +103,7 @@ def task_table(run: RunData) -> Table:
     table.add_column("agent")
     table.add_column("task")
     for v in variants:
-        table.add_column(escape(v), justify="right")
+        table.add_column(shown(v), justify="right")
     for agent, m in run.metrics.items():
         for task, per in sorted(m.per_task.items()):
             cells = []
@@ -114,7 +114,7 @@ def task_table(run: RunData) -> Table:
                 passes, n = per[v]
                 style = "green" if passes == n else ("red" if passes == 0 else "yellow")
                 cells.append(f"[{style}]{passes}/{n}[/]")
-            table.add_row(escape(agent or "(unnamed)"), escape(task), *cells)
+            table.add_row(shown(agent or "(unnamed)"), shown(task), *cells)
     return table
 
 
@@ -126,7 +126,7 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
         return "n/a" if x is None else f"{x * 100:.1f}%"
 
     caption = "; ".join(
-        f"{escape(agent or '(unnamed)')}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
+        f"{shown(agent or '(unnamed)')}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
         f"platform-mention rate {pct(a.platform_rate)}, probe disclosure rate "
         f"{pct(a.disclosure_rate)} ({len(a.probes)} probes)"
         for agent in run.metrics
@@ -140,12 +140,12 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
     for hit in audit.ranked_hits()[:limit]:
         style = "red" if hit.kind.startswith("leak") else "yellow"
         table.add_row(
-            escape(hit.episode_id),
+            shown(hit.episode_id),
             str(hit.step),
             f"[{style}]{hit.kind}[/]",
-            escape(hit.source),
-            escape(hit.detail),
-            escape(hit.excerpt),
+            shown(hit.source),
+            shown(hit.detail, one_line=True),
+            shown(hit.excerpt, one_line=True),
         )
     return table
 
@@ -154,8 +154,8 @@ def print_report(run: RunData, console: Console | None = None) -> None:
     """Print every table of the report."""
     console = console or Console()
     console.print(
-        f"[bold]termgym run {escape(run.run_id)}[/]  {len(run.summaries)} episodes  "
-        f"[dim]{escape(str(run.path))}[/]"
+        f"[bold]termgym run {shown(run.run_id)}[/]  {len(run.summaries)} episodes  "
+        f"[dim]{shown(str(run.path))}[/]"
     )
     for table in (
         pass_rate_table(run),
@@ -169,5 +169,5 @@ def print_report(run: RunData, console: Console | None = None) -> None:
     if run.skipped:
         console.print(
             f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "
-            f"(first: {escape(run.skipped[0])})"
+            f"(first: {shown(run.skipped[0])})"
         )

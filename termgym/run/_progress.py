@@ -6,9 +6,9 @@ the event's type:
     def hook(event: ProgressEvent) -> None:
         match event:
             case EpisodeDone(result=result):
-                print(result.job.episode_id, result.status)
+                print(printable(result.job.episode_id), result.status)
             case Retrying(job=job, attempt=attempt, error=error):
-                print(f"{job.episode_id}: attempt {attempt} failed: {error}")
+                print(f"{printable(job.episode_id)}: attempt {attempt} failed: {printable(error)}")
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env._async import run_blocking
 from termgym.env._env import TerminalEnv
 from termgym.env._task_set import TaskSource, resolve_task_set
-from termgym.errors import InfrastructureError, SandboxError
+from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
 from termgym.run._jobs import Job, plan_jobs
 from termgym.run._trajectory import Status, Trajectory, save_trajectories
 
@@ -137,19 +137,24 @@ async def _attempts(
     folder: Path | None,
 ) -> Trajectory:
     error = ""
+    attempt = 0
     for attempt in range(1, retries + 2):
+        final = False
         try:
             trajectory = await _episode(policy, job, task, env_options, chat_options)
         except (InfrastructureError, SandboxError) as exc:
             error = describe_error(exc)
+            final = isinstance(exc, ImageBuildFailed)  # its own step failed: the same again
         else:
             if trajectory.status != "infra-error":
                 return replace(trajectory, attempts=attempt)
             error = trajectory.error or "infrastructure error"
         if folder is not None:
             _set_aside(folder, job, attempt)
+        if final:
+            break
     return Trajectory(job.episode_id, job.task, job.variant, job.seed, job.index,
-                      status="infra-error", error=error, attempts=retries + 1,
+                      status="infra-error", error=error, attempts=attempt,
                       episode_class=INFRA_ERROR, truncated=True)  # fmt: skip
 
 

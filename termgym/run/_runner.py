@@ -17,7 +17,7 @@ from termgym._vocabulary import describe_error
 from termgym.agents import make_agent
 from termgym.env import TerminalEnv
 from termgym.env._pool import PoolLease, close_all_pools
-from termgym.errors import RecordingError, TermgymError
+from termgym.errors import ImageBuildFailed, RecordingError, TermgymError
 from termgym.recording import export_episode
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
@@ -249,8 +249,10 @@ class Runner:
             except (*INFRA_ERRORS, Exception) as exc:  # noqa: BLE001 - a run never aborts
                 last_error = describe_error(exc)
                 self._set_aside(job, attempt)
-                if isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS):
-                    break  # a task or agent that cannot be made fails the same way again
+                if isinstance(exc, ImageBuildFailed) or (
+                    isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS)
+                ):
+                    break  # a task, image or agent that cannot be made fails the same way again
                 if attempt <= self.config.retries and not self._stop.is_set():
                     self.live.retry(job.variant)
                     self._progress(Retrying(job, attempt, last_error))

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -16,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from termgym.errors import BackendUnavailable, ImageError
+from termgym.errors import BackendUnavailable, ImageBuildFailed, ImageError
 from termgym.sandbox._base import BASE_IMAGE
 from termgym.sandbox._engine import docker_client
 
@@ -217,6 +218,27 @@ def build_image(context_dir: Path, tag: str, *, log: Log = _quiet) -> str:
     return str(image.id)
 
 
+_TRANSIENT = re.compile(
+    r"Temporary failure (resolving|in name resolution)|Could not resolve|Name or service not "
+    r"known|Network is unreachable|Connection (timed out|reset|refused)|Failed to fetch|"
+    r"Read timed out|ReadTimeoutError|Max retries exceeded|TLS handshake timeout|i/o timeout|"
+    r"50[234] (Service Unavailable|Bad Gateway|Gateway Time-?out)|Hash Sum mismatch|"
+    r"no space left on device|failed to register layer|error creating overlay mount",
+    re.IGNORECASE,
+)
+"""A failed build step whose log says the network, the mirror or the engine failed: the same
+step may pass on another attempt."""
+
+
+def build_failure(tag: str, message: str, tail: str) -> ImageError:
+    """The error of a build whose step failed: ImageBuildFailed (deterministic, not retried)
+    unless its log shows the network, a mirror or the engine failing (ImageError, retried)."""
+    text = f"Building {tag} failed: {message}\n{tail[-3000:]}"
+    if _TRANSIENT.search(f"{message}\n{tail}"):
+        return ImageError(text)
+    return ImageBuildFailed(text)
+
+
 def _build(client: Any, log: Log, **kwargs: Any) -> Any:
     import docker.errors
 
@@ -224,7 +246,7 @@ def _build(client: Any, log: Log, **kwargs: Any) -> Any:
         image, lines = client.images.build(rm=True, forcerm=True, pull=False, **kwargs)
     except docker.errors.BuildError as exc:
         tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
-        raise ImageError(f"Building {kwargs.get('tag')} failed: {exc.msg}\n{tail[-3000:]}") from exc
+        raise build_failure(str(kwargs.get("tag")), exc.msg, tail) from exc
     except docker.errors.APIError as exc:
         raise ImageError(f"Building {kwargs.get('tag')} failed: {exc}") from exc
     for chunk in lines:

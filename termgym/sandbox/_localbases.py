@@ -1,10 +1,14 @@
 """Local stand-ins for registry base images: Ubuntu and Debian roots made by debootstrap.
 
-Imported tasks name bases such as `ubuntu:24.04` or Terminal-Bench's
-`ghcr.io/laude-institute/t-bench/python-3-13`. Where no registry answers, `map_base` finds
-the local stand-in and `ensure_local_base` builds it once (debootstrap from Ubuntu's or
-Debian's mirror over HTTP, `docker import`, then a small Dockerfile), tagged by its recipe's
-hash: `termgym/tb-ubuntu-24.04:<hash>`. Never the shared `termgym/base:bookworm`.
+Imported tasks name bases such as `ubuntu:24.04`, `python:3.13-slim-bookworm` or
+Terminal-Bench's `ghcr.io/laude-institute/t-bench/python-3-13`. Where no registry answers,
+`map_base` finds the local stand-in and `ensure_local_base` builds it once (debootstrap from
+Ubuntu's or Debian's mirror over HTTP, `docker import`, then a small Dockerfile), tagged by
+its recipe's hash: `termgym/tb-ubuntu-24.04:<hash>`. A stand-in keeps the release its tag
+names (`-bookworm` is Debian bookworm), and a `python:X` stand-in is what python.org's
+images are: that Debian release with CPython X compiled into /usr/local (its source, the
+orig tarball of Debian's or Ubuntu's own package, fetched from their mirror and checked
+against a pinned SHA-256). Never the shared `termgym/base:bookworm`.
 """
 
 from __future__ import annotations
@@ -38,14 +42,63 @@ are what the verifier's runner and the moved test installs need."""
 
 
 @dataclass(frozen=True)
+class CPython:
+    """A CPython release's source: the orig tarball of a Debian or Ubuntu package."""
+
+    version: str
+    url: str
+    sha256: str
+
+
+CPYTHONS: dict[str, CPython] = {
+    "3.13": CPython(
+        "3.13.5",
+        f"{DEBIAN_MIRROR}/pool/main/p/python3.13/python3.13_3.13.5.orig.tar.xz",
+        "93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640",
+    ),
+    "3.12": CPython(
+        "3.12.3",
+        f"{UBUNTU_MIRROR}/pool/main/p/python3.12/python3.12_3.12.3.orig.tar.xz",
+        "56bfef1fdfc1221ce6720e43a661e3eb41785dd914ce99698d8c7896af4bdaa1",
+    ),
+    "3.11": CPython(
+        "3.11.2",
+        f"{DEBIAN_MIRROR}/pool/main/p/python3.11/python3.11_3.11.2.orig.tar.gz",
+        "2411c74bda5bbcfcddaf4531f66d1adc73f247f529aee981b029513aefdbf849",
+    ),
+    "3.10": CPython(
+        "3.10.12",
+        f"{UBUNTU_MIRROR}/pool/main/p/python3.10/python3.10_3.10.12.orig.tar.xz",
+        "afb74bf19130e7a47d10312c8f5e784f24e0527981eab68e20546cfb865830b8",
+    ),
+}
+"""The CPython each `python:3.X` stand-in compiles (the releases of Debian trixie and bookworm
+and of Ubuntu noble and jammy: their mirrors keep them; python.org is out of reach here)."""
+
+DEBIAN_RELEASES = {"bullseye": "11", "bookworm": "12", "trixie": "13"}
+PYTHON_DEFAULT_RELEASE = "trixie"
+"""What python.org's `python:3.X[-slim]` images are built on when the tag names no release
+(trixie since August 2025)."""
+
+_FULL = ("build-essential", "git", "wget", "gnupg", "netbase", "openssh-client", "unzip",
+         "xz-utils", "bzip2", "patch", "file", "pkg-config", "libssl-dev", "zlib1g-dev",
+         "libffi-dev", "libsqlite3-dev", "libbz2-dev", "liblzma-dev", "libreadline-dev",
+         "libxml2-dev", "libxslt1-dev", "libyaml-dev", "libjpeg-dev", "libpng-dev")  # fmt: skip
+"""What a full `python:3.X` image (on buildpack-deps) adds to a slim one, as far as this
+stand-in carries it: compilers, git, and the common -dev libraries."""
+
+
+@dataclass(frozen=True)
 class LocalBase:
     """A locally built stand-in for a family of registry images."""
 
     name: str
     distro: str  # "ubuntu" | "debian"
     suite: str
-    python_links: bool = False
-    """`python` and `pip` on PATH as in python.org's images (python3, pip3 links)."""
+    cpython: CPython | None = None
+    """CPython compiled into /usr/local, as python.org's images carry it."""
+    full: bool = False
+    """The full (buildpack-deps) flavour of a python image, not its -slim one."""
 
     @property
     def mirror(self) -> str:
@@ -56,16 +109,20 @@ class LocalBase:
         return "main,universe" if self.distro == "ubuntu" else "main"
 
     def recipe(self) -> str:
-        data = {
+        data: dict[str, object] = {
             "name": self.name,
             "distro": self.distro,
             "suite": self.suite,
             "packages": sorted(_COMMON),
-            "links": self.python_links,
-            "pip_env": "PIP_IGNORE_INSTALLED=1" if self.python_links else "",
+            "links": False,
+            "pip_env": "",
             "dockerfile": _DOCKERFILE,
             "sources": self.sources(),
         }
+        if self.cpython is not None:
+            data["cpython"] = [self.cpython.version, self.cpython.url, self.cpython.sha256]
+            data["cpython_build"] = _CPYTHON_BUILD
+            data["full"] = sorted(_FULL) if self.full else []
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
     def rootfs_recipe(self) -> str:
@@ -91,17 +148,25 @@ class LocalBase:
         )
 
 
+def _python_bases() -> list[LocalBase]:
+    out = []
+    for minor, cpython in CPYTHONS.items():
+        for release in DEBIAN_RELEASES:
+            for full in (False, True):
+                name = f"python-{minor}-{release}" + ("-full" if full else "")
+                out.append(LocalBase(name, "debian", release, cpython, full))
+    return out
+
+
 BASES: dict[str, LocalBase] = {
     b.name: b
     for b in (
         LocalBase("ubuntu-24.04", "ubuntu", "noble"),
         LocalBase("ubuntu-22.04", "ubuntu", "jammy"),
+        LocalBase("debian-11", "debian", "bullseye"),
         LocalBase("debian-12", "debian", "bookworm"),
         LocalBase("debian-13", "debian", "trixie"),
-        LocalBase("python-3.13", "debian", "trixie", python_links=True),
-        LocalBase("python-3.12", "ubuntu", "noble", python_links=True),
-        LocalBase("python-3.11", "debian", "bookworm", python_links=True),
-        LocalBase("python-3.10", "ubuntu", "jammy", python_links=True),
+        *_python_bases(),
     )
 }
 
@@ -113,39 +178,63 @@ RUN {links}true
 CMD ["bash"]
 """
 
-_RULES: tuple[tuple[str, str, str], ...] = (
-    (r"ghcr\.io/laude-institute/t-bench/ubuntu-24-04(:.*)?", "ubuntu-24.04", ""),
-    (r"ghcr\.io/laude-institute/t-bench/python-3-13(:.*)?", "python-3.13", ""),
-    (r"(docker\.io/)?(library/)?ubuntu(:(24\.04|noble|latest))?", "ubuntu-24.04", ""),
-    (r"(docker\.io/)?(library/)?ubuntu:(22\.04|jammy)", "ubuntu-22.04", ""),
-    (r"(docker\.io/)?(library/)?debian:(12|bookworm)([-.].*)?", "debian-12", ""),
-    (r"(docker\.io/)?(library/)?debian(:(13|trixie|latest|stable)([-.].*)?)?", "debian-13", ""),
-    (
-        r"(docker\.io/)?(library/)?python:3\.13([.\d]*)(-slim)?(-bookworm|-trixie)?",
-        "python-3.13",
-        "python.org's 3.13 becomes Debian trixie's python3 (3.13)",
-    ),
-    (
-        r"(docker\.io/)?(library/)?python:3\.12([.\d]*)(-slim)?(-bookworm|-trixie)?",
-        "python-3.12",
-        "python.org's 3.12 on Debian becomes Ubuntu 24.04's python3 (3.12)",
-    ),
-    (
-        r"(docker\.io/)?(library/)?python:3\.11([.\d]*)(-slim)?(-bookworm)?",
-        "python-3.11",
-        "python.org's 3.11 becomes Debian bookworm's python3 (3.11)",
-    ),
-    (
-        r"(docker\.io/)?(library/)?python:3\.10([.\d]*)(-slim)?(-bookworm|-bullseye)?",
-        "python-3.10",
-        "python.org's 3.10 on Debian becomes Ubuntu 22.04's python3 (3.10)",
-    ),
+_CPYTHON_BUILD = r"""
+ENV PYTHON_VERSION={version}
+RUN set -eux; \
+    saved="$(apt-mark showmanual)"; \
+    apt-get update; \
+    apt-get install -y --no-install-recommends dpkg-dev gcc libc6-dev make xz-utils \
+        libbz2-dev libffi-dev libgdbm-dev liblzma-dev libncurses-dev libreadline-dev \
+        libsqlite3-dev libssl-dev uuid-dev zlib1g-dev; \
+    curl -fsSL -o /tmp/python.tar '{url}'; \
+    echo '{sha256}  /tmp/python.tar' | sha256sum -c -; \
+    mkdir -p /usr/src/python; \
+    tar -xf /tmp/python.tar -C /usr/src/python --strip-components=1; \
+    rm /tmp/python.tar; \
+    cd /usr/src/python; \
+    ./configure --enable-loadable-sqlite-extensions --enable-shared --with-ensurepip=install \
+        LDFLAGS=-Wl,-rpath=/usr/local/lib >/dev/null; \
+    nice -n 10 make -j"$(nproc)" >/dev/null; \
+    make install >/dev/null; \
+    cd /; rm -rf /usr/src/python; \
+    find /usr/local -depth \( \( -type d -a \( -name test -o -name tests -o -name idle_test \) \) \
+        -o \( -type f -a \( -name '*.pyc' -o -name 'libpython*.a' \) \) \) -exec rm -rf '{{}}' +; \
+    ldconfig; \
+    apt-mark auto '.*' >/dev/null; apt-mark manual $saved >/dev/null; \
+    find /usr/local -type f -executable -exec ldd '{{}}' ';' 2>/dev/null \
+        | awk '/=>/ {{ so = $(NF-1); if (index(so, "/usr/local/") == 1) next; \
+                     gsub("^/(usr/)?", "", so); print "*" so }}' \
+        | sort -u | xargs -r dpkg-query --search 2>/dev/null | grep -v '^diversion ' \
+        | cut -d: -f1 | tr ',' '\n' | tr -d ' ' | sort -u \
+        | xargs -r apt-mark manual >/dev/null; \
+    apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false >/dev/null; \
+    rm -rf /var/lib/apt/lists/*; \
+    for name in idle3 pip3 pydoc3 python3 python3-config; do \
+        ln -sfT "$name" "/usr/local/bin/${{name%3}}"; \
+    done; \
+    /usr/local/bin/python --version; /usr/local/bin/pip --version
+"""
+"""python.org's recipe, in short: build dependencies in, CPython compiled into /usr/local
+(shared, with pip), the build dependencies out again except the libraries it links."""
+
+_FULL_STEP = (
+    "RUN apt-get update && apt-get install -y --no-install-recommends {packages} "
+    "&& rm -rf /var/lib/apt/lists/*\n"
 )
+
+_EXTRAS = "tmux, curl, less, procps, and python3 with pip and venv at /usr/bin"
+"""What every stand-in carries that its original may lack (the verifier runs /usr/bin/python3)."""
 
 
 @dataclass(frozen=True)
 class BaseMapping:
-    """What a registry base image becomes here."""
+    """What a registry base image becomes here.
+
+    Attributes:
+        requested: The image the task named.
+        base: The local stand-in.
+        note: How the stand-in differs from it ("" when only by `_EXTRAS`).
+    """
 
     requested: str
     base: LocalBase
@@ -158,13 +247,71 @@ class BaseMapping:
             f"debootstrap{extra})"
         )
 
+    def differences(self) -> str:
+        """Every way the stand-in is not the image, in one sentence (for `approximate`)."""
+        parts = [self.note] if self.note else []
+        parts.append(f"it carries {_EXTRAS}, which {self.requested} may lack")
+        return f"base image {self.requested} stands in as {self.base.name}: " + "; ".join(parts)
+
+
+_REGISTRY = r"(?:docker\.io/)?(?:library/)?"
+_DEBIAN_TAG = re.compile(
+    _REGISTRY + r"debian(?::(?P<release>\d+|bullseye|bookworm|trixie|latest|stable)"
+    r"(?P<point>\.\d+)*(?:-slim|-\d{8})*)?"
+)
+_UBUNTU_TAG = re.compile(_REGISTRY + r"ubuntu(?::(?P<release>24\.04|noble|latest|22\.04|jammy))?")
+_PYTHON_TAG = re.compile(
+    _REGISTRY + r"python:(?P<minor>3\.\d+)(?P<patch>\.\d+)?(?P<slim>-slim)?"
+    r"(?:-(?P<release>bullseye|bookworm|trixie))?"
+)
+_DEBIAN_NUMBERS = {"11": "bullseye", "12": "bookworm", "13": "trixie", "latest": "trixie",
+                   "stable": "trixie"}  # fmt: skip
+TB_PYTHON = "ghcr.io/laude-institute/t-bench/python-3-13"
+"""Terminal-Bench's python image: python:3.13-slim-bookworm with tmux, curl and asciinema."""
+
+
+def _python(image: str, minor: str, patch: str, slim: bool, release: str) -> BaseMapping | None:
+    cpython = CPYTHONS.get(minor)
+    if cpython is None:
+        return None
+    name = f"python-{minor}-{release}" + ("" if slim else "-full")
+    wanted = f"{minor}{patch}" if patch else f"the newest {minor}.x"
+    note = (
+        f"CPython {cpython.version} compiled into /usr/local as python.org's image has it "
+        f"(that image carries {wanted}), without its PGO/LTO optimizations and tkinter"
+    )
+    if not slim:
+        note += (
+            "; the full image's buildpack-deps stand in as compilers, git and common -dev libraries"
+        )
+    return BaseMapping(image, BASES[name], note)
+
 
 def map_base(image: str) -> BaseMapping | None:
-    """The local stand-in for `image`, or None when termgym knows none."""
+    """The local stand-in for `image` (of the release its tag names), or None when termgym
+    knows none."""
     ref = image.split("@")[0].strip()
-    for pattern, name, note in _RULES:
-        if re.fullmatch(pattern, ref):
-            return BaseMapping(image, BASES[name], note)
+    if re.fullmatch(r"ghcr\.io/laude-institute/t-bench/ubuntu-24-04(:.*)?", ref):
+        return BaseMapping(image, BASES["ubuntu-24.04"], "")
+    if re.fullmatch(re.escape(TB_PYTHON) + r"(:.*)?", ref):
+        found = _python(image, "3.13", "", True, "bookworm")
+        assert found is not None
+        return BaseMapping(image, found.base, found.note + "; asciinema is not carried")
+    if match := _UBUNTU_TAG.fullmatch(ref):
+        jammy = match.group("release") in ("22.04", "jammy")
+        return BaseMapping(image, BASES["ubuntu-22.04" if jammy else "ubuntu-24.04"], "")
+    if match := _DEBIAN_TAG.fullmatch(ref):
+        release = match.group("release") or "latest"
+        suite = _DEBIAN_NUMBERS.get(release, release)
+        if suite not in DEBIAN_RELEASES:
+            return None
+        return BaseMapping(image, BASES[f"debian-{DEBIAN_RELEASES[suite]}"], "")
+    if match := _PYTHON_TAG.fullmatch(ref):
+        release = match.group("release") or PYTHON_DEFAULT_RELEASE
+        return _python(
+            image, match.group("minor"), match.group("patch") or "", bool(match.group("slim")),
+            release,
+        )  # fmt: skip
     return None
 
 
@@ -172,11 +319,10 @@ def known_bases() -> list[str]:
     """The registry images map_base understands, for messages."""
     return [
         "ghcr.io/laude-institute/t-bench/ubuntu-24-04",
-        "ghcr.io/laude-institute/t-bench/python-3-13",
-        "ubuntu:24.04",
-        "ubuntu:22.04",
-        "debian:12|13",
-        "python:3.10|3.11|3.12|3.13[-slim][-bookworm|-trixie]",
+        TB_PYTHON,
+        "ubuntu:24.04|22.04",
+        "debian:11|12|13[-slim]",
+        "python:3.10|3.11|3.12|3.13[-slim][-bullseye|-bookworm|-trixie]",
     ]
 
 
@@ -209,16 +355,18 @@ def ensure_local_base(base: LocalBase, *, log: Log = _quiet) -> str:
 
 def stand_in_dockerfile(base: LocalBase, rootfs_tag: str) -> str:
     """The Dockerfile that makes a stand-in from its debootstrap root."""
-    links = (
-        "ln -sf /usr/bin/python3 /usr/local/bin/python && ln -sf /usr/bin/pip3 "
-        "/usr/local/bin/pip && "
-        if base.python_links
-        else ""
-    )
-    # python.org's images hold no distribution-installed packages for pip to upgrade; Debian's
-    # python3 does (packaging, typing_extensions), which pip cannot uninstall: install anew.
-    pip_env = " PIP_IGNORE_INSTALLED=1" if base.python_links else ""
-    return _DOCKERFILE.format(parent=rootfs_tag, name=base.name, links=links, pip_env=pip_env)
+    if base.cpython is not None:
+        # python.org's python3 is CPython in /usr/local (first on PATH, `python` and `pip`
+        # links made by the build); Debian's python3 stays at /usr/bin for the verifier.
+        text = _DOCKERFILE.format(parent=rootfs_tag, name=base.name, links="", pip_env="")
+        steps = _CPYTHON_BUILD.format(
+            version=base.cpython.version, url=base.cpython.url, sha256=base.cpython.sha256
+        )
+        if base.full:
+            steps += _FULL_STEP.format(packages=" ".join(sorted(_FULL)))
+        head, _, cmd = text.rpartition("CMD ")
+        return head + steps.lstrip("\n") + "CMD " + cmd
+    return _DOCKERFILE.format(parent=rootfs_tag, name=base.name, links="", pip_env="")
 
 
 def _keyring(home: Path) -> Path:

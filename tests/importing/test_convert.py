@@ -40,7 +40,7 @@ def test_tb_task_converts_with_its_provenance_and_verbatim_instruction(tmp_path:
     assert prov is not None and prov.format == "terminal-bench"
     assert prov.original_id == "tb-weight-limit" and prov.difficulty == "easy"
     assert prov.tags == ["csv", "policy"] and prov.protection == "clean"
-    assert "python:3.11-slim-bookworm -> termgym/tb-python-3.11:" in prov.image_mapping
+    assert "python:3.13-slim-bookworm -> termgym/tb-python-3.13-bookworm:" in prov.image_mapping
     plan = instantiate(task, "original")
     assert "{{ parcel }}" in plan.instruction  # shown verbatim, not a template
     assert plan.instruction == yaml.safe_load((TB / "task.yaml").read_text())["instruction"]
@@ -55,7 +55,7 @@ def test_tb_boilerplate_installs_move_to_build_time_and_pytest_is_rewritten(
     assert "$TERMGYM_PYTEST $TEST_DIR/test_outputs.py -rA" in script
     assert "astral.sh" not in script and "uv add" not in script and "apt-get" not in script
     dockerfile = (tmp_path / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
-    assert dockerfile.startswith("FROM termgym/tb-python-3.11:")
+    assert dockerfile.startswith("FROM termgym/tb-python-3.13-bookworm:")
     assert "pip install --no-cache-dir --break-system-packages pytest==8.4.1" in dockerfile
     assert "apt-get install -y --no-install-recommends curl" in dockerfile
     assert "COPY termgym-ca.pem /etc/termgym/ca-bundle.pem" in dockerfile

@@ -203,11 +203,11 @@ def test_copying_from_an_image_no_registry_serves_is_refused(tmp_path: Path) -> 
     dockerfile.write_text(
         "FROM python:3.13-slim AS build\nRUN true\nFROM python:3.11-slim-bookworm\n"
         "COPY --from=build /etc/hostname /tmp/x\n"
-        "COPY --from=ghcr.io/astral-sh/uv:0.8.14 /uv /uvx /bin/\nWORKDIR /app\n"
+        "COPY --from=ghcr.io/other/tool:1.0 /tool /bin/\nWORKDIR /app\n"
     )
     report = import_tasks([task], tmp_path / "out", "terminal-bench")
     ((_, why),) = report.refused
-    assert "COPY --from=ghcr.io/astral-sh/uv:0.8.14: copies from an image" in why
+    assert "COPY --from=ghcr.io/other/tool:1.0: copies from an image" in why
 
 
 def test_apt_pins_of_the_original_base_are_dropped_on_a_stand_in(tmp_path: Path) -> None:
@@ -221,40 +221,6 @@ def test_apt_pins_of_the_original_base_are_dropped_on_a_stand_in(tmp_path: Path)
     dockerfile = (done.folder / "environment" / "Dockerfile").read_text()
     assert "--no-install-recommends jq curl" in dockerfile and "jq=1.6-2.1" not in dockerfile
     assert any("apt pins (jq=1.6-2.1) are dropped" in why for why in done.approximate)
-
-
-def test_python_stand_ins_let_pip_upgrade_what_debian_installed() -> None:
-    from termgym.sandbox._localbases import BASES, stand_in_dockerfile
-
-    python = stand_in_dockerfile(BASES["python-3.13"], "rootfs:x")
-    plain = stand_in_dockerfile(BASES["debian-13"], "rootfs:x")
-    # Debian's python3 ships packaging and typing_extensions, which pip cannot uninstall
-    # (mlflow's install failed on them); python.org's images have none: install anew there.
-    assert "PIP_IGNORE_INSTALLED=1" in python and "PIP_IGNORE_INSTALLED" not in plain
-    assert "ln -sf /usr/bin/python3 /usr/local/bin/python" in python
-    assert BASES["python-3.13"].recipe() != BASES["debian-13"].recipe()
-
-
-@pytest.mark.parametrize(
-    ("image", "stand_in"),
-    [
-        ("python:3.10-slim-bookworm", "python-3.10"),  # Terminal-Bench's mteb tasks
-        ("python:3.12-slim", "python-3.12"),
-        ("python:3.13-slim-bookworm@sha256:9d7f", "python-3.13"),
-        ("ghcr.io/laude-institute/t-bench/python-3-13:20250620", "python-3.13"),
-    ],
-)
-def test_known_python_bases_map_to_a_stand_in(image: str, stand_in: str) -> None:
-    from termgym.sandbox._localbases import map_base
-
-    mapping = map_base(image)
-    assert mapping is not None and mapping.base.name == stand_in
-
-
-def test_an_unknown_python_base_is_not_guessed() -> None:
-    from termgym.sandbox._localbases import map_base
-
-    assert map_base("python:3.9-slim") is None and map_base("python:3.14") is None
 
 
 AGENTEXEC_PROBE = r"""
