@@ -257,7 +257,7 @@ def _on_snapshot(
     toolchain = ctx["snapshot_toolchain"]
     program = os.path.basename(argv[0])
     if argv[0] == sys.executable or program.startswith("python"):
-        start = toolchain.argv(sys.executable)
+        start = toolchain.argv(toolchain.python)
     elif program in ("bash", "sh"):
         start = toolchain.argv("/bin/bash")
     else:
@@ -266,7 +266,7 @@ def _on_snapshot(
             f"{argv[0]!r} (the snapshot's programs are the agent's)"
         )
     env = {k: moved(v) for k, v in env.items()}
-    python = " ".join(toolchain.argv(sys.executable))
+    python = " ".join(toolchain.argv(toolchain.python))
     env["TERMGYM_AS_AGENT"] = f"{python} -I -B {snap.JOB}/termgym_agentexec.py"
     env["TERMGYM_TOOLCHAIN"] = json.dumps(toolchain.to_json())
     env[ctx["agentexec"].NEST_ENV] = json.dumps(
@@ -389,7 +389,7 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         import termgym_snapshot
 
         ctx["snapshot"] = manifest["snapshot"]
-        ctx["snapshot_toolchain"] = termgym_snapshot.Toolchain(sys.executable)
+        ctx["snapshot_toolchain"] = termgym_snapshot.Toolchain(termgym_snapshot.tests_python())
     # A workdir the agent deleted is its own failure, judged by the graders: run from "/".
     ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"
     os.chdir(ctx["cwd"])

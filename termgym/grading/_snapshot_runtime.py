@@ -80,8 +80,9 @@ class Toolchain:
         self.loader = os.path.realpath(_interpreter_of(self.python))
         machine = os.uname().machine
         folders = []
-        for folder in (f"/lib/{machine}-linux-gnu", f"/usr/lib/{machine}-linux-gnu",
-                       "/lib64", "/usr/lib64", "/lib", "/usr/lib"):  # fmt: skip
+        for folder in ("/usr/local/lib", f"/lib/{machine}-linux-gnu",
+                       f"/usr/lib/{machine}-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+                       "/usr/lib"):  # fmt: skip
             real = os.path.realpath(folder)
             if os.path.isdir(real) and real not in folders:
                 folders.append(real)
@@ -101,8 +102,14 @@ class Toolchain:
                 "mkdir": self.argv(_which("mkdir"))}  # fmt: skip
 
 
+def tests_python() -> str:
+    """The clean image's python3 as its PATH finds it: the interpreter the task's own script
+    runs its tests with (/usr/local/bin/python3 on python.org's images)."""
+    return _which("python3")
+
+
 def _which(name: str) -> str:
-    for folder in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
         if os.path.isfile(os.path.join(folder, name)):
             return os.path.join(folder, name)
     raise OSError(f"the clean image has no {name}")

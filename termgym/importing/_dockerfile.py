@@ -201,13 +201,18 @@ def rewrite(
             f"--no-install-recommends {names} && rm -rf /var/lib/apt/lists/*"
         )
     if pip:
+        # Into the verifier's /usr/bin/python3 (a clean verifier runs the tests with it) and
+        # into the python3 on the image's PATH (snapshot grading runs them with that one, as
+        # the task's own script would: /usr/local/bin/python3 on python.org's images).
         names = " ".join(shlex.quote(p) for p in pip)
         tail.append(
             "RUN (/usr/bin/python3 -m pip --version >/dev/null 2>&1 || (apt-get update && "
             "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-            "python3-pip)) && export PIP_IGNORE_INSTALLED=1 && /usr/bin/python3 -m pip install "
-            f"--no-cache-dir --break-system-packages {names} || /usr/bin/python3 -m pip install "
-            f"--no-cache-dir {names}"
+            "python3-pip)) && export PIP_IGNORE_INSTALLED=1 && "
+            "for py in $(printf '%s\\n' /usr/bin/python3 \"$(command -v python3)\" "
+            "| awk '!seen[$0]++'); do "
+            f'"$py" -m pip install --no-cache-dir --break-system-packages {names} || '
+            f'"$py" -m pip install --no-cache-dir {names} || exit 1; done'
         )
     text_out = "\n".join(lines + tail) + "\n"
     return Rewritten(
