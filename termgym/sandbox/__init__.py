@@ -20,6 +20,7 @@ from termgym.sandbox._base import (
     StandbyProgram,
     StandbySpec,
 )
+from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
 from termgym.sandbox._docker import collect_garbage
 from termgym.sandbox._images import (
     RECIPE_LABEL,
@@ -48,6 +49,10 @@ __all__ = [
     "SANDBOX_LABEL",
     "VERIFIER_CAPS",
     "BackendSpec",
+    "CHANGE_KINDS",
+    "Change",
+    "ChangeKind",
+    "Changes",
     "HoldsStandby",
     "RunResult",
     "Sandbox",
@@ -60,6 +65,7 @@ __all__ = [
     "cache_dir",
     "collect_garbage",
     "default_backend",
+    "list_changes",
     "ensure_base_rootfs",
     "make_sandbox",
     "recipe_hash",
