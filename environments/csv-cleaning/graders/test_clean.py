@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,12 @@ from reference_clean import clean, same  # noqa: E402
 
 APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 HEADER = "id,date,customer,amount\n"
+
+
+def shown(text: str, rules: dict) -> str:
+    """The grader's copy of a workspace file as this episode showed it: its surface values
+    (`{{ analyst }}`, drawn per episode and handed in `rules`) filled in."""
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: str(rules[m.group(1)]), text)
 
 
 def run_clean(tmp_path: Path, text: str) -> object:
@@ -43,7 +50,7 @@ def diff(got: object, want: list[dict]) -> str:
 def test_the_shipped_export_was_cleaned(rules):
     out = APP / "data" / "clean.json"
     assert out.is_file(), "data/clean.json was not written"
-    want = clean(Path(__file__).with_name("shipped_raw.csv").read_text(), rules)
+    want = clean(shown(Path(__file__).with_name("shipped_raw.csv").read_text(), rules), rules)
     got = json.loads(out.read_text())
     assert same(got, want), diff(got, want)
 
