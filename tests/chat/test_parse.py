@@ -176,9 +176,8 @@ def test_every_action_comes_from_one_table_of_tools_and_keywords() -> None:
 def test_a_conflict_is_reported_by_its_tool_a_written_call_or_a_keyword_line() -> None:
     reason = "SPEC.md says top 20, tests/test_report.py expects 13"
     native = parse_message({"tool_calls": [call("report_conflict", {"reason": reason})]})
-    written = parse_text(
-        '<tool_call>{"name": "report_conflict", "arguments": {"reason": "%s"}}</tool_call>' % reason
-    )
+    body = json.dumps({"name": "report_conflict", "arguments": {"reason": reason}})
+    written = parse_text(f"<tool_call>{body}</tool_call>")
     line = parse_text(f"The two disagree.\n\n**REPORT_CONFLICT: {reason}**")
     for parsed in (native, written, line):
         assert parsed.action == report_conflict(reason)
