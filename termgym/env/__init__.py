@@ -5,6 +5,9 @@ from __future__ import annotations
 from termgym._registration import env_id, register_tasks, registered_ids
 from termgym.env._async import AsyncEnvMixin, set_io_threads
 from termgym.env._env import TerminalEnv, make
+from termgym.env._episode import episode_class_of
+from termgym.env._evidence import baseline as tamper_baseline
+from termgym.env._evidence import collect as collect_tamper
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolLease, PoolStats, SandboxPool
@@ -26,7 +29,9 @@ __all__ = [
     "TerminalEnv",
     "TerminalText",
     "VariantSchedule",
+    "collect_tamper",
     "env_id",
+    "episode_class_of",
     "format_keys",
     "make",
     "parse_keys",
@@ -34,4 +39,5 @@ __all__ = [
     "registered_ids",
     "resolve_task_set",
     "set_io_threads",
+    "tamper_baseline",
 ]

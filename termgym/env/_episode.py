@@ -303,7 +303,7 @@ class Episode:
             graded = True
             reward = float(report.score or 0.0)
             verdicts = report.to_dict()["verdicts"]
-            episode_class = _class_of(self.plan, report)
+            episode_class = episode_class_of(self.plan, report)
         except GraderError as exc:
             error, episode_class = describe_error(exc), GRADER_ERROR
             partial = exc.report
@@ -419,7 +419,7 @@ class Episode:
         )
 
 
-def _class_of(plan: EpisodePlan, report: GradeReport) -> str | None:
+def episode_class_of(plan: EpisodePlan, report: GradeReport) -> str | None:
     """The episode's class: shadow grading's, except on an impossible episode, whose class
     compares what it was told (the stated rule set) with the original rules."""
     if plan.compared == report.own or plan.compared not in report.verdicts:

@@ -43,8 +43,18 @@ def run_clean(tmp_path: Path, text: str) -> object:
 
 
 def diff(got: object, want: list[dict]) -> str:
-    got_ids = [r.get("id") for r in got] if isinstance(got, list) else got
-    return f"kept ids {got_ids}, expected {[r['id'] for r in want]}; first rows {str(got)[:300]}"
+    """What differs, bounded (an export of thousands of rows must not flood the report)."""
+    if not isinstance(got, list):
+        return f"expected a list of rows, found {str(got)[:300]}"
+    got_ids = [r.get("id") if isinstance(r, dict) else r for r in got]
+    want_ids = [r["id"] for r in want]
+    extra = [i for i in got_ids if i not in set(want_ids)]
+    missing = [i for i in want_ids if i not in set(got_ids)]
+    return (
+        f"kept {len(got_ids)} rows, expected {len(want_ids)}: {len(extra)} kept wrongly "
+        f"(first {extra[:10]}), {len(missing)} missing (first {missing[:10]}); "
+        f"first rows {str(got)[:300]}"
+    )
 
 
 def test_the_shipped_export_was_cleaned(rules):
