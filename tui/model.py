@@ -42,6 +42,7 @@ class EpisodeModel:
         self.replay_error: str | None = None
         self._audit: list[dict[str, Any]] | None = None
         self._graded: tuple[EpisodeEnd, GradeReport | None, str | None] | None = None
+        self._said: tuple[EpisodeEnd | None, dict[int, list[dict[str, Any]]]] | None = None
 
     def grading(self) -> tuple[GradeReport | None, str | None]:
         """The end line's verdicts read back (None before the end), or why they cannot be."""
@@ -132,10 +133,13 @@ class EpisodeModel:
     def said_at(self, index: int) -> list[dict[str, Any]]:
         """What the agent wrote leading to step `index` (0-based): the entries of action
         `index + 1` (docs/agents.md's step convention)."""
-        return [
-            e for e in self.transcript()
-            if e.get("role") in AGENT_ROLES and int(e.get("step") or 0) == index + 1
-        ]  # fmt: skip
+        if self._said is None or self._said[0] is not self.end:
+            by_step: dict[int, list[dict[str, Any]]] = {}
+            for entry in self.transcript():
+                if entry.get("role") in AGENT_ROLES:
+                    by_step.setdefault(int(entry.get("step") or 0), []).append(entry)
+            self._said = (self.end, by_step)
+        return self._said[1].get(index + 1, [])
 
     def tamper(self) -> TamperEvidence | None:
         """The episode's tamper evidence (None before the end, or in older recordings)."""

@@ -8,7 +8,7 @@ from termgym.env._env import TerminalEnv, make
 from termgym.env._episode import episode_class_of
 from termgym.env._evidence import baseline as tamper_baseline
 from termgym.env._evidence import collect as collect_tamper
-from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
+from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys, typed_text
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolLease, PoolStats, SandboxPool
 from termgym.env._schedule import VariantSchedule
@@ -40,4 +40,5 @@ __all__ = [
     "resolve_task_set",
     "set_io_threads",
     "tamper_baseline",
+    "typed_text",
 ]
