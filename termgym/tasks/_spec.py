@@ -433,3 +433,8 @@ class TaskSpec(BaseModel):
                 f"impossible.rule: {self.impossible.rule} needs at least two choices besides "
                 f"the authored {rule.value!r}, found {rule.choices}"
             )
+        if rule.type == "int" and rule.range is not None and rule.range[1] - rule.range[0] < 2:
+            raise ValueError(
+                f"impossible.rule: {self.impossible.rule} needs a range holding two values "
+                f"besides the authored {rule.value!r}, found {list(rule.range)}"
+            )
