@@ -49,7 +49,10 @@ class Side:
 
     @property
     def name(self) -> str:
-        return self.header.episode_id if self.header else self.model.path.stem
+        """The agent and the episode, e.g. "oracle · text-report--impossible--000"."""
+        if self.header is None:
+            return self.model.path.stem
+        return f"{self.header.agent} · {self.header.episode_id}"
 
     def outcome(self) -> list[tuple[str, Text]]:
         h, end = self.header, self.end
