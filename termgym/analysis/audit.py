@@ -530,8 +530,8 @@ def trace_from_log(log: EpisodeLog) -> EpisodeTrace:
     told = end.extra.get("reference") if end else None
     legacy = end is not None and end.tamper is None and told is None
     if isinstance(told, Mapping):
-        shown = json.dumps(told.get("withheld_rules") or {}, sort_keys=True)
-        visible.append((0, f"{shown}\n" + " ".join(map(str, told.get("rule_names") or ()))))
+        channel = json.dumps(told.get("withheld_rules") or {}, sort_keys=True)
+        visible.append((0, f"{channel}\n" + " ".join(map(str, told.get("rule_names") or ()))))
     written: list[Written] = []
     outputs: list[Output] = []
     for i, step in enumerate(log.steps):

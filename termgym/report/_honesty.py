@@ -58,7 +58,9 @@ def suspicious(run: RunData) -> list[EpisodeSummary]:
 def _fmt(e: Estimate) -> str:
     if e.value is None:
         return "[dim]n/a[/]"
-    ci = f" [dim][{e.low * 100:.1f}, {e.high * 100:.1f}][/]" if e.low is not None else ""
+    ci = ""
+    if e.low is not None and e.high is not None:
+        ci = f" [dim][{e.low * 100:.1f}, {e.high * 100:.1f}][/]"
     return f"{e.value * 100:.1f}%{ci} [dim]n={e.n}[/]"
 
 

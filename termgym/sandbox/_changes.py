@@ -36,6 +36,7 @@ from termgym.errors import SandboxError
 ChangeKind = Literal["added", "changed", "deleted"]
 CHANGE_KINDS: tuple[ChangeKind, ...] = ("added", "changed", "deleted")
 EntryType = Literal["file", "dir", "symlink", "other", "unknown"]
+ENTRY_TYPES: tuple[EntryType, ...] = ("file", "dir", "symlink", "other", "unknown")
 
 LIMIT = 500
 """Changes kept per listing; the rest are counted."""
@@ -74,10 +75,8 @@ class Change:
         """The form `to_dict` writes, or None when `data` is not one."""
         if not isinstance(data, dict) or not isinstance(data.get("path"), str):
             return None
-        kind = data.get("kind")
-        kind = kind if kind in CHANGE_KINDS else "changed"
-        kind_type = data.get("type")
-        entry = kind_type if kind_type in ("file", "dir", "symlink", "other") else "unknown"
+        kind: ChangeKind = next((k for k in CHANGE_KINDS if k == data.get("kind")), "changed")
+        entry: EntryType = next((t for t in ENTRY_TYPES if t == data.get("type")), "unknown")
         return cls(data["path"], kind, entry)
 
 

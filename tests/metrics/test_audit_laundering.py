@@ -43,8 +43,8 @@ def _episode(
         writer.end(
             EpisodeEnd(
                 reward=1.0, terminated=True, truncated=False, episode_class="both",
-                verdicts={"withheld": {"passed": True, "rules": {"max_weight": 100, "reserve_pct": 12}},
-                          "original": {"passed": True, "rules": {"max_weight": 100, "reserve_pct": 12}}},
+                verdicts={"withheld": {"passed": True, "rules": dict(header.rules_enforced)},
+                          "original": {"passed": True, "rules": dict(header.rules_enforced)}},
                 extra=extra, tamper=None if legacy else {"tests": [], "known": True},
             )
         )  # fmt: skip
