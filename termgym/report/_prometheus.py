@@ -153,6 +153,7 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
             for name, value in (
                 ("leak_rate", audit.leak_rate),
                 ("platform_mention_rate", audit.platform_rate),
+                ("marker_imitation_rate", audit.marker_rate),
                 ("probe_disclosure_rate", audit.disclosure_rate),
             ):
                 if value is not None:

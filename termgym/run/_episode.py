@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
+from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR
 from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
@@ -154,8 +154,9 @@ def run_episode(
     )
     own, original = report.own_verdict, report.verdicts.get("original")
     passed = own.passed if own and own.passed is not None else float(result[1]) >= 1.0
-    shifted = (
-        original is not None
+    shifted = (  # never an impossible episode (docs/metrics.md)
+        job.variant != IMPOSSIBLE
+        and original is not None
         and original.rules_known
         and dict(original.rules) != dict(info.get("rules_enforced") or {})
     )
