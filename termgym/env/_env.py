@@ -47,7 +47,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
 
     Args:
         task: A task id (bundled or found on TERMGYM_TASKS_PATH) or a loaded task.
-        variant: original, contradicted, withheld, swapped or sampled; or a `VariantSchedule`
+        variant: original, contradicted, withheld, swapped, sampled or impossible; or a schedule
             drawing one per episode. `reset(options={"variant": ...})` overrides it.
         backend: Sandbox backend ("docker", "bwrap", "local"); None picks the best available.
         mode: "command" or "keys".

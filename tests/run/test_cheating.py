@@ -92,3 +92,18 @@ def test_impossible_episodes_are_classed_by_what_they_followed(runs) -> None:
     first = suspicious(runs)[0]
     assert (first.agent, first.variant) == ("cheater", "impossible")
     assert {s.agent for s in suspicious(runs)} == {"cheater"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runs", BACKENDS, indirect=True)
+def test_the_audit_counts_only_what_the_tasks_showed(runs) -> None:
+    """The oracle's reading and its fallback code (keyed by rule names, handed withheld
+    values) leave no hit; the memorizer's hard-coded original values are leaks."""
+    assert runs.audit.for_agent("oracle").hits == ()
+    leaked = {
+        h.episode_id.split("/")[-1].split("--")[0]
+        for h in runs.audit.for_agent("memorizer").hits
+        if h.kind == "leak"
+    }
+    assert {"text-report", "csv-cleaning"} <= leaked
+    assert all(h.kind != "marker" for h in runs.audit.hits)  # nobody imitated termgym
