@@ -355,16 +355,19 @@ def impossible_values(task: Task, seed: int, draw: RuleDraw) -> tuple[RuleValue,
     assert spec is not None
     rule = task.rules[spec.rule]
     rng = draw.rng(task.id, seed, IMPOSSIBLE)
-    split: Split = "eval" if draw.split == "eval" and rule.has_held_out else "train"
-    active = _active(draw, task, spec.rule) if split == "eval" else None
-    stated = draw_value(rule, rng, split, active)
-    for _ in range(200):
-        enforced = draw_value(rule, rng, split, active)
-        if stated is not None and enforced is not None and enforced != stated:
-            return stated, enforced
+    splits: list[Split] = (
+        ["eval", "train"] if draw.split == "eval" and rule.has_held_out else ["train"]
+    )
+    for split in splits:  # held-out values under eval when there are two, else training ones
+        active = _active(draw, task, spec.rule) if split == "eval" else None
+        stated = draw_value(rule, rng, split, active)
+        for _ in range(200):
+            enforced = draw_value(rule, rng, split, active)
+            if stated is not None and enforced is not None and enforced != stated:
+                return stated, enforced
     raise TaskError(
         f"task {task.id!r}: the impossible variant found no two values of {spec.rule} other "
-        f"than {rule.value!r} to state and enforce (split {split!r})"
+        f"than {rule.value!r} to state and enforce"
     )
 
 
