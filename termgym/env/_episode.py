@@ -18,7 +18,7 @@ from termgym.env import _evidence
 from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
-from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed, SandboxError
+from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
 from termgym.grading import GradeReport, classify, grade, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 from termgym.sandbox import Changes, RunResult, Sandbox, SandboxConfig, default_backend
@@ -352,10 +352,10 @@ class Episode:
         return outcome
 
     def _tamper(self, graded: bool) -> Any:
-        """The tamper evidence of the frozen sandbox (frozen again first where grading could
-        have stopped before it: live mode, or a grading that failed)."""
-        if not graded or self.options.task.spec.grading.mode == "live":
-            with contextlib.suppress(SandboxError):  # stopped already, or gone: read as it is
+        """The tamper evidence of the frozen sandbox (frozen again first when grading did not
+        finish: it may have stopped before freezing it, as live mode does after grading)."""
+        if not graded:
+            with contextlib.suppress(Exception):  # stopped already, or gone: read as it is
                 self.sandbox.freeze()
         try:
             return _evidence.collect(self.sandbox, self.plan, self.laid_out)
