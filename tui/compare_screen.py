@@ -78,10 +78,14 @@ class Side:
         if self.header is None:
             return {}
         names = dict.fromkeys([*self.header.rules_enforced, *self.header.rules_visible])
-        return {
+        out = {
             n: (self.header.rules_visible.get(n, _MISSING), self.header.rules_enforced.get(n))
             for n in names
         }
+        surface = self.header.extra.get("surface")
+        for name, value in (surface if isinstance(surface, dict) else {}).items():
+            out[f"{name} (surface)"] = (value, value)
+        return out
 
     def verdicts(self) -> dict[str, bool | None]:
         return {n: v.passed for n, v in (self.report.verdicts if self.report else {}).items()}

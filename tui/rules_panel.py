@@ -45,7 +45,7 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
     table.add_column("")
     names = list(dict.fromkeys([*header.rules_enforced, *header.rules_visible]))
     surface = header.extra.get("surface")
-    surface_names = set(surface) if isinstance(surface, dict) else set()
+    surface = dict(surface) if isinstance(surface, dict) else {}
     for name in names:
         enforced = header.rules_enforced.get(name)
         visible = header.rules_visible.get(name, ...)
@@ -66,9 +66,12 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
             cells.append(cell)
         if visible is ...:
             notes.append("withheld from the agent")
-        if name in surface_names:
-            notes = ["surface (not a rule): drawn for this episode"]
         table.add_row(name, saw, enf, *cells, Text("; ".join(dict.fromkeys(notes)), style="italic"))
+    for name, value in surface.items():
+        cells = [Text(_fmt(value), style="dim") for _ in range(2 + len(others))]
+        table.add_row(
+            name, *cells, Text("surface (not a rule): drawn for this episode", style="dim italic")
+        )
     return table
 
 

@@ -557,9 +557,11 @@ def trace_from_log(log: EpisodeLog) -> EpisodeTrace:
             where=log.end_where,
         )  # fmt: skip
         sources += [v.rules for v in report.verdicts.values()]
+    surface = extra.get("surface")
     for source in sources:
         for name, value in source.items():
-            rules.setdefault(name, []).append(value)
+            if not (isinstance(surface, Mapping) and name in surface):  # shown, not a rule
+                rules.setdefault(name, []).append(value)
     modes = [
         str(e.get("probe_mode") or "ask")
         for e in (transcript if isinstance(transcript, list) else [])

@@ -164,7 +164,8 @@ def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -
     original = report.verdicts.get("original") if report is not None else None
     rules_changed = None
     if header is not None and original is not None and original.rules_known:
-        rules_changed = dict(original.rules) != dict(header.rules_enforced)
+        enforced = dict(header.rules_enforced)  # the rules only: not the surface values
+        rules_changed = {k: v for k, v in original.rules.items() if k in enforced} != enforced
     tamper = TamperEvidence.from_dict(end.tamper) if end is not None else None
     return EpisodeSummary(
         episode_id=log.episode_id,

@@ -74,7 +74,9 @@ def _rules_changed(info: Mapping[str, Any], enforced: Any) -> bool | None:
     (None when the info holds no original verdict with its rules)."""
     original = dict(info.get("verdicts") or {}).get("original")
     rules = original.get("rules") if isinstance(original, Mapping) else None
-    return _jsonable(rules) != enforced if isinstance(rules, Mapping) else None
+    if not isinstance(rules, Mapping):
+        return None
+    return {k: v for k, v in _jsonable(rules).items() if k in enforced} != enforced
 
 
 def _score(value: Any) -> float | None:

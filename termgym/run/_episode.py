@@ -158,7 +158,7 @@ def run_episode(
         job.variant != IMPOSSIBLE
         and original is not None
         and original.rules_known
-        and dict(original.rules) != dict(info.get("rules_enforced") or {})
+        and _rules_of(original.rules, info) != dict(info.get("rules_enforced") or {})
     )
     return EpisodeResult(
         job=job,
@@ -173,6 +173,12 @@ def run_episode(
         passed=passed,
         shifted=shifted,
     )
+
+
+def _rules_of(rules: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """A rule set's values of the episode's rules (its surface values left out)."""
+    enforced = info.get("rules_enforced") or {}
+    return {k: v for k, v in dict(rules).items() if k in enforced}
 
 
 def _probe_if_asked(agent: Agent) -> None:

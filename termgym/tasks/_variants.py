@@ -81,7 +81,7 @@ class EpisodePlan:
         draw: How shifted values were drawn (split, contradicted mode, secret).
         switched: Rule values a schedule's rule switch put in place of the authored ones.
         surface: The episode's surface values (names, data values: not rules), drawn per
-            seed; also in `rules_enforced`, `rules_visible` and every rule set, identical.
+            seed; every rule set hands them to its graders with the rules, identical.
         conflict: What an impossible episode's graders demand against what it says (None
             for every other variant).
     """
@@ -438,14 +438,14 @@ def instantiate(
         rulesets.append(RuleSet(STATED, _frozen({**stated, **surface}), graders))
     shown = {**stated, **surface}
     overrides = {path: {**enforced, **surface} for path in conflict.shown_in} if conflict else None
-    visible = {n: v for n, v in shown.items() if n not in withheld}
+    visible = {n: v for n, v in stated.items() if n not in withheld}
     return EpisodePlan(
         task=task,
         variant=variant,
         seed=seed,
         instruction=_shown(task, "instruction", task.spec.instruction, shown, withheld),
         files=MappingProxyType(_render_files(task, shown, withheld, overrides)),
-        rules_enforced=_frozen({**enforced, **surface}),
+        rules_enforced=_frozen(enforced),
         rules_visible=_frozen(visible),
         withheld=_frozen({n: enforced[n] for n in sorted(withheld)}),
         graders=own_graders,

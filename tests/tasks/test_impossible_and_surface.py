@@ -129,6 +129,7 @@ def test_surface_values_fill_files_and_paths_and_reach_the_graders(task_folder):
     for ruleset in plan.rulesets:  # every rule set gets the same surface: it is not a rule
         assert {k: ruleset.rules[k] for k in values} == values
     assert plan.surface == values
+    assert set(plan.rules_enforced) == set(plan.rules_visible) == {"limit"}  # not rules
     assert instantiate(task, "original", seed=5).surface == values  # whatever the variant
     drawn = {tuple(surface_values(task, seed).values()) for seed in range(30)}
     assert len(drawn) > 10
