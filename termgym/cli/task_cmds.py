@@ -57,8 +57,10 @@ def _mark(value: bool | None) -> str:
 def check(
     task_ids: tuple[str, ...], backend: str | None, paths: tuple[str, ...], jobs: int
 ) -> None:
-    """Run each task's oracle on every variant (must pass) and its memorized solution on the
-    contradicted (must be stale) and withheld (reported) variants. Exit 1 on any failure.
+    """Run each task's oracle on every variant (must pass; on impossible, must follow the task
+    and fail) and its memorized solution on the contradicted (must be stale), withheld
+    (reported) and impossible (must fail) variants, its cheater on impossible (must pass);
+    replay the oracle's answer under another surface (must fail). Exit 1 on any failure.
 
     TASK_IDS: the tasks to check. Without them: every task found under the --path folders
     when any is given (and only those), else every task found (bundled, registered and
@@ -89,7 +91,7 @@ def check(
             f"{row.task:<20} {row.variant:<13} {row.solution:<10} {row.expected[:9]:<9} "
             f"{_mark(row.own):<5} {_mark(row.original):<5} {row.episode_class or '-':<8} "
             f"{result:<7} {row.seconds:.1f}"
-            + (f"  {row.why}" if row.why and (row.ok is not True or row.inputs_row) else "")
+            + (f"  {row.why}" if row.why and (row.ok is not True or row.explained) else "")
         )
 
     start = time.perf_counter()
