@@ -15,6 +15,7 @@ from termgym.report._honesty import suspicious
 from termgym.run import RunConfig, Runner
 
 TASKS = ("text-report", "csv-cleaning", "log-triage")
+pytestmark = pytest.mark.timeout(1800)  # 18 real episodes per backend on a shared machine
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ def test_check_passes_on_all_bundled_tasks(docker_engine):
 
 @pytest.mark.bwrap
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 39 checks in real sandboxes on a shared machine
 def test_check_proves_the_impossible_variant_and_the_surface_of_three_tasks(base_rootfs):
     """The oracle follows the impossible task and fails, the memorized solution fails, the
     cheater passes; the oracle's answer under another seed's surface fails."""
