@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
-from termgym.agents import SUBMIT, Agent, EpisodeContext, Reference
+from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR
+from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.grading import GradeReport
@@ -67,6 +67,8 @@ def _reference(env: TerminalEnv) -> Reference:
         withheld_rules=dict(episode.plan.withheld),
         workdir=task.spec.workdir,
         rule_files=rule_files(task.spec),
+        cheater_script=plan.solution("cheater") if task.spec.cheater else "",
+        conflict=plan.conflict.describe() if plan.conflict else "",
     )
 
 
@@ -103,6 +105,8 @@ def run_episode(
     )
     agent.reset(context)
     env.attach_transcript(agent.transcript)
+    if context.reference is not None:
+        env.attach_reference(context.reference)
     limit = (
         agent_timeout if agent_timeout is not None else env.options.task.spec.limits.agent_timeout
     )
@@ -129,7 +133,7 @@ def run_episode(
             break
         result = env.step(action)
         obs = result[0]
-        if action.strip() != SUBMIT:
+        if not ends_episode(action):
             steps += 1
             if on_step is not None:
                 on_step(job, steps)
@@ -150,10 +154,11 @@ def run_episode(
     )
     own, original = report.own_verdict, report.verdicts.get("original")
     passed = own.passed if own and own.passed is not None else float(result[1]) >= 1.0
-    shifted = (
-        original is not None
+    shifted = (  # never an impossible episode (docs/metrics.md)
+        job.variant != IMPOSSIBLE
+        and original is not None
         and original.rules_known
-        and dict(original.rules) != dict(info.get("rules_enforced") or {})
+        and _rules_of(original.rules, info) != dict(info.get("rules_enforced") or {})
     )
     return EpisodeResult(
         job=job,
@@ -168,6 +173,12 @@ def run_episode(
         passed=passed,
         shifted=shifted,
     )
+
+
+def _rules_of(rules: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """A rule set's values of the episode's rules (its surface values left out)."""
+    enforced = info.get("rules_enforced") or {}
+    return {k: v for k, v in dict(rules).items() if k in enforced}
 
 
 def _probe_if_asked(agent: Agent) -> None:
