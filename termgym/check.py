@@ -121,8 +121,8 @@ def tasks_to_check(task_ids: Sequence[str], paths: Sequence[str | Path] = ()) ->
 def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float = 300.0) -> None:
     """Copy a solution script to a fresh temporary place and run it in the workdir.
 
-    It gets TERMGYM_WITHHELD_RULES (the withheld rules' values as JSON, "{}" when none) and
-    TERMGYM_WORKDIR. The script is removed before grading.
+    It gets TERMGYM_WITHHELD_RULES (the withheld rules' values as JSON, "{}" when none, and
+    always "{}" for the cheater) and TERMGYM_WORKDIR. The script is removed before grading.
 
     Raises:
         TermgymError: the script exited non-zero or timed out.
@@ -134,7 +134,7 @@ def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: floa
         local = Path(tmp) / "solution.sh"
         local.write_text(plan.solution(which), encoding="utf-8")
         sandbox.copy_in(local, f"{folder}/solution.sh")
-    withheld = plan.withheld if which == "oracle" else {}
+    withheld = {} if which == "cheater" else plan.withheld  # a cheater is told nothing
     env = {"TERMGYM_WITHHELD_RULES": json.dumps(dict(withheld)), "TERMGYM_WORKDIR": plan.workdir}
     result = sandbox.exec(
         ["bash", f"{folder}/solution.sh"], timeout=timeout, workdir=plan.workdir, env=env

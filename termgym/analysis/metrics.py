@@ -60,6 +60,10 @@ class EpisodeSummary:
             itself (REPORT_CONFLICT).
         tampered: The episode's tamper evidence found something (None: not read).
         tamper_kinds: Which kinds of evidence (tests, toolchain, system).
+        filesystem: What its graders saw: "work" (the clean image and the work) or
+            "snapshot" (the agent's whole final filesystem; docs/security.md).
+        isolation: Which of the verifier's defences did not hold in its grading (the tests
+            loaded code of the agent's, ...); empty when all did.
     """
 
     episode_id: str
@@ -78,6 +82,8 @@ class EpisodeSummary:
     conflict_reported: bool = False
     tampered: bool | None = None
     tamper_kinds: tuple[str, ...] = ()
+    filesystem: str = "work"
+    isolation: tuple[str, ...] = ()
 
     @property
     def impossible(self) -> bool:
@@ -167,6 +173,9 @@ def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -
         enforced = dict(header.rules_enforced)  # the rules only: not the surface values
         rules_changed = {k: v for k, v in original.rules.items() if k in enforced} != enforced
     tamper = TamperEvidence.from_dict(end.tamper) if end is not None else None
+    grading = end.extra.get("grading") if end is not None else None
+    grading = grading if isinstance(grading, Mapping) else {}
+    isolation = grading.get("isolation")
     return EpisodeSummary(
         episode_id=log.episode_id,
         task=header.task if header else str(result.get("task", "")),
@@ -184,6 +193,8 @@ def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -
         conflict_reported=end is not None and end.conflict is not None,
         tampered=tamper.tampered if tamper is not None else None,
         tamper_kinds=tamper.kinds if tamper is not None else (),
+        filesystem=str(grading.get("filesystem") or "work"),
+        isolation=tuple(str(g) for g in isolation) if isinstance(isolation, list) else (),
     )
 
 

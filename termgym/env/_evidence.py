@@ -49,7 +49,10 @@ def unknown() -> TamperEvidence:
 
 
 def _declared(plan: EpisodePlan) -> list[str]:
-    return [plan.workdir, *plan.task.spec.grading.state]
+    """The agent's own places: its work, and for an imported task the harness's /solution
+    (where Harbor's solution writes its helper files before solve.sh runs)."""
+    harness = ["/solution"] if plan.task.spec.provenance is not None else []
+    return [plan.workdir, *plan.task.spec.grading.state, *harness]
 
 
 def _protected(sandbox: Sandbox, plan: EpisodePlan) -> list[Change]:

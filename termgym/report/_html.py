@@ -11,6 +11,7 @@ from termgym.report._disclosure import disclosure_html, draw_text
 from termgym.report._honesty import honesty_html
 from termgym.report._load import RunData
 from termgym.report._svg import CLASS_COLORS, Bar, bar_chart, class_strip
+from termgym.report._trust import trust_html
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
@@ -221,6 +222,8 @@ percentile bootstrap over {resamples} resamples (tasks, then episodes) · genera
 {_class_table(run)}
 <h2>Cheating and tamper evidence</h2>
 {honesty_html(run)}
+<h2>Grading trust</h2>
+{trust_html(run)}
 <h2>Per-task breakdown (passes / episodes)</h2>
 {_task_table(run)}
 <h2>Trace audit</h2>

@@ -10,6 +10,7 @@ from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_table
 from termgym.report._honesty import honesty_table, suspicious_table
 from termgym.report._load import RunData
+from termgym.report._trust import marked, trust_table
 
 CLASS_STYLES = {
     "adapted": "green",
@@ -170,6 +171,8 @@ def print_report(run: RunData, console: Console | None = None) -> None:
         disclosure_table(run),
     ):
         console.print(table)
+    if marked(run):
+        console.print(trust_table(run))
     if run.skipped:
         console.print(
             f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "
