@@ -13,6 +13,7 @@ from termgym.recording import latest_run
 
 from .episode_screen import EpisodeScreen
 from .messages import EpisodeChosen
+from .metronome import Metronome
 from .model import EpisodeModel, RunModel
 from .run_screen import RunScreen
 
@@ -44,9 +45,12 @@ class TermgymApp(App[None]):
         Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, metronome: Metronome | None = None) -> None:
+        """Open `target`; `metronome` paces playback (a Textual timer per episode view when
+        None; a test passes one it beats by hand)."""
         super().__init__()
         self.target = Path(target)
+        self.metronome = metronome
         self.run_model: RunModel | None = None
 
     def on_mount(self) -> None:
@@ -55,7 +59,8 @@ class TermgymApp(App[None]):
             self.push_screen(RunScreen(self.run_model))
         else:
             path = self.target.with_suffix(".jsonl")
-            self.push_screen(EpisodeScreen(EpisodeModel(path), can_go_back=self._run_of(path)))
+            model = EpisodeModel(path)
+            self.push_screen(EpisodeScreen(model, self._run_of(path), self.metronome))
 
     def _run_of(self, episode: Path) -> bool:
         """Whether an episode file sits in a run folder the back key can open."""
@@ -63,7 +68,7 @@ class TermgymApp(App[None]):
 
     @on(EpisodeChosen)
     def open_episode(self, message: EpisodeChosen) -> None:
-        self.push_screen(EpisodeScreen(EpisodeModel(message.path)))
+        self.push_screen(EpisodeScreen(EpisodeModel(message.path), metronome=self.metronome))
 
     def pop_to_run(self) -> None:
         """From an episode opened alone, open its run view."""
