@@ -112,7 +112,7 @@ def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> 
     # what kill -9 leaves behind is labelled, so `termgym gc` can find and remove it
     from termgym.sandbox import collect_garbage
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while containers_of(run_id) and time.monotonic() < deadline:
         collect_garbage()
         time.sleep(0.5)
