@@ -29,7 +29,9 @@ def _script(run_id: str, ending: str, record_dir: str = "") -> str:
     return textwrap.dedent(
         f"""
         import faulthandler, os, signal, sys, time
-        faulthandler.dump_traceback_later(100, exit=True)  # a hang says where, on stderr
+        # a hang says where, on stderr (well before the test's own 300 s, long after a busy
+        # machine's start, steps and clean-up)
+        faulthandler.dump_traceback_later(240, exit=True)
         import termgym
         env = termgym.make("text-report", run_id={run_id!r}, pool_size=2,
                            record_dir={record_dir!r} or None)
@@ -90,7 +92,7 @@ def test_process_ending_badly_leaves_no_container(base_image, run_id, ending) ->
 
 
 def test_sigterm_leaves_no_container(base_image: str, run_id: str) -> None:
-    proc = _run(run_id, "time.sleep(120)")
+    proc = _run(run_id, "time.sleep(600)")  # until the test's signal
     _wait_ready(proc)
     assert containers_of(run_id)
     proc.send_signal(signal.SIGTERM)
@@ -100,7 +102,7 @@ def test_sigterm_leaves_no_container(base_image: str, run_id: str) -> None:
 
 
 def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> None:
-    proc = _run(run_id, "time.sleep(120)", record_dir=str(tmp_path))
+    proc = _run(run_id, "time.sleep(600)", record_dir=str(tmp_path))
     _wait_ready(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
