@@ -17,7 +17,11 @@ import termgym
 from termgym.recording import read_episode
 from termgym.sandbox._engine import docker_client
 
-pytestmark = pytest.mark.docker
+# Closing a pool stops its containers one after another, which a machine busy with other
+# work can make take minutes: the waits below allow for that, and the test for them.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+CLEAN_UP = 600
+"""Seconds a child may take to clean up after its ending (its hang guard fires after)."""
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,9 +33,8 @@ def _script(run_id: str, ending: str, record_dir: str = "") -> str:
     return textwrap.dedent(
         f"""
         import faulthandler, os, signal, sys, time
-        # a hang says where, on stderr (well before the test's own 300 s, long after a busy
-        # machine's start, steps and clean-up)
-        faulthandler.dump_traceback_later(240, exit=True)
+        # a hang says where, on stderr (long after a busy machine's start, steps and clean-up)
+        faulthandler.dump_traceback_later({CLEAN_UP + 120}, exit=True)
         import termgym
         env = termgym.make("text-report", run_id={run_id!r}, pool_size=2,
                            record_dir={record_dir!r} or None)
@@ -86,23 +89,23 @@ def test_close_leaves_no_container(base_image: str, run_id: str) -> None:
 def test_process_ending_badly_leaves_no_container(base_image, run_id, ending) -> None:
     proc = _run(run_id, ending)
     _wait_ready(proc)
-    proc.wait(timeout=120)
+    proc.wait(timeout=CLEAN_UP)
     assert proc.returncode != 0
     assert containers_of(run_id) == []
 
 
 def test_sigterm_leaves_no_container(base_image: str, run_id: str) -> None:
-    proc = _run(run_id, "time.sleep(600)")  # until the test's signal
+    proc = _run(run_id, "time.sleep(3600)")  # until the test's signal
     _wait_ready(proc)
     assert containers_of(run_id)
     proc.send_signal(signal.SIGTERM)
-    code = proc.wait(timeout=120)
+    code = proc.wait(timeout=CLEAN_UP)
     assert code == 128 + signal.SIGTERM, proc.stderr.read()[-4000:]
     assert containers_of(run_id) == []
 
 
 def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> None:
-    proc = _run(run_id, "time.sleep(600)", record_dir=str(tmp_path))
+    proc = _run(run_id, "time.sleep(3600)", record_dir=str(tmp_path))
     _wait_ready(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -114,7 +117,7 @@ def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> 
     # what kill -9 leaves behind is labelled, so `termgym gc` can find and remove it
     from termgym.sandbox import collect_garbage
 
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + CLEAN_UP
     while containers_of(run_id) and time.monotonic() < deadline:
         collect_garbage()
         time.sleep(0.5)
