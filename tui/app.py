@@ -14,6 +14,7 @@ from termgym.recording import latest_run
 from .compare_screen import CompareScreen
 from .episode_screen import EpisodeScreen
 from .messages import CompareChosen, EpisodeChosen
+from .metronome import Metronome
 from .model import EpisodeModel, RunModel
 from .run_screen import RunScreen
 
@@ -46,10 +47,15 @@ class TermgymApp(App[None]):
         Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
-    def __init__(self, target: Path, other: Path | None = None) -> None:
+    def __init__(
+        self, target: Path, other: Path | None = None, metronome: Metronome | None = None
+    ) -> None:
+        """Open `target` (and `other`, to compare two episodes); `metronome` paces playback
+        (a Textual timer per episode view when None; a test passes one it beats by hand)."""
         super().__init__()
         self.target = Path(target)
         self.other = Path(other) if other is not None else None
+        self.metronome = metronome
         self.run_model: RunModel | None = None
 
     def on_mount(self) -> None:
@@ -61,7 +67,8 @@ class TermgymApp(App[None]):
             self.push_screen(RunScreen(self.run_model))
         else:
             path = self.target.with_suffix(".jsonl")
-            self.push_screen(EpisodeScreen(EpisodeModel(path), can_go_back=self._run_of(path)))
+            model = EpisodeModel(path)
+            self.push_screen(EpisodeScreen(model, self._run_of(path), self.metronome))
 
     def _run_of(self, episode: Path) -> bool:
         """Whether an episode file sits in a run folder the back key can open."""
@@ -69,7 +76,7 @@ class TermgymApp(App[None]):
 
     @on(EpisodeChosen)
     def open_episode(self, message: EpisodeChosen) -> None:
-        self.push_screen(EpisodeScreen(EpisodeModel(message.path)))
+        self.push_screen(EpisodeScreen(EpisodeModel(message.path), metronome=self.metronome))
 
     @on(CompareChosen)
     def open_comparison(self, message: CompareChosen) -> None:

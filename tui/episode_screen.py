@@ -17,6 +17,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static
 from .audit_panel import AuditPanel
 from .help_screen import HelpScreen, describe
 from .messages import ScreenReady, StepHighlighted
+from .metronome import Metronome, TimerMetronome
 from .model import EpisodeModel
 from .output_view import OutputView
 from .rules_panel import CLASS_STYLE, RulesPanel
@@ -69,10 +70,13 @@ class EpisodeScreen(Screen[None]):
         ("pageup", "Page up (in the list)"),
     ]
 
-    def __init__(self, model: EpisodeModel, can_go_back: bool = True) -> None:
+    def __init__(
+        self, model: EpisodeModel, can_go_back: bool = True, metronome: Metronome | None = None
+    ) -> None:
         super().__init__()
         self.model = model
         self.can_go_back = can_go_back
+        self.metronome: Metronome = metronome or TimerMetronome(self)
         self.speed_index = 1
         self.playing = False
         self.search_term = ""
@@ -105,7 +109,6 @@ class EpisodeScreen(Screen[None]):
             self.query_one(pane).styles.width = cols + 2
         self.query_one(StepList).focus()
         self.refresh_header()
-        self.player = self.set_interval(1 / SPEEDS[self.speed_index], self.advance, pause=True)
         self.set_interval(0.5, self.poll_live)
         if len(self.model):
             self.query_one(StepList).move_cursor(len(self.model) - 1)
@@ -219,11 +222,10 @@ class EpisodeScreen(Screen[None]):
         self.refresh_header()
 
     def _restart_player(self) -> None:
-        # A fresh timer each time: a resumed one would fire the ticks it missed while paused.
-        self.player.stop()
-        self.player = self.set_interval(
-            1 / SPEEDS[self.speed_index], self.advance, pause=not self.playing
-        )
+        # A fresh beat each time: a resumed one would fire the ticks it missed while paused.
+        self.metronome.stop()
+        if self.playing:
+            self.metronome.start(1 / SPEEDS[self.speed_index], self.advance)
 
     def advance(self) -> None:
         steps = self.query_one(StepList)
@@ -287,7 +289,7 @@ class EpisodeScreen(Screen[None]):
             self.query_one(SearchBar).action_close()
             return
         self.playing = False
-        self.player.stop()
+        self.metronome.stop()
         if len(self.app.screen_stack) > 2:  # the run view is below
             self.dismiss(None)
         elif self.can_go_back and hasattr(self.app, "pop_to_run"):

@@ -46,7 +46,7 @@ def test_a_person_plays_a_task_and_the_episode_is_recorded(tmp_path, base_image)
         "40",
         "-s",
         session,
-        f"{TERMGYM} play text-report --out {out}; sleep 60",
+        f"{TERMGYM} play text-report --out {out}; sleep infinity",  # the pane stays to be read
     )
     try:
         _wait_for(session, "Ctrl-] submits")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -71,11 +73,70 @@ def shown_text(app: App) -> str:
     return console.export_text()
 
 
-async def settle(pilot: Pilot) -> None:
-    """Let messages, workers (screen replays) and refreshes finish."""
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+async def settle(pilot: Pilot, patience: float = 60.0) -> None:
+    """Let messages, workers (screen replays) and refreshes finish, however long they take:
+    until a pass over the app starts and ends with no worker running and no callback waiting
+    for a refresh (a replay starts after the refresh that shows its step, in a thread)."""
+    app = pilot.app
+
+    def busy() -> list[object]:
+        return [w for w in app.workers if not w.is_finished] + list(app.screen._callbacks)
+
+    deadline = time.monotonic() + patience
+    while True:
+        before = busy()  # none: what finished has posted its messages, and this pass reads them
+        await pilot.pause()
+        after = busy()
+        if not before and not after:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the app never settled in {patience:g} s: {after}")
+        if after:
+            await pilot.pause(0.01)  # a replay in its thread
+
+
+async def until(
+    pilot: Pilot,
+    condition: Callable[[], bool],
+    what: str,
+    patience: float = 60.0,
+    and_settle: bool = True,
+) -> None:
+    """Let the app run (its timers poll the files being written) until `condition()` holds,
+    then settle; fail saying `what` was expected if it never does in `patience` seconds."""
+    deadline = time.monotonic() + patience
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"expected {what} within {patience:g} s")
+        await pilot.pause(0.05)
+    if and_settle:
+        await settle(pilot)
+
+
+class HandMetronome:
+    """Paces playback by hand: `beat()` is one tick of the playback's timer, given by the test
+    at the moment it chooses, so no test depends on how fast the machine answers."""
+
+    def __init__(self) -> None:
+        self.interval: float | None = None
+        self._tick: Callable[[], object] | None = None
+
+    @property
+    def beating(self) -> bool:
+        """Whether playback asked for ticks (started and not stopped since)."""
+        return self._tick is not None
+
+    def start(self, interval: float, tick: Callable[[], object]) -> None:
+        self.interval, self._tick = interval, tick
+
+    def stop(self) -> None:
+        self._tick = None
+
+    def beat(self, times: int = 1) -> None:
+        """Tick `times` times, as the timer would while playback runs."""
+        for _ in range(times):
+            assert self._tick is not None, "playback is stopped: nothing asked for a tick"
+            self._tick()
 
 
 def write_model_episode(run_dir: Path) -> Path:
