@@ -110,8 +110,9 @@ def overlay() -> None:
 @click.argument("task", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--limit", default=8, show_default=True, help="At most this many candidates.")
 def suggest(task: Path, limit: int) -> None:
-    """Propose candidate rules: numbers and quoted constants that occur both in what the agent
-    sees and in the tests, each with a pattern unique in its file (a draft overlay.yaml)."""
+    """Propose candidate rules: whole numbers, dates, paths and quoted names that occur in what
+    the agent sees and that the tests check, boilerplate left out, best first, each with a
+    pattern on word boundaries unique in its file (a draft overlay.yaml)."""
     from termgym.importing import suggest_overlay
     from termgym.importing._suggest import as_overlay_yaml
 

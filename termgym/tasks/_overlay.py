@@ -230,7 +230,7 @@ def rule_fields(name: str, rule: OverlayRule) -> dict[str, Any]:
     return fields
 
 
-def _bounded(text: str, start: int, end: int) -> bool:
+def whole_token(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] is a whole token: no letter, digit or '_' glued to it, except
     a unit after a number (`3.5m`, `100kg`, `15MB`: a digit or a decimal part still glues)."""
     before = text[start - 1] if start > 0 else ""
@@ -272,7 +272,7 @@ def find_spans(name: str, rule: OverlayRule, texts: Mapping[str, str], where: st
         inner = [
             m.start()
             for m in re.finditer(re.escape(value), occ.pattern)
-            if _bounded(occ.pattern, m.start(), m.end())
+            if whole_token(occ.pattern, m.start(), m.end())
         ]
         if len(inner) != 1:
             what = "text for the original value" if occ.values else "original value"
