@@ -35,7 +35,8 @@ TEST_SCRIPT = """\
 #!/bin/bash
 pip install pytest==8.4.1 requests==2.32.3
 pytest /tests/test_outputs.py -rA
-if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt
+else echo 0 > /logs/verifier/reward.txt; fi
 exit 1
 """
 TESTS = '''\
