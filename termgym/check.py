@@ -387,6 +387,40 @@ def inputs_row(task: Task, rows: Sequence[CheckRow]) -> CheckRow | None:
     return CheckRow.static(task.id, "-", "tests", "blind", True, why)
 
 
+AGENT_USER_BLIND = (
+    "protection agent-user: the test script runs as the agent's user and reads /tests, where "
+    "the verifier writes each rule set's values ({files}); a program of the agent's running "
+    "during grading can read the enforced values there, so no overlay that rewrites the "
+    'tests of this task can be blind to the rule set graded (docs/importing.md, "Overlays '
+    'on agent-user tasks")'
+)
+"""Why an overlay that rewrites an agent-user task's tests is refused (the `tests blind` row)."""
+
+
+def agent_user_rewrites(task: Task) -> list[str]:
+    """The test files an overlay rewrites per rule set that an agent-user grader's script
+    (the agent's user) can read: empty when the task is clean or its overlay leaves its
+    tests alone."""
+    exposed = [
+        g for g in task.spec.graders
+        if g.kind == "imported-tests" and g.params.get("protection") == "agent-user"
+    ]  # fmt: skip
+    if not exposed:
+        return []
+    return sorted({s.file for s in task.spans if s.file.startswith("graders/")})
+
+
+def blind_row(task: Task, rows: Sequence[CheckRow]) -> CheckRow | None:
+    """The `tests blind` row of a checked task: refused, with the reason, when its overlay
+    rewrites tests an agent-user script reads; else whether the oracle's gradings gave the
+    agent's programs the same inputs under every rule set (None when none was graded)."""
+    exposed = agent_user_rewrites(task)
+    if exposed:
+        why = AGENT_USER_BLIND.format(files=", ".join(exposed))
+        return CheckRow.static(task.id, "-", "tests", "blind", False, why)
+    return inputs_row(task, rows)
+
+
 def _static_rows(task: Task) -> list[CheckRow]:
     rows = []
     if "withheld" in task.spec.variants:
@@ -451,7 +485,7 @@ def check_tasks(
             graded.setdefault(task.id, []).extend(found)
             left[task.id] -= 1
             if left[task.id] == 0:  # the task's last variant: were its tests rule-blind?
-                blind = inputs_row(task, graded[task.id])
+                blind = blind_row(task, graded[task.id])
                 if blind is not None:
                     add([blind])
                 replay = replays.get(task.id)

@@ -5,15 +5,28 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from termgym._terminal_text import printable
 
+if TYPE_CHECKING:
+    from termgym.importing import ImportReport
+
+OVERLAYS_OPTION = click.option(
+    "--overlays",
+    default=None,
+    metavar="DIR|NAME",
+    help="Overlays kept apart from the tasks: a folder of <task folder name>.yaml, used in "
+    "place of an overlay.yaml beside the task, or a bundled collection (tb2: Terminal-Bench "
+    "2.0, docs/tb2.md).",
+)
+
 
 @click.command("import")
 @click.argument("fmt", metavar="tb|harbor|atif", type=click.Choice(["tb", "harbor", "atif"]))
-@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("sources", nargs=-1, required=True)
 @click.option(
     "--out",
     required=True,
@@ -38,30 +51,31 @@ from termgym._terminal_text import printable
     help="A CA bundle builds must trust (TLS interception); also $TERMGYM_CA_BUNDLE. The "
     "host's bundle is always added.",
 )
+@OVERLAYS_OPTION
 @click.option(
-    "--overlays",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="A folder of overlays kept apart from the tasks: <task folder name>.yaml each, used "
-    "in place of an overlay.yaml beside the task.",
+    "--overlaid-only",
+    is_flag=True,
+    help="Import only the tasks that get an overlay (from --overlays or beside the task).",
 )
 def import_command(
     fmt: str,
-    sources: tuple[Path, ...],
+    sources: tuple[str, ...],
     out: Path,
     registry: bool,
     ca_bundle: Path | None,
-    overlays: Path | None,
+    overlays: str | None,
+    overlaid_only: bool,
     task: str | None,
 ) -> None:
-    """Convert Terminal-Bench or Harbor task folders (or folders of them) into termgym tasks;
-    with atif, ATIF trajectory files (or folders of them) into episodes of a run folder.
+    """Convert Terminal-Bench or Harbor task folders (or folders of them, or a git source
+    git+URL@COMMIT[#subdirectory=DIR], cloned and checked by hash) into termgym tasks; with
+    atif, ATIF trajectory files (or folders of them) into episodes of a run folder.
 
     Exit 1 when none could be converted; every refused task is listed with the reason."""
     if fmt == "atif":
         from termgym.cli.export_cmds import import_atif_files
 
-        import_atif_files(sources, out, task)
+        import_atif_files(tuple(Path(s) for s in sources), out, task)
         return
     from termgym.errors import TaskError
     from termgym.importing import FORMATS, import_tasks
@@ -69,11 +83,26 @@ def import_command(
     start = time.perf_counter()
     try:
         report = import_tasks(
-            list(sources), out, FORMATS[fmt], registry=registry, ca=ca_bundle, overlays=overlays
-        )
+            list(sources), out, FORMATS[fmt], registry=registry, ca=ca_bundle,
+            overlays=overlays, overlaid_only=overlaid_only,
+        )  # fmt: skip
     except TaskError as exc:
         raise click.ClickException(str(exc)) from None
     seconds = time.perf_counter() - start
+    print_report(report)
+    count = len(report.converted)
+    skipped = f", {len(report.skipped)} without an overlay left out" if report.skipped else ""
+    click.echo(
+        f"\n{count} imported, {len(report.refused)} refused{skipped} into {out} in "
+        f"{seconds * 1000:.0f} ms"
+    )
+    if not count:
+        sys.exit(1)
+
+
+def print_report(report: ImportReport) -> None:
+    """One line per imported task (its protection, overlay, base mapping, missing files),
+    per refused one (why) and per overlay that named no task."""
     for done in report.converted:
         flags = [done.protection]
         if done.approximate:
@@ -93,12 +122,6 @@ def import_command(
         click.echo(
             f"unused    {printable(path.name):<40} no task folder of that name among the sources"
         )
-    count = len(report.converted)
-    click.echo(
-        f"\n{count} imported, {len(report.refused)} refused into {out} in {seconds * 1000:.0f} ms"
-    )
-    if not count:
-        sys.exit(1)
 
 
 @click.group("overlay")

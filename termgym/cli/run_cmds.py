@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from termgym._terminal_text import shown
 from termgym.cli._options import task_paths
+from termgym.cli.import_cmds import OVERLAYS_OPTION
 from termgym.errors import TermgymError
 from termgym.run import (
     EpisodeDone,
@@ -211,6 +212,16 @@ def _status(counts: dict[str, int]) -> str:
     help="Docker runtime for the sandboxes, e.g. runsc (gVisor); see docs/security.md.",
 )
 @task_paths
+@click.option(
+    "--import",
+    "sources",
+    multiple=True,
+    metavar="SOURCE",
+    help="Terminal-Bench or Harbor tasks to import first, into <out>/tasks, and run: a "
+    "folder of them, or a git source git+URL@COMMIT[#subdirectory=DIR] (cloned, checked by "
+    "hash). Repeatable.",
+)
+@OVERLAYS_OPTION
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option(
     "--ray",
@@ -283,6 +294,8 @@ def run_command(
     backend: str | None,
     runtime: str | None,
     paths: tuple[str, ...],
+    sources: tuple[str, ...],
+    overlays: str | None,
     seed: int,
     ray_address: str | None,
     agent_opts: tuple[str, ...],
@@ -299,8 +312,21 @@ def run_command(
     show_report: bool,
     atif: bool,
 ) -> None:
-    """Evaluate AGENT across tasks and rule variants; resumable, Ctrl-C safe."""
+    """Evaluate AGENT across tasks and rule variants; resumable, Ctrl-C safe.
+
+    With --import (and --overlays), the foreign tasks are imported into the run folder
+    first and those with an overlay are run: the perturbation suite in one command
+    (`termgym run --agent A --import SOURCE --overlays tb2`, docs/tb2.md)."""
     out = out or Path("runs") / f"{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if sources:
+        imported = _import_first(sources, out / "tasks", overlays)
+        paths = (str(out / "tasks"), *paths)
+        if tasks == "*":
+            tasks = ",".join(imported)
+    elif overlays:
+        raise click.BadParameter(
+            "expected --import SOURCE to apply them to", param_hint="--overlays"
+        )
     config = RunConfig(
         agent=agent,
         tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
@@ -337,6 +363,37 @@ def run_command(
         print_report(load_run(summary.out))
     if summary.infra_errors:
         raise SystemExit(3)
+
+
+def _import_first(sources: tuple[str, ...], folder: Path, overlays: str | None) -> list[str]:
+    """Import `sources` into `folder` (only the overlaid tasks when `overlays` is given);
+    the ids imported.
+
+    Raises:
+        click.ClickException: a source or the overlays cannot be read, or nothing imports.
+    """
+    from termgym.errors import TaskError
+    from termgym.importing import import_tasks
+
+    try:
+        report = import_tasks(
+            list(sources), folder, overlays=overlays, overlaid_only=overlays is not None
+        )
+    except TaskError as exc:
+        raise click.ClickException(str(exc)) from None
+    for path, why in report.refused:
+        console.print(f"[yellow]not imported[/] {shown(path.name)}: {shown(why)}")
+    if not report.converted:
+        raise click.ClickException(
+            f"no task of {', '.join(sources)} imported"
+            + (f" with an overlay of {overlays}" if overlays else "")
+        )
+    left = f", {len(report.skipped)} without an overlay left out" if report.skipped else ""
+    console.print(
+        f"{len(report.converted)} task(s) imported into {shown(str(folder))}"
+        f"{left}, {len(report.refused)} refused"
+    )
+    return [c.task_id for c in report.converted]
 
 
 @click.command("play")

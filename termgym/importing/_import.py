@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from termgym.errors import ImportRefused, TaskError
+from termgym.importing._bundled import overlay_folder
 from termgym.importing._convert import Converted, convert
 from termgym.importing._harbor import is_harbor, read_harbor
 from termgym.importing._model import ForeignTask, Format, normalize_id
+from termgym.importing._source import resolve_source
 from termgym.importing._tb import is_tb, read_tb
+from termgym.tasks._overlay import OVERLAY_FILE
 
 
 def detect(folder: Path) -> Format | None:
@@ -66,12 +69,13 @@ def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
 
 @dataclass
 class ImportReport:
-    """What an import did: converted tasks, refused ones with the reason, and overlays of
-    the overlay folder that matched no task."""
+    """What an import did: converted tasks, refused ones with the reason, overlays of the
+    overlay folder that matched no task, and tasks left out for having no overlay."""
 
     converted: list[Converted] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)
     unused_overlays: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
 
 
 def _overlay_for(overlays: Path | None, folder: Path) -> Path | None:
@@ -87,31 +91,38 @@ def _overlay_for(overlays: Path | None, folder: Path) -> Path | None:
 
 
 def import_tasks(
-    sources: Sequence[Path],
+    sources: Sequence[Path | str],
     out: Path,
     fmt: Format | None = None,
     *,
     registry: bool = False,
     ca: Path | None = None,
-    overlays: Path | None = None,
+    overlays: Path | str | None = None,
+    overlaid_only: bool = False,
 ) -> ImportReport:
     """Convert every task found in `sources` into `out` (ids made unique with -2, -3 ...).
 
+    A source is a task folder, a folder of them, or a git source (`git+URL@COMMIT
+    [#subdirectory=DIR]`, cloned into the cache and checked by hash: `resolve_source`).
     `overlays`: a folder of overlays kept apart from the tasks, `<task folder name>.yaml`
     each, used in place of an overlay.yaml beside the task (so a collection is perturbed
-    without writing into it).
+    without writing into it), or the name of a bundled collection (`tb2`).
+    `overlaid_only`: leave out (as `skipped`) the tasks that get no overlay.
 
     Raises:
-        TaskError: a source holds no task, or `overlays` is not a folder.
+        TaskError: a source holds no task or cannot be fetched, or `overlays` names no
+            folder of overlays.
     """
-    if overlays is not None and not overlays.is_dir():
-        raise TaskError(f"expected a folder of overlays (<task>.yaml) at {overlays}, found none")
+    folder_of_overlays = overlay_folder(overlays) if overlays is not None else None
     out.mkdir(parents=True, exist_ok=True)
     report = ImportReport()
     taken: set[str] = set()
     used: set[Path] = set()
-    for folder in task_folders(sources, fmt):
-        overlay = _overlay_for(overlays, folder)
+    for folder in task_folders([resolve_source(s) for s in sources], fmt):
+        overlay = _overlay_for(folder_of_overlays, folder)
+        if overlaid_only and overlay is None and not (folder / OVERLAY_FILE).is_file():
+            report.skipped.append(folder)
+            continue
         try:
             task = read_foreign(folder, fmt)
             if task.task_id in taken:
@@ -128,6 +139,6 @@ def import_tasks(
                 used.add(overlay)
         taken.add(done.task_id)
         report.converted.append(done)
-    if overlays is not None:
-        report.unused_overlays = sorted(set(overlays.glob("*.yaml")) - used)
+    if folder_of_overlays is not None:
+        report.unused_overlays = sorted(set(folder_of_overlays.glob("*.yaml")) - used)
     return report

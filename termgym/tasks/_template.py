@@ -96,3 +96,15 @@ def render(text: str, values: Mapping[str, RuleValue], withheld: Collection[str]
         return format_value(values[match.group(1)])
 
     return PLACEHOLDER.sub(fill, text)
+
+
+def fill_rules(text: str, values: Mapping[str, RuleValue]) -> str:
+    """`text` with every `{{ name }}` that names a key of `values` replaced by its value;
+    anything else (other placeholders, blocks) left as it is. How an oracle script reads
+    the values its episode states (docs/task-format.md, "Solutions")."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return format_value(values[name]) if name in values else match.group(0)
+
+    return PLACEHOLDER.sub(fill, text)

@@ -17,7 +17,7 @@ from termgym.tasks._draw import RuleDraw, Split
 from termgym.tasks._loader import Task
 from termgym.tasks._overlay import rewrite
 from termgym.tasks._spec import Limits, RuleSpec, RuleValue, SurfaceSpec, validation_message
-from termgym.tasks._template import PLACEHOLDER, format_value, render
+from termgym.tasks._template import PLACEHOLDER, fill_rules, format_value, render
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,11 @@ class EpisodePlan:
 
     def solution(self, which: str) -> str:
         """The text of a solution script for this episode: `oracle` with the overlay's
-        occurrences rewritten to the stated values (what a solver who read this episode's
-        task would write), `memorized` as authored (the original values, hard-coded),
-        `cheater` as authored (it takes its values from the workspace's tests).
+        occurrences rewritten to the stated values and, in a task with templates, its
+        `{{ name }}` placeholders filled with them (what a solver who read this episode's
+        task would write; a withheld rule's is its enforced value, which the oracle is
+        told), `memorized` as authored (the original values, hard-coded), `cheater` as
+        authored (it takes its values from the workspace's tests).
 
         Raises:
             TaskError: the task declares no such solution.
@@ -142,6 +144,8 @@ class EpisodePlan:
         text = self.task.path(path).read_text(encoding="utf-8")
         if which == "oracle":
             text = rewrite(text, self.task.spans_in(path), self.rules_stated)
+            if self.task.spec.templates:  # `{{ name }}`: the value this episode states
+                text = fill_rules(text, self.rules_stated)
         return text
 
     @property
