@@ -1,0 +1,129 @@
+"""Where foreign tasks come from: a git source cloned into the cache and checked by hash, the
+bundled overlay collections (`--overlays tb2`), tasks left out for having no overlay, and an
+agent-user overlay refused at check with the reason. No sandbox here."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from termgym.check import AGENT_USER_BLIND, blind_row
+from termgym.errors import TaskError
+from termgym.importing import (
+    bundled_collections,
+    import_tasks,
+    overlay_folder,
+    parse_source,
+    resolve_source,
+)
+from termgym.tasks import load_task
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+TB2 = FIXTURES / "tb2"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    """A git repository holding the TB 2.0-format fixture tasks under tasks/; its commit."""
+    folder = tmp_path / "upstream"
+    shutil.copytree(TB2 / "tasks", folder / "tasks")
+    _git(tmp_path, "init", "-q", str(folder))
+    _git(folder, "add", "-A")
+    _git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tasks")
+    return folder, _git(folder, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TERMGYM_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_git_source_is_cloned_at_its_commit_and_checked(
+    repo: tuple[Path, str], cache: Path
+) -> None:
+    folder, commit = repo
+    source = f"git+file://{folder}@{commit}#subdirectory=tasks"
+    found = resolve_source(source)
+    assert sorted(p.name for p in found.iterdir()) == ["backup-rotation", "flagged-payments"]
+    assert found.is_relative_to(cache)
+    assert resolve_source(source) == found  # cached: the same checkout, checked again
+    (found / "backup-rotation" / "instruction.md").write_text("edited")
+    with pytest.raises(TaskError, match="changed"):
+        resolve_source(source)
+
+
+def test_a_commit_the_repository_lacks_is_an_error(repo: tuple[Path, str], cache: Path) -> None:
+    folder, _ = repo
+    with pytest.raises(TaskError, match="git"):
+        resolve_source(f"git+file://{folder}@{'0' * 40}")
+
+
+@pytest.mark.parametrize("revision", ["main", "v2.0", "abc1234"])
+def test_only_a_full_commit_hash_names_a_git_source(revision: str) -> None:
+    with pytest.raises(TaskError, match="full hash"):
+        parse_source(f"git+https://example.com/tb.git@{revision}")
+    assert parse_source("tasks/terminal-bench-2") is None
+
+
+def test_import_takes_a_git_source_and_only_the_overlaid_tasks(
+    repo: tuple[Path, str], cache: Path, tmp_path: Path
+) -> None:
+    folder, commit = repo
+    overlays = tmp_path / "overlays"
+    overlays.mkdir()
+    shutil.copy(TB2 / "overlays" / "flagged-payments.yaml", overlays)
+    report = import_tasks(
+        [f"git+file://{folder}@{commit}#subdirectory=tasks"], tmp_path / "out", "harbor",
+        overlays=overlays, overlaid_only=True,
+    )  # fmt: skip
+    assert [c.task_id for c in report.converted] == ["flagged-payments"]
+    assert [p.name for p in report.skipped] == ["backup-rotation"]
+    assert report.converted[0].overlay == "threshold_eur"
+
+
+def test_the_tb2_collection_is_bundled_with_at_least_30_overlays() -> None:
+    assert overlay_folder("tb2") == bundled_collections()["tb2"]
+    overlays = sorted(overlay_folder("tb2").glob("*.yaml"))
+    assert len(overlays) >= 30, [p.stem for p in overlays]
+    for path in overlays:
+        rules = yaml.safe_load(path.read_text())["rules"]
+        assert rules and all(r["occurs"] for r in rules.values()), path.name
+        assert path.read_text().startswith("# TB 2.0's "), f"{path.name}: say what it perturbs"
+
+
+def test_an_unknown_collection_names_the_bundled_ones() -> None:
+    with pytest.raises(TaskError, match="did you mean 'tb2'"):
+        overlay_folder("tb3")
+
+
+def test_an_agent_user_overlay_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """A test script the importer cannot read line by line runs, whole, as the agent's user:
+    the rewritten tests in /tests are then the agent's to read."""
+    source = tmp_path / "src" / "flagged-payments"
+    shutil.copytree(TB2 / "tasks" / "flagged-payments", source)
+    script = source / "tests" / "test.sh"
+    script.write_text(
+        script.read_text().replace("uvx \\", "cp /tests/test_outputs.py /app/\nuvx \\")
+    )
+    report = import_tasks(
+        [source], tmp_path / "out", "harbor", overlays=TB2 / "overlays", overlaid_only=True
+    )
+    (done,) = report.converted
+    assert done.protection == "agent-user"
+    row = blind_row(load_task(done.folder), [])
+    assert row is not None and row.ok is False
+    assert row.why == AGENT_USER_BLIND.format(files="graders/tests/test_outputs.py")
+    assert "can read the enforced values" in row.why
+    clean = import_tasks([TB2 / "tasks"], tmp_path / "clean", "harbor", overlays=TB2 / "overlays")
+    task = load_task(clean.converted[0].folder)
+    assert blind_row(task, []) is None  # a clean task: decided by what the oracle's runs gave
