@@ -44,6 +44,8 @@ PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "except
           "termgym_imported", "termgym_snapshot")  # fmt: skip
 """Top-level modules the tests' interpreter takes from the toolchain whatever the snapshot
 holds: pytest and what it imports, and termgym's own."""
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts")
+"""Bound from the verifier into the tests' nest (docker writes them into each container)."""
 NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
 """The nest's /etc/nsswitch.conf: glibc loads the modules another one names from the
 snapshot's library folders, into the toolchain's processes."""
@@ -231,6 +233,9 @@ def tests_nest(snapshot: str, graders: str, results: str, scratch: str, caps: li
             [graders, JOB, True],
             [results, RESULTS, False],
             [scratch, SCRATCH, False],
+            # the verifier's own view of the network it is on (a live-state verifier's is the
+            # agent's): the snapshot's files hold its image's, not what its engine gave it
+            *([f, f, True] for f in NETWORK_FILES if os.path.isfile(f)),
         ],
         "hidden": [TOOLCHAIN + "/var/lib/termgym-verifier", TOOLCHAIN + snapshot],
         "writable": [],
