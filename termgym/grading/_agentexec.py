@@ -216,6 +216,23 @@ def _hand_over_named(argv: Sequence[Any]) -> None:
             os.close(fd)
 
 
+def _named_paths(argv: Sequence[Any], shell: bool = False) -> list[str]:
+    """The absolute paths a command line names: its words, and the values of its
+    `--option=PATH` words (a shell command line is split as the shell would)."""
+    words = [_text(a) for a in argv]
+    if shell:
+        try:
+            words = [w for text in words for w in shlex.split(text)]
+        except ValueError:
+            return []
+    named = []
+    for word in words:
+        value = word.partition("=")[2] if "=" in word and not word.startswith("/") else word
+        if value.startswith("/"):
+            named.append(os.path.normpath(value))
+    return named
+
+
 def _graders_own(argv: Sequence[Any], shell: bool = False) -> bool:
     """Whether the program started is the grader's own helper: a file in the grader folder,
     run directly or as the script of an interpreter. A shell command line counts only when
@@ -290,6 +307,7 @@ def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: An
         _hand_over_named(argv)
         nest = _current_nest()
         if nest is not None:  # the nest switches ids, drops capabilities, filters syscalls
+            nest.hand(_named_paths(argv, shell))  # what the test hands it of what is covered
             cwd = _text(kwargs.get("cwd") or os.getcwd())
             uid = int(_nest_spec[0].get("uid", AGENT_UID))
             kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), nest.entry(cwd, uid))
