@@ -305,59 +305,11 @@ def _reports(path):
     return results
 
 
-_BYTECODE = (".pyc", ".pyo")
-
-
-def _agents(path):
-    """Whether `path` is a file of the agent's (its work is unpacked owned by its uid)."""
-    try:
-        return isinstance(path, (str, bytes)) and os.stat(path).st_uid == _AGENT[0]
-    except (OSError, ValueError):
-        return False
-
-
-_AGENT = [-1]
-
-
 class AgentCodeRefused(ImportError):
     """A clean-mode test tried to run the agent's code inside the test process (as root)."""
 
 
-class _RefuseAgentModules:
-    """A finder first on sys.meta_path: a module the other finders locate in a file the
-    agent owns is not imported into this root process."""
-
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        for finder in sys.meta_path:
-            if finder is cls or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is None:
-                continue
-            if _agents(spec.origin):
-                raise _refusal(spec.origin, "import " + name + " from")
-            return spec
-        return None
-
-
-def _refuse_agent_code(event, args):
-    """Audit hook: compiling or executing a file the agent owns, reading its cached
-    bytecode, or loading its shared library fails."""
-    path = None
-    if event == "compile" and len(args) > 1:
-        path = args[1]
-    elif event == "exec" and args:
-        path = getattr(args[0], "co_filename", None)
-    elif event == "open" and args and isinstance(args[0], str) and args[0].endswith(_BYTECODE):
-        path = args[0]  # cached bytecode: its code object may claim any co_filename
-    elif event == "ctypes.dlopen" and args:
-        path = args[0]
-    if path is not None and _agents(path):
-        raise _refusal(path, "ran")
-
-
-def _refusal(path, what):
+def _refusal(path, what="ran"):
     return AgentCodeRefused(
         f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
         "runs no code of the agent's as root (this task's tests must be imported as "
@@ -365,13 +317,25 @@ def _refusal(path, what):
     )
 
 
+def _owned_by(uid):
+    """Whether a path is a file of the agent's on a clean verifier (its work is unpacked
+    owned by its uid)."""
+
+    def agents(path):
+        try:
+            return isinstance(path, (str, bytes)) and os.stat(path).st_uid == uid
+        except (OSError, ValueError):
+            return False
+
+    return agents
+
+
 def guard_agent_code(agent_uid):
     """From now on this process refuses to import, compile or run a file the agent owns:
     clean-mode tests run as root, and only programs they start run as the agent's user."""
-    _AGENT[0] = agent_uid
-    sys.meta_path.insert(0, _RefuseAgentModules)
-    if hasattr(sys, "addaudithook"):  # Python 3.8+
-        sys.addaudithook(_refuse_agent_code)
+    import termgym_agentexec
+
+    termgym_agentexec.watch_agent_code(_owned_by(agent_uid), refuse=_refusal)
 
 
 def pytest_main(args):
@@ -387,7 +351,7 @@ def pytest_main(args):
 
         work = os.environ.get("TERMGYM_WORKDIR", "/app").rstrip("/") + "/"
         termgym_snapshot.prepare_python(
-            lambda path: _refusal(path, "run") if str(path).startswith(work) else None
+            lambda path: _refusal(path) if str(path).startswith(work) else None
         )
     import termgym_agentexec
 

@@ -14,7 +14,7 @@ from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.grading import GradeReport
 from termgym.run._jobs import Job
-from termgym.tasks import rule_files
+from termgym.tasks import TamperEvidence, rule_files
 
 INFRA_ERRORS = (InfrastructureError, SandboxError)
 """What a run retries and sets aside: termgym's machinery failing, never the agent."""
@@ -40,6 +40,10 @@ class EpisodeResult:
         episode_file: The episode's recording, when recorded.
         passed: The episode passed its own graders.
         shifted: Its enforced rules differ from the original ones (shadow grading ran).
+        conflict_reported: The agent ended it reporting a conflict (REPORT_CONFLICT).
+        tampered: Its tamper evidence found something (None: not read).
+        weak_isolation: A defence of the verifier did not hold in its grading (the tests
+            loaded the agent's code, ...: the final info's `grading.isolation`).
     """
 
     job: Job
@@ -54,6 +58,9 @@ class EpisodeResult:
     episode_file: str | None = None
     passed: bool = False
     shifted: bool = False
+    conflict_reported: bool = False
+    tampered: bool | None = None
+    weak_isolation: bool = False
 
 
 def _reference(env: TerminalEnv) -> Reference:
@@ -172,7 +179,15 @@ def run_episode(
         episode_file=info.get("episode_file"),
         passed=passed,
         shifted=shifted,
+        conflict_reported=bool(info.get("conflict")),
+        tampered=_tampered(info.get("tamper")),
+        weak_isolation=bool((info.get("grading") or {}).get("isolation")),
     )
+
+
+def _tampered(evidence: Any) -> bool | None:
+    found = TamperEvidence.from_dict(evidence)
+    return found.tampered if found is not None else None
 
 
 def _rules_of(rules: Any, info: dict[str, Any]) -> dict[str, Any]:

@@ -44,9 +44,18 @@ def test_astep_runs_off_the_loop_and_matches_step(cargo: str, run_id: str) -> No
             slow = await env.astep("until [ -s /tmp/loop-ticked ]; do sleep 0.05; done; echo done")
             stop.set()
             await tick
-            both = [asyncio.create_task(env.astep("true")) for _ in range(2)]
-            await asyncio.wait(both)  # the refused one at once, the other once its step ran
-            errors = [task.exception() for task in both]
+            # The first call's command waits for a file the test writes only once the second
+            # call has been refused, so the two overlap on any machine, however slow.
+            release = env.episode.sandbox.host_path("/tmp/second-refused")  # type: ignore[attr-defined]
+            first = asyncio.create_task(
+                env.astep("until [ -s /tmp/second-refused ]; do sleep 0.02; done")
+            )
+            await asyncio.sleep(0)  # the first call is under way (its flag is set before it awaits)
+            second = asyncio.create_task(env.astep("true"))
+            await asyncio.wait([second])
+            release.write_text("1\n")
+            await asyncio.wait([first])
+            errors = [task.exception() for task in (first, second)]
             await env.astep(READ_LIMIT)
             final = await env.astep(termgym.SUBMIT)
             return ticks, (slow[0]["output"], final[1], final[4]["class"]), errors
