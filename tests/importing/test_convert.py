@@ -291,3 +291,17 @@ def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
 def test_a_folder_without_tasks_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match="to be a harbor task or to hold some"):
         import_tasks([tmp_path], tmp_path / "out", "harbor")
+
+
+def test_tests_that_reach_a_service_from_a_shell_script_grade_live(tmp_path: Path, copy) -> None:
+    """A pytest module that only starts `bash /tests/verify.sh`, whose script reaches the
+    agent's server on localhost (TB 2.0's configure-git-webserver), grades while the agent's
+    processes still run; the same task without it grades a stopped sandbox."""
+    source = copy(FOREIGN / "harbor" / "harbor-top-words")
+    import_tasks([source], tmp_path / "before", "harbor")
+    assert load_task(tmp_path / "before" / "harbor-top-words").spec.grading.mode == "clean"
+    (source / "tests" / "verify.sh").write_text(
+        "#!/bin/bash\ncurl -s http://localhost:8080/hello.html\n"
+    )
+    import_tasks([source], tmp_path / "after", "harbor")
+    assert load_task(tmp_path / "after" / "harbor-top-words").spec.grading.mode == "live"
