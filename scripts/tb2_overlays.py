@@ -2,8 +2,8 @@
 memorizer and the oracle on them: the table of docs/tb2.md.
 
     .venv/bin/python scripts/tb2_overlays.py SOURCE OUT [--tasks a,b] [--episodes 2]
-        [--variants original,contradicted,sampled] [--redo a,b] [--no-runs]
-        [--overlays DIR] [--backend docker]
+        [--variants original,contradicted,sampled] [--agents memorizer,oracle] [--redo a,b]
+        [--no-runs] [--overlays DIR] [--backend docker]
     .venv/bin/python scripts/tb2_overlays.py --table OUT
 
 SOURCE is what `termgym import` takes: a folder of TB 2.0's tasks, or a git source
@@ -13,12 +13,14 @@ an overlay in docs/overlays/tb2/ (or --overlays) are imported, into OUT/tasks.
 For each task, one at a time and under `nice -n 10`, each phase in a subprocess of its own:
 `check` (`termgym check`: the rewritten oracle passes every variant, the task's own
 solution goes stale on contradicted, the withheld variant leaks nothing, the hidden tests
-give the agent's programs the same inputs under every rule set), then `memorizer` and
-`oracle` (`termgym run`, EPISODES episodes per variant; contradicted and sampled values are
-drawn per episode from the rule's choices). Each phase's result is one line appended to
+give the agent's programs the same inputs under every rule set), then each of --agents
+(`termgym run`, EPISODES episodes per variant; contradicted and sampled values are drawn
+per episode from the rule's choices). Each phase's result is one line appended to
 OUT/results.jsonl as it ends, and a phase already there is not run again: the measurement
-resumes where it stopped. OUT/table.md is rewritten after every phase; the recordings are
-under OUT/runs/<task>-<agent>/.
+resumes where it stopped. OUT/table.md is rewritten after every phase: per task, the
+check's verdict and the rates of both solutions over every episode they had, the check's
+and the runs' (on original the task's own solution and the rewritten oracle are the same
+script). The recordings are under OUT/runs/<task>-<agent>/.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS = ROOT / "docs" / "overlays" / "tb2"
-PHASES = ("check", "memorizer", "oracle")
 
 
 def load(out: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -166,7 +167,7 @@ def run_phase(which: str, out: Path, task_id: str, args: argparse.Namespace) -> 
 
 def measure(out: Path, task_ids: list[str], args: argparse.Namespace) -> None:
     done = load(out)
-    phases = ("check",) if args.no_runs else PHASES
+    phases = ("check",) if args.no_runs else ("check", *args.agents.split(","))
     for task_id in task_ids:
         for which in phases:
             if (task_id, which) in done:
@@ -186,14 +187,36 @@ def measure(out: Path, task_ids: list[str], args: argparse.Namespace) -> None:
 # -- the table ------------------------------------------------------------------------------
 
 
-def _rate(episodes: list[dict[str, Any]], variant: str, wanted: str) -> str:
-    mine = [e for e in episodes if e["variant"] == variant and e["status"] == "ok"]
+def _episodes(done: dict[tuple[str, str], dict[str, Any]], task_id: str, agent: str) -> list:
+    """(variant, passed its own rules, class, seconds) of every episode `agent` had on the
+    task: those of its `termgym run` phase and the check's rows of its solution (the check
+    runs the rewritten oracle on every variant and the task's own solution on contradicted;
+    on original both are the same script)."""
+    found = []
+    runs = done.get((task_id, agent))
+    for e in runs.get("episodes", []) if runs else []:
+        if e["status"] == "ok":
+            found.append((e["variant"], e["passed"], e["class"], sum(e["phases"].values())))
+    check = done.get((task_id, "check"))
+    solution = {"oracle": "oracle", "memorizer": "memorized"}[agent]
+    for r in check.get("rows", []) if check else []:
+        if r["solution"] == solution and r["variant"] in VARIANTS and r["ok"] is not None:
+            passed = r["expected"] == "pass" if r["ok"] else r["expected"] != "pass"
+            found.append((r["variant"], passed, r["class"], r["seconds"]))
+    return found
+
+
+VARIANTS = ("original", "contradicted", "sampled")
+
+
+def _rate(episodes: list, variant: str, wanted: str) -> str:
+    mine = [e for e in episodes if e[0] == variant]
     if not mine:
         return "-"
     if variant == "original":
-        hits = sum(1 for e in mine if e["passed"])
+        hits = sum(1 for e in mine if e[1])
     else:
-        hits = sum(1 for e in mine if e["class"] == wanted)
+        hits = sum(1 for e in mine if e[2] == wanted)
     return f"{hits}/{len(mine)}"
 
 
@@ -211,8 +234,8 @@ def write_table(out: Path) -> None:
     done = load(out)
     tasks = sorted({t for t, _ in done})
     lines = [
-        "| task | rules (original value) | check | memorizer: original pass, contradicted "
-        "stale, sampled stale | oracle: original pass, contradicted adapted, sampled adapted "
+        "| task | rule (original value) | check | memorizer: contradicted stale, sampled stale "
+        "| oracle: original pass, contradicted adapted, sampled adapted "
         "| s per episode (median) |",
         "| --- | --- | --- | --- | --- | ---: |",
     ]
@@ -232,23 +255,15 @@ def write_table(out: Path) -> None:
             cell = f"FAIL: {why}"
         else:
             cell = f"FAIL: {str(check.get('error', ''))[:200]}"
-        cells = []
-        seconds: list[float] = []
-        for agent, wanted in (("memorizer", "stale"), ("oracle", "adapted")):
-            runs = done.get((task_id, agent))
-            episodes = runs.get("episodes", []) if runs else []
-            seconds.extend(sum(e["phases"].values()) for e in episodes if e["phases"])
-            cells.append(
-                ", ".join(
-                    _rate(episodes, v, wanted) for v in ("original", "contradicted", "sampled")
-                )
-                if runs
-                else "-"
-            )
+        memorizer = _episodes(done, task_id, "memorizer")
+        oracle = _episodes(done, task_id, "oracle")
+        seconds = [e[3] for e in memorizer + oracle if e[3]]
         median = f"{statistics.median(seconds):.1f}" if seconds else "-"
+        stale = ", ".join(_rate(memorizer, v, "stale") for v in VARIANTS[1:])
+        adapted = ", ".join(_rate(oracle, v, "adapted") for v in VARIANTS)
         lines.append(
-            f"| {task_id} | {_rules(out, task_id)} | {cell.replace('|', '/')} | {cells[0]} | "
-            f"{cells[1]} | {median} |"
+            f"| {task_id} | {_rules(out, task_id)} | {cell.replace('|', '/')} | {stale} | "
+            f"{adapted} | {median} |"
         )
     summary = f"{proven} of {sum(1 for t in tasks if (t, 'check') in done)} overlays proven\n\n"
     (out / "table.md").write_text(summary + "\n".join(lines) + "\n")
@@ -265,6 +280,8 @@ def main() -> None:
     parser.add_argument("--variants", default="original,contradicted,sampled")
     parser.add_argument("--redo", help="Comma-separated tasks whose phases are run again.")
     parser.add_argument("--no-runs", action="store_true", help="Only prove the overlays.")
+    parser.add_argument("--agents", default="memorizer,oracle",
+                        help="The agents run after the check (comma-separated).")  # fmt: skip
     parser.add_argument("--overlays", type=Path, default=OVERLAYS)
     parser.add_argument("--backend", default="docker")
     parser.add_argument("--deadline", type=float, default=3600.0, help="Seconds per phase.")
