@@ -35,6 +35,7 @@ from termgym.tasks import (
     EpisodePlan,
     RuleDraw,
     RuleSet,
+    TamperEvidence,
     Task,
     get_task,
     instantiate,
@@ -251,19 +252,25 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
                 row = dataclasses.replace(row, inputs=report_inputs(report))
             rows.append(row)
             if evidence is not None and evidence.tampered:
-                rows.append(
-                    CheckRow.static(
-                        task.id,
-                        variant,
-                        label,
-                        "untampered",
-                        False,
-                        f"the oracle left tamper evidence: {evidence.summary()}",
-                    )  # fmt: skip
-                )
+                rows.append(_tamper_row(task, variant, label, evidence))
         finally:
             sandbox.close()
     return rows
+
+
+def _tamper_row(task: Task, variant: str, label: str, evidence: TamperEvidence) -> CheckRow:
+    """The `untampered` row of an oracle that left evidence: failed, except that a task whose
+    agent runs with Docker's default capabilities (`limits.capabilities: default`: an
+    imported task, whose own solution may `apt-get install` as under its harness) has the
+    toolchain and system changes reported (ok None); its protected files changed still fail."""
+    why = f"the oracle left tamper evidence: {evidence.summary()}"
+    installs = task.spec.limits.capabilities == "default" and not evidence.tests
+    if installs:
+        why += " (reported: the task grants its agent Docker's default capabilities)"
+    return dataclasses.replace(
+        CheckRow.static(task.id, variant, label, "untampered", False, why),
+        ok=None if installs else False,
+    )
 
 
 SURFACE_SEEDS = range(CHECK_SEED + 1, CHECK_SEED + 200)
