@@ -200,7 +200,8 @@ def _episodes(done: dict[tuple[str, str], dict[str, Any]], task_id: str, agent: 
     check = done.get((task_id, "check"))
     solution = {"oracle": "oracle", "memorizer": "memorized"}[agent]
     for r in check.get("rows", []) if check else []:
-        if r["solution"] == solution and r["variant"] in VARIANTS and r["ok"] is not None:
+        graded = r["expected"] in ("pass", "stale") and r["ok"] is not None  # not untampered
+        if r["solution"] == solution and r["variant"] in VARIANTS and graded:
             passed = r["expected"] == "pass" if r["ok"] else r["expected"] != "pass"
             found.append((r["variant"], passed, r["class"], r["seconds"]))
     return found
