@@ -11,7 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from termgym.agents._base import REPORT_CONFLICT, SUBMIT, report_conflict
+from termgym._actions import REPORT_CONFLICT, SUBMIT, report_conflict
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
