@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from termgym._actions import REPORT_CONFLICT, SUBMIT, report_conflict
+from termgym._version import __version__
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
     from termgym.env import TerminalEnv
     from termgym.run import Trajectory
     from termgym.tasks import Task
-
-__version__ = "0.1.0"
 
 __all__ = [
     "REPORT_CONFLICT",

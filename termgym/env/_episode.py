@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-import termgym
+from termgym._version import __version__
 from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, STATED, describe_error
 from termgym.env import _evidence
 from termgym.env._pool import SandboxPool, shared_pool
@@ -248,7 +248,7 @@ class Episode:
             seed=self.seed,
             agent=self.options.agent,
             backend=self.options.backend,
-            versions={"termgym": termgym.__version__, "python": platform.python_version()},
+            versions={"termgym": __version__, "python": platform.python_version()},
             started=time.time(),
             cols=self.options.config.cols,
             rows=self.options.config.rows,

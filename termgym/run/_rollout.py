@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import termgym
+from termgym._version import __version__
 from termgym._vocabulary import INFRA_ERROR, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env._async import run_blocking
@@ -257,7 +257,7 @@ def _write_header(
         "episodes": episodes,
         "seed": seed,
         "total_episodes": len(jobs),
-        "termgym": termgym.__version__,
+        "termgym": __version__,
         "started": time.time(),
         "source": "termgym.rollout",
     }

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import termgym
+from termgym._version import __version__
 from termgym._vocabulary import describe_error
 from termgym.agents import make_agent
 from termgym.env import TerminalEnv
@@ -315,7 +315,7 @@ class Runner:
             "draw": self.config.rule_draw.public(),
             "left_out": list(self.left_out),
             "total_episodes": total,
-            "termgym": termgym.__version__,
+            "termgym": __version__,
             "started": time.time(),
         }
         (out / "run.json").write_text(json.dumps(header, indent=2) + "\n")
