@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult, run_episode
+from termgym.run._executor import RunSide
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
 from termgym.run._progress import (
     EpisodeDone,
@@ -15,7 +17,7 @@ from termgym.run._progress import (
     StepTaken,
 )
 from termgym.run._rollout import Policy, arollout, rollout
-from termgym.run._runner import RunConfig, Runner, RunSummary
+from termgym.run._runner import Runner, RunSummary
 from termgym.run._trajectory import Trajectory, load_trajectories, save_trajectories
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "RunPlanned",
     "StepTaken",
     "RunConfig",
+    "RunSide",
     "RunSummary",
     "Runner",
     "Trajectory",
