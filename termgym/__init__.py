@@ -42,14 +42,14 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
 
 def rollout(policy: Any, tasks: Any = "*", **options: Any) -> list[Trajectory]:
     """Run episodes of a policy function and return trajectories; see `termgym.run.rollout`."""
-    from termgym.run._rollout import rollout as _rollout
+    from termgym.run import rollout as _rollout
 
     return _rollout(policy, tasks, **options)
 
 
 async def arollout(policy: Any, tasks: Any = "*", **options: Any) -> list[Trajectory]:
     """`rollout` from a running event loop; see `termgym.run.arollout`."""
-    from termgym.run._rollout import arollout as _arollout
+    from termgym.run import arollout as _arollout
 
     return await _arollout(policy, tasks, **options)
 

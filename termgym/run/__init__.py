@@ -19,6 +19,7 @@ from termgym.run._progress import (
 from termgym.run._rollout import Policy, arollout, rollout
 from termgym.run._runner import Runner, RunSummary
 from termgym.run._trajectory import Trajectory, load_trajectories, save_trajectories
+from termgym.run._verify import verify_values
 
 __all__ = [
     "EpisodeDone",
@@ -45,4 +46,5 @@ __all__ = [
     "run_episode",
     "save_trajectories",
     "select_tasks",
+    "verify_values",
 ]

@@ -63,7 +63,7 @@ class EpisodeWorker:
     """
 
     def __init__(self, config: RunConfig, bundles: tuple[TaskBundle, ...]) -> None:
-        from termgym.env._pool import PoolLease
+        from termgym.env import PoolLease
         from termgym.sandbox import default_backend
 
         unpack_bundles(bundles)
@@ -109,7 +109,7 @@ class EpisodeWorker:
 
     def close(self) -> None:
         """Close the node's pools (every container this worker started) and its scratch."""
-        from termgym.env._pool import close_all_pools
+        from termgym.env import close_all_pools
 
         self.lease.release()
         close_all_pools()

@@ -23,9 +23,7 @@ from typing import Any
 from termgym._version import __version__
 from termgym._vocabulary import INFRA_ERROR, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
-from termgym.env._async import run_blocking
-from termgym.env._env import TerminalEnv
-from termgym.env._task_set import TaskSource, resolve_task_set
+from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
 from termgym.run._jobs import Job, plan_jobs
 from termgym.run._trajectory import Status, Trajectory, save_trajectories

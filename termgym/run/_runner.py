@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym._version import __version__
-from termgym.env._pool import PoolLease, close_all_pools
+from termgym.env import PoolLease, close_all_pools
 from termgym.errors import RecordingError
 from termgym.recording import export_episode
 from termgym.run._attempts import Attempts

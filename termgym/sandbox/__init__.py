@@ -21,9 +21,11 @@ from termgym.sandbox._base import (
     StandbyProgram,
     StandbySpec,
 )
+from termgym.sandbox._bwrap import collect_bwrap_garbage
 from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._docker import collect_garbage
+from termgym.sandbox._engine import docker_answers
 from termgym.sandbox._images import (
     RECIPE_LABEL,
     build_base,
@@ -33,6 +35,7 @@ from termgym.sandbox._images import (
     recipe_hash,
     rootfs_for,
 )
+from termgym.sandbox._localbases import ensure_local_base, is_local_base, known_bases, map_base
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
     BackendSpec,
@@ -44,6 +47,8 @@ from termgym.sandbox._registry import (
     spec,
 )
 from termgym.sandbox._seccomp import strict_filter
+from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
+from termgym.sandbox._userns import AGENT_UID
 
 __all__ = [
     "BASE_IMAGE",
@@ -82,4 +87,13 @@ __all__ = [
     "rootfs_for",
     "spec",
     "strict_filter",
+    "ensure_local_base",
+    "is_local_base",
+    "known_bases",
+    "map_base",
+    "collect_bwrap_garbage",
+    "docker_answers",
+    "AGENT_UID",
+    "CHANGED_LIMIT",
+    "SNAPSHOT_PATH",
 ]

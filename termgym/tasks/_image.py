@@ -43,7 +43,7 @@ def image_tag(task: Task) -> str:
 
 def _local_bases(dockerfile: Path) -> None:
     """Build the local stand-ins a Dockerfile's FROM lines name (imported tasks)."""
-    from termgym.sandbox._localbases import ensure_local_base, is_local_base
+    from termgym.sandbox import ensure_local_base, is_local_base
 
     for line in dockerfile.read_text(encoding="utf-8").splitlines():
         words = line.split()
