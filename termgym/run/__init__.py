@@ -16,6 +16,7 @@ from termgym.run._progress import (
     RunPlanned,
     StepTaken,
 )
+from termgym.run._ray import ShippedResult, run_on_ray
 from termgym.run._rollout import Policy, arollout, rollout
 from termgym.run._runner import Runner, RunSummary
 from termgym.run._trajectory import Trajectory, load_trajectories, save_trajectories
@@ -47,4 +48,6 @@ __all__ = [
     "save_trajectories",
     "select_tasks",
     "verify_values",
+    "ShippedResult",
+    "run_on_ray",
 ]
