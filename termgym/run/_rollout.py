@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym._version import __version__
-from termgym._vocabulary import INFRA_ERROR, describe_error
+from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
@@ -264,7 +264,9 @@ def _write_header(
 
 def _append_result(folder: Path, trajectory: Trajectory) -> None:
     """One results.jsonl line, as the runner writes it (reports read the status from it)."""
-    status = {"ok": "ok", "policy-error": "agent-error", "infra-error": "infra-error"}
+    status: dict[Status, EpisodeStatus] = {
+        "ok": "ok", "policy-error": "agent-error", "infra-error": "infra-error",
+    }  # fmt: skip
     line = {
         "episode_id": trajectory.episode_id,
         "task": trajectory.task,
