@@ -121,10 +121,6 @@ class EpisodeOptions:
             **rest,
         )
 
-    def pick_variant(self, rng: np.random.Generator, episode_index: int) -> str:
-        """The variant of episode number `episode_index`, drawn from the schedule."""
-        return self.schedule.draw(rng, episode_index)
-
     def pick(
         self, rng: np.random.Generator, episode_index: int, steps: int
     ) -> tuple[str, RuleDraw, dict[str, Any]]:
