@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from termgym.errors import ImageError
@@ -14,13 +13,6 @@ from termgym.tasks._loader import Task
 
 HIDDEN = ("graders", "solution", "task.yaml")
 """Kept out of a task's image build context."""
-
-
-def _hidden(root: Path) -> Callable[[str, list[str]], list[str]]:
-    def ignore(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n in HIDDEN] if Path(folder) == root else []
-
-    return ignore
 
 
 def _context_hash(folder: Path) -> str:
