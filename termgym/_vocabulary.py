@@ -48,6 +48,10 @@ EpisodeClass = Literal["adapted", "stale", "both", "neither", "grader-error"]
 CLASSES: tuple[EpisodeClass, ...] = (*SHADOW_CLASSES, GRADER_ERROR)
 """Every class a counted episode can have (original episodes graded cleanly have none)."""
 
+EndClass = EpisodeClass | Literal["error"]
+"""The class an episode ends with, in its final info and its recording: an EpisodeClass, or
+INFRA_ERROR when termgym's machinery failed."""
+
 EpisodeStatus = Literal["ok", "agent-error", "infra-error"]
 EPISODE_STATUSES: tuple[EpisodeStatus, ...] = ("ok", "agent-error", "infra-error")
 """What came of a run's episode (`status` in results.jsonl): "ok" (graded; a grader-error

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from termgym._version import __version__
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, STATED, describe_error
+from termgym._vocabulary import (
+    GRADER_ERROR,
+    INFRA_ERROR,
+    STATED,
+    EndClass,
+    ShadowClass,
+    describe_error,
+)
 from termgym.env import _evidence
 from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
@@ -140,7 +147,7 @@ class Outcome:
     variant: str
     rules_enforced: dict[str, Any]
     verdicts: dict[str, Any]
-    episode_class: str | None
+    episode_class: EndClass | None
     error: str | None
     episode_file: str | None
     grading_seconds: float
@@ -306,7 +313,7 @@ class Episode:
         self.finished = True
         started = time.monotonic()
         verdicts: dict[str, Any] = {}
-        episode_class: str | None = None
+        episode_class: EndClass | None = None
         error: str | None = None
         reward = 0.0
         facts: dict[str, Any] = {}
@@ -402,7 +409,7 @@ class Episode:
                 None, "abandoned: the environment was reset or closed before the end"
             )
 
-    def _end_ungraded(self, episode_class: str | None, error: str) -> None:
+    def _end_ungraded(self, episode_class: EndClass | None, error: str) -> None:
         self.finished = True
         if self.writer is not None:
             end = EpisodeEnd(
@@ -437,7 +444,7 @@ class Episode:
         )
 
 
-def episode_class_of(plan: EpisodePlan, report: GradeReport) -> str | None:
+def episode_class_of(plan: EpisodePlan, report: GradeReport) -> ShadowClass | None:
     """The episode's class: shadow grading's, except on an impossible episode, whose class
     compares what it was told (the stated rule set) with the original rules."""
     if plan.compared == report.own or plan.compared not in report.verdicts:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR, EpisodeStatus
+from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR, EndClass, EpisodeStatus
 from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
@@ -47,7 +47,7 @@ class EpisodeResult:
     job: Job
     status: EpisodeStatus
     reward: float = 0.0
-    episode_class: str | None = None
+    episode_class: EndClass | None = None
     steps: int = 0
     phases: dict[str, float] = field(default_factory=dict)
     agent_timed_out: bool = False
