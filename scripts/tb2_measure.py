@@ -275,13 +275,13 @@ def failure_cause(oracle: dict[str, Any]) -> str:
     """The oracle's failure, in one line, from what its recording says."""
     output = str(oracle.get("last_output", ""))
     if re.search(r"setgroups .* failed|seteuid .* failed", output):
-        return "agent sandbox: apt-get lacks capabilities (setgroups) [lead: item 2]"
+        return "agent sandbox: apt-get lacks capabilities (setgroups)"
     if re.search(r"Operation not permitted|password not changed|cannot lock /etc", output):
         line = next(
             (x for x in output.splitlines() if re.search(r"not permitted|not changed|lock", x)),
             "",
         )
-        return f"agent sandbox lacks a capability: {line.strip()[:100]} [lead: item 2]"
+        return f"agent sandbox lacks a capability: {line.strip()[:100]}"
     if oracle.get("status") not in (None, "ok"):
         return f"{oracle.get('status')}: {str(oracle.get('error') or '')[:140]}"
     if oracle.get("timed_out"):
@@ -295,7 +295,7 @@ def failure_cause(oracle: dict[str, Any]) -> str:
         name = missing.group(1) if missing else "a module"
         return (
             f"the tests import {name}, which the solution installed: the verifier grades its "
-            "own python and the workdir [lead: item 1]"
+            "own python and the workdir"
         )
     if failed:
         return "tests failed after the solution succeeded: " + ", ".join(failed)[:140]
