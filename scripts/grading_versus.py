@@ -29,7 +29,9 @@ HERE = Path(__file__).resolve().parents[1]
 SNAPSHOT_FIXTURE = HERE / "tests" / "fixtures" / "foreign" / "snapshot"
 
 
-def _run(checkout: Path, backend: str, tasks: str, out: Path, extra_env: dict[str, str]) -> list[float]:
+def _run(
+    checkout: Path, backend: str, tasks: str, out: Path, extra_env: dict[str, str]
+) -> list[float]:
     """One `termgym run` of the oracle on contradicted episodes; the grading seconds of each."""
     env = {**os.environ, "PYTHONPATH": str(checkout), **extra_env}
     argv = [

@@ -136,8 +136,7 @@ def suggest(task: Path, limit: int) -> None:
     """Propose candidate rules: whole numbers, dates, paths and quoted names that occur in what
     the agent sees and that the tests check, boilerplate left out, best first, each with a
     pattern on word boundaries unique in its file (a draft overlay.yaml)."""
-    from termgym.importing import suggest_overlay
-    from termgym.importing._suggest import as_overlay_yaml
+    from termgym.importing import as_overlay_yaml, suggest_overlay
 
     found = suggest_overlay(task, limit=limit)
     if not found:

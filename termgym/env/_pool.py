@@ -17,7 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 from termgym.sandbox import Sandbox, SandboxConfig
 
@@ -26,15 +26,6 @@ log = logging.getLogger(__name__)
 _LIVE_POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
 _SHARED: dict[tuple[str, int, bool], SandboxPool] = {}
 _SHARED_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class PoolStats:
-    """How the pool served its acquisitions."""
-
-    warm: int
-    cold: int
-    failed_starts: int
 
 
 class SandboxPool:
@@ -66,7 +57,6 @@ class SandboxPool:
         self._closes: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._owned: set[Sandbox] = set()
         self._closed = False
-        self._warm = self._cold = self._failed = 0
         count = max(1, starters if starters is not None else min(self._size, 4))
         self._threads = [
             threading.Thread(target=self._run, args=(self._starts,), name="termgym-pool-start")
@@ -86,11 +76,6 @@ class SandboxPool:
         """True once `close()` ran: the pool hands out cold sandboxes only after that."""
         return self._closed
 
-    @property
-    def stats(self) -> PoolStats:
-        """Counts of warm and cold acquisitions so far."""
-        return PoolStats(self._warm, self._cold, self._failed)
-
     def ready(self, config: SandboxConfig) -> int:
         """How many warm sandboxes for `config` wait to be handed out."""
         return self._queue(config).qsize()
@@ -100,10 +85,8 @@ class SandboxPool:
         ready = self._queue(config)
         try:
             sandbox = ready.get_nowait()
-            self._warm += 1
         except queue.Empty:
             sandbox = self._start(config)
-            self._cold += 1
         self._refill(config)
         return sandbox
 
@@ -172,7 +155,6 @@ class SandboxPool:
             try:
                 sandbox = self._start(config)
             except Exception as exc:  # a failed warm start shows up as a cold start later
-                self._failed += 1
                 log.warning("could not pre-start a sandbox: %s", exc)
                 return
             if self._closed:

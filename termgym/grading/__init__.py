@@ -15,7 +15,8 @@ from termgym.grading._inputs import (
     compare_inputs,
     report_inputs,
 )
-from termgym.grading._runner import copy_limits, grade, grade_rulesets, prepare
+from termgym.grading._runner import copy_limits, grade, grade_rulesets, grade_rulesets_in, prepare
+from termgym.grading._standby import standby_spec
 from termgym.grading._verdict import (
     EpisodeClass,
     GradeReport,
@@ -45,4 +46,6 @@ __all__ = [
     "prepare",
     "report_inputs",
     "verifier_config",
+    "grade_rulesets_in",
+    "standby_spec",
 ]

@@ -32,6 +32,8 @@ from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classif
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
 from termgym.sandbox import (
+    CHANGED_LIMIT,
+    SNAPSHOT_PATH,
     CopyLimits,
     HoldsStandby,
     HoleSpool,
@@ -40,7 +42,6 @@ from termgym.sandbox import (
     SandboxConfig,
     list_changes,
 )
-from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 

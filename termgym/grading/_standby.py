@@ -15,8 +15,7 @@ import functools
 import json
 
 from termgym.grading._bundle import RUNNER, GradingFolder
-from termgym.sandbox import StandbySpec
-from termgym.sandbox._userns import AGENT_UID
+from termgym.sandbox import AGENT_UID, StandbySpec
 
 BOOT = (
     "import sys\n"

@@ -15,7 +15,7 @@ from termgym.importing._convert import Converted, convert
 from termgym.importing._import import ImportReport, import_tasks, read_foreign
 from termgym.importing._model import FORMATS, ForeignTask, normalize_id
 from termgym.importing._source import GitSource, parse_source, resolve_source
-from termgym.importing._suggest import Suggestion, suggest_overlay
+from termgym.importing._suggest import Suggestion, as_overlay_yaml, suggest_overlay
 
 __all__ = [
     "FORMATS",
@@ -24,6 +24,7 @@ __all__ = [
     "GitSource",
     "ImportReport",
     "Suggestion",
+    "as_overlay_yaml",
     "bundled_collections",
     "convert",
     "converted",

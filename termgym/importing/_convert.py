@@ -295,6 +295,7 @@ def convert(
         apt=apt,
         pip=pip,
         with_ca=bool(bundle),
+        apt_recommends=plan.apt_recommends,
     )
     approximate.extend(rewritten.differences)
     if task.format == "terminal-bench":

@@ -57,7 +57,8 @@ def test_tb_boilerplate_installs_move_to_build_time_and_pytest_is_rewritten(
     dockerfile = (tmp_path / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
     assert dockerfile.startswith("FROM termgym/tb-python-3.13-bookworm:")
     assert "pip install --no-cache-dir --break-system-packages pytest==8.4.1" in dockerfile
-    assert "apt-get install -y --no-install-recommends curl" in dockerfile
+    # as the script's own line installed it: with apt's Recommends (gcc's bring libc6-dev)
+    assert "apt-get install -y curl && rm -rf /var/lib/apt/lists/*" in dockerfile
     assert "COPY termgym-ca.pem /etc/termgym/ca-bundle.pem" in dockerfile
     assert not (tmp_path / "tb-weight-limit" / "environment" / "tests").exists()
     assert not (tmp_path / "tb-weight-limit" / "environment" / "solution.sh").exists()
@@ -305,3 +306,16 @@ def test_tests_that_reach_a_service_from_a_shell_script_grade_live(tmp_path: Pat
     )
     import_tasks([source], tmp_path / "after", "harbor")
     assert load_task(tmp_path / "after" / "harbor-top-words").spec.grading.mode == "live"
+
+
+def test_moved_installs_keep_the_scripts_recommends_choice(tmp_path: Path, copy) -> None:
+    source = copy(TB)
+    script = source / "run-tests.sh"
+    text = script.read_text()
+    assert "apt-get install -y curl" in text
+    script.write_text(
+        text.replace("apt-get install -y curl", "apt-get install -y --no-install-recommends curl")
+    )
+    import_tasks([source], tmp_path / "out", "terminal-bench")
+    dockerfile = (tmp_path / "out" / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
+    assert "apt-get install -y --no-install-recommends curl &&" in dockerfile
