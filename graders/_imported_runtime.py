@@ -305,80 +305,13 @@ def _reports(path):
     return results
 
 
-_BYTECODE = (".pyc", ".pyo")
-
-
-def _agents(path):
-    """Whether `path` is a file of the agent's (its work is unpacked owned by its uid)."""
-    try:
-        return isinstance(path, (str, bytes)) and os.stat(path).st_uid == _AGENT[0]
-    except (OSError, ValueError):
-        return False
-
-
-_AGENT = [-1]
-
-
-class AgentCodeRefused(ImportError):
-    """A clean-mode test tried to run the agent's code inside the test process (as root)."""
-
-
-class _RefuseAgentModules:
-    """A finder first on sys.meta_path: a module the other finders locate in a file the
-    agent owns is not imported into this root process."""
-
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        for finder in sys.meta_path:
-            if finder is cls or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is None:
-                continue
-            if _agents(spec.origin):
-                raise _refusal(spec.origin, "import " + name + " from")
-            return spec
-        return None
-
-
-def _refuse_agent_code(event, args):
-    """Audit hook: compiling or executing a file the agent owns, reading its cached
-    bytecode, or loading its shared library fails."""
-    path = None
-    if event == "compile" and len(args) > 1:
-        path = args[1]
-    elif event == "exec" and args:
-        path = getattr(args[0], "co_filename", None)
-    elif event == "open" and args and isinstance(args[0], str) and args[0].endswith(_BYTECODE):
-        path = args[0]  # cached bytecode: its code object may claim any co_filename
-    elif event == "ctypes.dlopen" and args:
-        path = args[0]
-    if path is not None and _agents(path):
-        raise _refusal(path, "ran")
-
-
-def _refusal(path, what):
-    return AgentCodeRefused(
-        f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
-        "runs no code of the agent's as root (this task's tests must be imported as "
-        "protection agent-user)"
-    )
-
-
-def guard_agent_code(agent_uid):
-    """From now on this process refuses to import, compile or run a file the agent owns:
-    clean-mode tests run as root, and only programs they start run as the agent's user."""
-    _AGENT[0] = agent_uid
-    sys.meta_path.insert(0, _RefuseAgentModules)
-    if hasattr(sys, "addaudithook"):  # Python 3.8+
-        sys.addaudithook(_refuse_agent_code)
-
-
 def pytest_main(args):
     """pytest in this process, as root: the programs the tests start run as the agent's
     user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
     folder) as the short test summary would list it."""
     sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())] + [HERE]
+    import termgym_agentexec
+
     snapshot = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
     if snapshot:  # the snapshot's packages importable, pytest the toolchain's, and what of
         # the agent's its tests load recorded; its work itself refused, as on a clean
@@ -387,10 +320,10 @@ def pytest_main(args):
 
         work = os.environ.get("TERMGYM_WORKDIR", "/app").rstrip("/") + "/"
         termgym_snapshot.prepare_python(
-            lambda path: _refusal(path, "run") if str(path).startswith(work) else None
+            lambda path: (
+                termgym_agentexec.refusal(path, "run") if str(path).startswith(work) else None
+            )
         )
-    import termgym_agentexec
-
     termgym_agentexec.install()
     if os.environ.get("TERMGYM_PROTECTION") == "clean":  # its programs see no tests, no logs
         termgym_agentexec.hide([TESTS, LOGS])
@@ -431,7 +364,7 @@ def pytest_main(args):
 
     recorder = Recorder()
     if not snapshot:  # on a snapshot its code loaded here is recorded, and the verdict marked
-        guard_agent_code(termgym_agentexec.AGENT_UID)
+        termgym_agentexec.guard_agent_code()
     # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
     # left there must not configure the tests (the tests folder's own ini still does).
     own_ini = any(

@@ -15,7 +15,7 @@ from termgym.grading._inputs import (
     compare_inputs,
     report_inputs,
 )
-from termgym.grading._runner import grade, grade_rulesets, prepare
+from termgym.grading._runner import grade, grade_rulesets, prepare, verifier_standby
 from termgym.grading._verdict import (
     EpisodeClass,
     GradeReport,
@@ -44,4 +44,5 @@ __all__ = [
     "prepare",
     "report_inputs",
     "verifier_config",
+    "verifier_standby",
 ]

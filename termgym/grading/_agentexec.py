@@ -416,6 +416,97 @@ def install() -> None:
         record_into(os.path.join(results, ".termgym-inputs.jsonl"))
 
 
+def reconfigure() -> None:
+    """Take the nest spec and the input recording from this process's environment again (a
+    job run in a fork of a process that installed this module earlier: termgym_prepare)."""
+    import json
+
+    raw = os.environ.get(NEST_ENV)
+    configure_nest(json.loads(raw) if raw else None)
+    del _shared[:]
+    results = os.environ.get("TERMGYM_RESULT_DIR")
+    if os.environ.get("TERMGYM_RECORD_INPUTS") == "1" and results:
+        record_into(os.path.join(results, ".termgym-inputs.jsonl"))
+    elif _recorder:
+        record_into(None)
+
+
+# -- no code of the agent's in a root process of the grading ---------------------------------
+
+_BYTECODE = (".pyc", ".pyo")
+_guarded = [-1]
+
+
+def _agents(path: Any) -> bool:
+    """Whether `path` is a file of the agent's (its work is unpacked owned by its uid)."""
+    try:
+        return isinstance(path, (str, bytes)) and os.stat(path).st_uid == _guarded[0]
+    except (OSError, ValueError):
+        return False
+
+
+class AgentCodeRefused(ImportError):
+    """A test tried to run the agent's code inside the test process (as root)."""
+
+
+class _RefuseAgentModules:
+    """A finder first on sys.meta_path: a module the other finders locate in a file the
+    agent owns is not imported into this root process."""
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        for finder in sys.meta_path:
+            if finder is cls or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is None:
+                continue
+            if _agents(spec.origin):
+                raise refusal(spec.origin, "import " + name + " from")
+            return spec
+        return None
+
+
+def _refuse_agent_code(event: str, args: Any) -> None:
+    """Audit hook: compiling or executing a file the agent owns, reading its cached
+    bytecode, or loading its shared library fails."""
+    if _guarded[0] < 0:
+        return
+    path = None
+    if event == "compile" and len(args) > 1:
+        path = args[1]
+    elif event == "exec" and args:
+        path = getattr(args[0], "co_filename", None)
+    elif event == "open" and args and isinstance(args[0], str) and args[0].endswith(_BYTECODE):
+        path = args[0]  # cached bytecode: its code object may claim any co_filename
+    elif event == "ctypes.dlopen" and args:
+        path = args[0]
+    if path is not None and _agents(path):
+        raise refusal(path, "ran")
+
+
+def refusal(path: Any, what: str) -> AgentCodeRefused:
+    """The error a test gets that loads a file of the agent's (`what`: how) into its process."""
+    return AgentCodeRefused(
+        f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
+        "runs no code of the agent's as root (this task's tests must run it as a program, "
+        "or be imported as protection agent-user)"
+    )
+
+
+def guard_agent_code(agent_uid: int | None = None) -> None:
+    """From now on this process refuses to import, compile or run a file the agent (uid
+    `agent_uid`, by default AGENT_UID) owns: tests run as root, and only programs they start
+    run as the agent's user. Idempotent."""
+    first = _guarded[0] < 0
+    _guarded[0] = AGENT_UID if agent_uid is None else agent_uid
+    if not first:
+        return
+    sys.meta_path.insert(0, _RefuseAgentModules)  # type: ignore[arg-type]
+    if hasattr(sys, "addaudithook"):  # Python 3.8+
+        sys.addaudithook(_refuse_agent_code)
+
+
 def stop_agent_processes() -> None:
     """SIGKILL every process of the agent's user (what its programs left running): the
     nest they ran in ends (the next program gets a fresh one), then any left outside."""
