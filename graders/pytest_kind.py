@@ -58,6 +58,7 @@ class PytestGrader(BaseGrader):
             "{results}/junit.xml",
             "--basetemp",
             "{scratch}/tmp",
+            "--tb=native",
             *args,
             *(f"{{graders}}/{t}" for t in targets),
         )
