@@ -17,8 +17,7 @@ import pytest
 
 import termgym.grading._runner as runner_module
 from termgym.errors import SandboxStartError
-from termgym.grading import grade, prepare
-from termgym.grading import verifier_standby
+from termgym.grading import grade, prepare, verifier_standby
 from termgym.grading._standby import standby_spec
 from termgym.grading._verifier import ColdStarts, verifier_config
 from termgym.sandbox import HoldsStandby, Sandbox, SandboxConfig, make_sandbox

@@ -70,7 +70,8 @@ def _episode(backend: str, task: Task, probe: str = PROBE) -> tuple[Sandbox, Epi
     box.start()
     plan = instantiate(task, "contradicted", seed=0)
     prepare(box, plan)
-    box.run(f"sed -n 's/^limit: *//p' /app/policy.txt > /app/out.txt && cat > /app/probe.sh <<'EOF'\n{probe}EOF")
+    answer = "sed -n 's/^limit: *//p' /app/policy.txt > /app/out.txt"
+    box.run(f"{answer} && cat > /app/probe.sh <<'EOF'\n{probe}EOF")
     box.freeze()
     return box, plan
 
