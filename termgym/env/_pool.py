@@ -3,6 +3,9 @@
 `reset` takes a warm sandbox (container started, shell attached) instead of paying for a
 cold start, and hands the finished one to a background thread to close. Every sandbox the
 pool made is closed when the pool closes, when the process exits normally, and on SIGTERM.
+A configuration the pool ran out of gets a deeper warm reserve (adaptive depth), so a loop
+that takes two at once (a shadow-graded episode's verifiers) or faster than one refill
+stops waiting for starts.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
 
-from termgym.sandbox import Sandbox, SandboxConfig
+from termgym.sandbox import Sandbox, SandboxConfig, close_zygotes
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +41,26 @@ class PoolStats:
 
 
 class SandboxPool:
-    """Keeps up to `size` started sandboxes per configuration ready to hand out.
+    """Keeps `size` started sandboxes per configuration ready to hand out, more for one that
+    ran out.
 
-    Refills run on `starters` threads at once (default: one per warm slot, at most 4), and
-    closes on a thread of their own, so back-to-back resets that drain the pool are refilled
-    in parallel instead of one start after another behind the closes (docs/performance.md,
-    scale section).
+    Refills run on `starters` threads at once (default: as many as the deepest reserve, at
+    most 4), and closes on a thread of their own, so back-to-back resets that drain the pool
+    are refilled in parallel instead of one start after another behind the closes
+    (docs/performance.md, scale section). An acquire that finds no warm sandbox deepens that
+    configuration's reserve by one, up to `size + EXTRA` (adaptive depth): two verifiers a
+    grading takes at once, or a loop that resets faster than one start, find theirs warm
+    from then on.
 
     Args:
         factory: Builds an unstarted sandbox for a configuration (usually `make_sandbox`).
-        size: Warm sandboxes kept per configuration; 0 turns the pool off (cold starts).
-        starters: Threads starting sandboxes at once (None: min(size, 4), at least 1).
+        size: Warm sandboxes kept per configuration at first; 0 turns the pool off (cold
+            starts, no reserve at all).
+        starters: Threads starting sandboxes at once (None: min(size + EXTRA, 4)).
     """
+
+    EXTRA = 2
+    """How much deeper than `size` a configuration's reserve grows when it runs out."""
 
     def __init__(
         self,
@@ -59,6 +70,7 @@ class SandboxPool:
     ) -> None:
         self._factory = factory
         self._size = max(0, size)
+        self._depth: dict[Hashable, int] = {}
         self._ready: dict[Hashable, queue.SimpleQueue[Sandbox]] = {}
         self._starting: dict[Hashable, int] = {}
         self._lock = threading.Lock()
@@ -67,7 +79,8 @@ class SandboxPool:
         self._owned: set[Sandbox] = set()
         self._closed = False
         self._warm = self._cold = self._failed = 0
-        count = max(1, starters if starters is not None else min(self._size, 4))
+        deepest = self._size + self.EXTRA if self._size else 0
+        count = max(1, starters if starters is not None else min(deepest, 4))
         self._threads = [
             threading.Thread(target=self._run, args=(self._starts,), name="termgym-pool-start")
             for _ in range(count)
@@ -95,17 +108,33 @@ class SandboxPool:
         """How many warm sandboxes for `config` wait to be handed out."""
         return self._queue(config).qsize()
 
+    def depth(self, config: SandboxConfig) -> int:
+        """How many warm sandboxes the pool keeps for `config` now (`size`, or more once it
+        ran out)."""
+        with self._lock:
+            return self._depth.get(_key(config), self._size)
+
     def acquire(self, config: SandboxConfig) -> Sandbox:
-        """A started sandbox for `config`: a warm one if ready, else one started now."""
+        """A started sandbox for `config`: a warm one if ready, else one started now (and a
+        deeper reserve for `config` from then on)."""
         ready = self._queue(config)
         try:
             sandbox = ready.get_nowait()
             self._warm += 1
         except queue.Empty:
+            self._deepen(config)
+            self._refill(config)  # the deeper reserve starts warming while this one starts
             sandbox = self._start(config)
             self._cold += 1
         self._refill(config)
         return sandbox
+
+    def _deepen(self, config: SandboxConfig) -> None:
+        if not self._size:
+            return
+        key = _key(config)
+        with self._lock:
+            self._depth[key] = min(self._depth.get(key, self._size) + 1, self._size + self.EXTRA)
 
     def release(self, sandbox: Sandbox) -> None:
         """Close a used sandbox in the background (at once if the pool is closed)."""
@@ -135,6 +164,9 @@ class SandboxPool:
             owned = list(self._owned)
         for sandbox in owned:
             self._close_one(sandbox)
+        _LIVE_POOLS.discard(self)
+        if not any(not pool.closed for pool in list(_LIVE_POOLS)):
+            close_zygotes()  # nothing forks verifiers from them any more
 
     def _queue(self, config: SandboxConfig) -> queue.SimpleQueue[Sandbox]:
         with self._lock:
@@ -158,7 +190,8 @@ class SandboxPool:
         key = _key(config)
         ready = self._queue(config)
         with self._lock:
-            wanted = self._size - ready.qsize() - self._starting.get(key, 0)
+            depth = self._depth.get(key, self._size)
+            wanted = depth - ready.qsize() - self._starting.get(key, 0)
             self._starting[key] = self._starting.get(key, 0) + max(0, wanted)
         for _ in range(max(0, wanted)):
             self._starts.put(lambda: self._start_one(config, key, ready))
@@ -320,6 +353,8 @@ os.register_at_fork(after_in_child=_forget_parent_pools)
 
 
 def close_all_pools() -> None:
-    """Close every live pool (run at interpreter exit)."""
+    """Close every live pool (run at interpreter exit), and the zygotes their verifiers'
+    standbys came from."""
     for pool in list(_LIVE_POOLS):
         pool.close()
+    close_zygotes()

@@ -43,6 +43,7 @@ from termgym.sandbox._registry import (
     spec,
 )
 from termgym.sandbox._seccomp import strict_filter
+from termgym.sandbox._zygote import close_zygotes
 
 __all__ = [
     "BASE_IMAGE",
@@ -66,6 +67,7 @@ __all__ = [
     "build_image",
     "bwrap_works",
     "cache_dir",
+    "close_zygotes",
     "collect_garbage",
     "default_backend",
     "ensure_base_rootfs",
