@@ -471,6 +471,8 @@ def _nest_spec(manifest: dict[str, Any], graders: str) -> tuple[dict[str, Any] |
         import termgym_nest
     except ImportError as exc:  # no ctypes in the image
         return None, "the image's Python cannot make namespaces: " + str(exc)
+    if "termgym_zygote" in sys.modules:  # forked from a zygote, which made this verifier's
+        return spec, ""  # user, mount and pid namespaces itself: a nest needs no more
     why = termgym_nest.probe(spec)
     return (None, why) if why else (spec, "")
 
