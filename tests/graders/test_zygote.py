@@ -65,13 +65,16 @@ def pool(backend: str) -> Iterator[SandboxPool]:
     made.close()
 
 
-def _episode(backend: str, task: Task, probe: str = PROBE) -> tuple[Sandbox, EpisodePlan]:
+def _episode(
+    backend: str, task: Task, probe: str = PROBE, extra: str = "true"
+) -> tuple[Sandbox, EpisodePlan]:
     box = make_sandbox(backend, SandboxConfig(workdir="/app", memory_mb=256))
     box.start()
     plan = instantiate(task, "contradicted", seed=0)
     prepare(box, plan)
     answer = "sed -n 's/^limit: *//p' /app/policy.txt > /app/out.txt"
     box.run(f"{answer} && cat > /app/probe.sh <<'EOF'\n{probe}EOF")
+    box.run(extra)
     box.freeze()
     return box, plan
 
@@ -226,3 +229,30 @@ def test_a_docker_verifiers_standby_collects_the_tests_before_the_work_arrives(
     assert [(r.forked, r.prepared) for r in graded.runners] == [(False, ("probe",))] * 2
     seen = {name: _probe(graded, name) for name in ("contradicted", "original")}
     assert all(line.startswith("clean ") for line in seen.values()), seen
+
+
+LOADS_THE_AGENTS_CODE = """
+import sys
+
+
+def test_the_agents_module_says_yes(rules):
+    sys.path.insert(0, "/app")
+    import agentmod  # the agent's file: it would run as root, beside the verdict
+
+    assert agentmod.verdict() == "pass"
+"""
+
+
+def test_a_pytest_graders_tests_cannot_load_the_agents_code_into_their_process(
+    pool: SandboxPool, backend: str, tmp_path: Path
+) -> None:
+    task = _variant(tmp_path, LOADS_THE_AGENTS_CODE, "loads")
+    module = "printf 'def verdict():\\n    return \"pass\"\\n' > /app/agentmod.py"
+    box, plan = _episode(backend, task, probe="echo clean 0 0\n", extra=module)
+    try:
+        graded = _grade(pool, box, plan)
+    finally:
+        box.close()
+    for name in ("contradicted", "original"):
+        (loads,) = [r for r in graded.verdicts[name].results if r.grader == "loads"]
+        assert loads.passed is False and "a file of the agent's" in loads.message, loads
