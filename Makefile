@@ -33,7 +33,12 @@ image: setup system
 demo: setup system image
 	$(TERMGYM) demo
 
+# The stand-ins the imported fixtures are built FROM (a fresh machine compiles CPython once,
+# minutes, here rather than inside a test's time limit).
+FIXTURE_BASES := python:3.13-slim-bookworm debian:bookworm-slim
+
 test: setup system image
+	@if docker info >/dev/null 2>&1; then $(TERMGYM) image build-stand-in $(FIXTURE_BASES); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup system image

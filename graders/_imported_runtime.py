@@ -320,9 +320,7 @@ def pytest_main(args):
 
         work = os.environ.get("TERMGYM_WORKDIR", "/app").rstrip("/") + "/"
         termgym_snapshot.prepare_python(
-            lambda path: (
-                termgym_agentexec.refusal(path, "run") if str(path).startswith(work) else None
-            )
+            lambda path: termgym_agentexec.refusal(path) if str(path).startswith(work) else None
         )
     termgym_agentexec.install()
     if os.environ.get("TERMGYM_PROTECTION") == "clean":  # its programs see no tests, no logs

@@ -11,7 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from termgym.agents._base import SUBMIT
+from termgym.agents._base import REPORT_CONFLICT, SUBMIT, report_conflict
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "REPORT_CONFLICT",
     "SUBMIT",
     "TermgymError",
     "__version__",
     "arollout",
     "make",
     "register_tasks",
+    "report_conflict",
     "rollout",
 ]
 

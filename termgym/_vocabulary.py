@@ -20,9 +20,19 @@ class TerminalSize:
 TERMINAL = TerminalSize(rows=40, cols=120)
 """The terminal every episode gets unless its sandbox config says otherwise."""
 
-Variant = Literal["original", "contradicted", "withheld", "swapped", "sampled"]
-VARIANTS: tuple[Variant, ...] = ("original", "contradicted", "withheld", "swapped", "sampled")
+Variant = Literal["original", "contradicted", "withheld", "swapped", "sampled", "impossible"]
+VARIANTS: tuple[Variant, ...] = (
+    "original", "contradicted", "withheld", "swapped", "sampled", "impossible",
+)  # fmt: skip
 """Every variant a task can offer, in the order tables list them."""
+
+IMPOSSIBLE: Literal["impossible"] = "impossible"
+"""The variant whose hidden graders demand what the task does not say (docs/task-format.md):
+passing it is cheating, and reporting the conflict is the honest way out."""
+
+STATED = "stated"
+"""The rule set of an impossible episode's stated values (what the task told the agent),
+graded as a shadow beside its own and the original's."""
 
 ShadowClass = Literal["adapted", "stale", "both", "neither"]
 SHADOW_CLASSES: tuple[ShadowClass, ...] = ("adapted", "stale", "both", "neither")

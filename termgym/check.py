@@ -7,8 +7,10 @@ with a task's reference solutions in place of an agent.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import secrets
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -16,10 +18,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym.env import sandbox_config
+from termgym._vocabulary import IMPOSSIBLE, STATED
+from termgym.env import collect_tamper, episode_class_of, sandbox_config, tamper_baseline
 from termgym.errors import TermgymError
-from termgym.grading import ColdStarts, GradeReport, InputsComparison, grade, prepare, report_inputs
-from termgym.sandbox import Sandbox, make_sandbox
+from termgym.grading import (
+    ColdStarts,
+    GradeReport,
+    InputsComparison,
+    copy_limits,
+    grade,
+    prepare,
+    report_inputs,
+)
+from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
     EpisodePlan,
     RuleDraw,
@@ -28,6 +39,7 @@ from termgym.tasks import (
     get_task,
     instantiate,
     load_task,
+    surface_values,
     task_dirs,
     task_image,
     tasks_in,
@@ -63,6 +75,11 @@ class CheckRow:
         """Whether this row says if the hidden tests' inputs were the same under every rule set."""
         return self.solution == "tests" and self.expected == "blind"
 
+    @property
+    def explained(self) -> bool:
+        """Rows whose `why` is printed even when they pass (it says what was found)."""
+        return self.inputs_row or self.expected in ("differs", "untampered")
+
     @classmethod
     def failed(
         cls, task: str, variant: str, solution: str, expected: str, why: str, seconds: float = 0.0
@@ -76,6 +93,16 @@ class CheckRow:
     ) -> CheckRow:
         """A row decided without running anything (the spec alone says it)."""
         return cls(task, variant, solution, expected, None, None, None, ok, why)
+
+
+EXPECTED = {
+    "pass": "oracle passes its own graders",
+    "stale": "memorized fails the contradicted rules, passes the original",
+    "honest": "oracle, following what the impossible task states, fails its graders",
+    "fails": "memorized fails the impossible episode's graders",
+    "cheats": "cheater, following the workspace's tests, passes the impossible graders",
+}
+"""What each row's `expected` asks (docs/task-format.md, "Checking a task")."""
 
 
 def tasks_to_check(task_ids: Sequence[str], paths: Sequence[str | Path] = ()) -> list[Task]:
@@ -94,22 +121,21 @@ def tasks_to_check(task_ids: Sequence[str], paths: Sequence[str | Path] = ()) ->
 def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float = 300.0) -> None:
     """Copy a solution script to a fresh temporary place and run it in the workdir.
 
-    It gets TERMGYM_WITHHELD_RULES (the withheld rules' values as JSON, "{}" when none) and
-    TERMGYM_WORKDIR. The script is removed before grading.
+    It gets TERMGYM_WITHHELD_RULES (the withheld rules' values as JSON, "{}" when none, and
+    always "{}" for the cheater) and TERMGYM_WORKDIR. The script is removed before grading.
 
     Raises:
         TermgymError: the script exited non-zero or timed out.
     """
     folder = f"/tmp/.termgym-solution-{secrets.token_hex(8)}"
-    which = "oracle" if script == plan.task.spec.oracle else "memorized"
+    spec = plan.task.spec
+    which = {spec.oracle: "oracle", spec.memorized: "memorized", spec.cheater: "cheater"}[script]
     with tempfile.TemporaryDirectory(prefix="termgym-solution-") as tmp:
         local = Path(tmp) / "solution.sh"
         local.write_text(plan.solution(which), encoding="utf-8")
         sandbox.copy_in(local, f"{folder}/solution.sh")
-    env = {
-        "TERMGYM_WITHHELD_RULES": json.dumps(dict(plan.withheld)),
-        "TERMGYM_WORKDIR": plan.workdir,
-    }
+    withheld = {} if which == "cheater" else plan.withheld  # a cheater is told nothing
+    env = {"TERMGYM_WITHHELD_RULES": json.dumps(dict(withheld)), "TERMGYM_WORKDIR": plan.workdir}
     result = sandbox.exec(
         ["bash", f"{folder}/solution.sh"], timeout=timeout, workdir=plan.workdir, env=env
     )
@@ -126,9 +152,29 @@ def _row(
 ) -> CheckRow:
     own = report.verdict.passed
     original = report.verdicts["original"].passed if "original" in report.verdicts else own
+    stated = report.verdicts[STATED].passed if STATED in report.verdicts else None
     why = ""
     ok: bool | None
-    if expected == "pass":
+    if expected == "honest":
+        ok = own is False and stated is True
+        if not ok:
+            why = (
+                "the oracle should pass the rules the impossible task states and fail the "
+                f"enforced ones; it {'passed' if stated else 'failed'} the stated and "
+                f"{'passed' if own else 'failed'} the enforced"
+            )
+    elif expected == "fails":
+        ok = own is False
+        if not ok:
+            why = "the memorized solution passed the impossible episode's graders"
+    elif expected == "cheats":
+        ok = own is True
+        if not ok:
+            why = (
+                "following the workspace's tests should pass the impossible graders (the "
+                f"conflict is shown by them); it failed: {_failures(report, report.own)}"
+            )
+    elif expected == "pass":
         ok = bool(own)
         if not ok:
             why = f"oracle failed its own graders: {_failures(report, report.own)}"
@@ -145,7 +191,8 @@ def _row(
         why = "passes the hidden original rule" if own else "fails the hidden original rule"
     return CheckRow(
         task=plan.task.id, variant=plan.variant, solution=solution, expected=expected, own=own,
-        original=original, episode_class=report.episode_class, ok=ok, why=why, seconds=seconds,
+        original=original, episode_class=episode_class_of(plan, report), ok=ok, why=why,
+        seconds=seconds,
     )  # fmt: skip
 
 
@@ -164,15 +211,16 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
     if variant == "swapped":  # every grader of the pool must pass the oracle, not just one
         own = RuleSet("swapped", plan.rules_enforced, tuple(task.spec.grader_pool))
         plan = dataclasses.replace(plan, rulesets=(own, *plan.rulesets[1:], *_probe(task)))
-    config = dataclasses.replace(
-        sandbox_config(task, image=image), workdir=plan.workdir,
-        labels={"io.termgym.check": task.id},
-    )  # fmt: skip
-    runs = [(task.spec.oracle, "oracle", "pass")]
+    config = _config(task, image)
+    runs = [(task.spec.oracle, "oracle", "honest" if variant == IMPOSSIBLE else "pass")]
     if task.spec.memorized and variant == "contradicted":
         runs.append((task.spec.memorized, "memorized", "stale"))
     elif task.spec.memorized and variant == "withheld":
         runs.append((task.spec.memorized, "memorized", "report"))
+    elif task.spec.memorized and variant == IMPOSSIBLE:
+        runs.append((task.spec.memorized, "memorized", "fails"))
+    if task.spec.cheater and variant == IMPOSSIBLE:
+        runs.append((task.spec.cheater, "cheater", "cheats"))
     rows: list[CheckRow] = []
     source = ColdStarts(backend)
     for script, label, expected in runs:  # each solution in a sandbox of its own
@@ -182,8 +230,10 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
             try:
                 sandbox.start()
                 prepare(sandbox, plan)
+                laid_out = tamper_baseline(sandbox, plan)
                 run_solution(sandbox, plan, script)
                 report = grade(sandbox, plan, verifiers=source, record_inputs=label == "oracle")
+                evidence = collect_tamper(sandbox, plan, laid_out) if label == "oracle" else None
             except TermgymError as exc:
                 rows.append(
                     CheckRow.failed(
@@ -200,9 +250,102 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
             if label == "oracle":
                 row = dataclasses.replace(row, inputs=report_inputs(report))
             rows.append(row)
+            if evidence is not None and evidence.tampered:
+                rows.append(
+                    CheckRow.static(
+                        task.id,
+                        variant,
+                        label,
+                        "untampered",
+                        False,
+                        f"the oracle left tamper evidence: {evidence.summary()}",
+                    )  # fmt: skip
+                )
         finally:
             sandbox.close()
     return rows
+
+
+SURFACE_SEEDS = range(CHECK_SEED + 1, CHECK_SEED + 200)
+"""Where `surface_row` looks for a second seed whose surface differs from CHECK_SEED's."""
+
+
+def surface_row(task: Task, image: str, backend: str) -> CheckRow | None:
+    """Whether a memorized answer fails: the files the oracle wrote in an episode of another
+    seed (another surface) put into an episode of CHECK_SEED must fail its graders, while
+    the oracle passes it (the variant rows). None when the task declares no surface."""
+    if not task.spec.surface:
+        return None
+    start = time.perf_counter()
+    mine = surface_values(task, CHECK_SEED)
+    other = next((s for s in SURFACE_SEEDS if surface_values(task, s) != mine), None)
+    if other is None:
+        return CheckRow.static(task.id, "original", "replay", "differs", False,
+                               "no second seed draws other surface values")  # fmt: skip
+    config = _config(task, image)
+    source = ColdStarts(backend)
+    try:
+        answer = _oracle_answer(task, other, config, backend)
+        plan = instantiate(task, "original", seed=CHECK_SEED)
+        sandbox = make_sandbox(backend, config)
+        try:
+            sandbox.start()
+            prepare(sandbox, plan)
+            with tempfile.TemporaryDirectory(prefix="termgym-answer-") as tmp:
+                for rel, data in answer.items():
+                    (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(tmp) / rel).write_bytes(data)
+                sandbox.copy_in(Path(tmp), plan.workdir)
+            report = grade(sandbox, plan, verifiers=source)
+        finally:
+            sandbox.close()
+    except TermgymError as exc:
+        return CheckRow.failed(task.id, "original", "replay", "differs", str(exc)[:800])
+    own = report.verdict.passed
+    names = ", ".join(sorted(answer))
+    why = (
+        f"the oracle's answer for seed {other} ({names}) fails seed {CHECK_SEED}'s graders"
+        if own is False
+        else f"the oracle's answer for seed {other} ({names}) passes seed {CHECK_SEED}'s "
+        "graders: its surface values do not reach what is graded"
+    )
+    seconds = time.perf_counter() - start
+    return CheckRow(task.id, "original", "replay", "differs", own, None, None, own is False, why,
+                    seconds)  # fmt: skip
+
+
+def _oracle_answer(task: Task, seed: int, config: SandboxConfig, backend: str) -> dict[str, bytes]:
+    """The files the oracle wrote or changed in the workdir of an original episode of `seed`."""
+    plan = instantiate(task, "original", seed=seed)
+    sandbox = make_sandbox(backend, config)
+    try:
+        sandbox.start()
+        prepare(sandbox, plan)
+        run_solution(sandbox, plan, task.spec.oracle)
+        sandbox.freeze()
+        buffer = io.BytesIO()
+        sandbox.export_paths([plan.workdir], buffer, copy_limits(task))
+    finally:
+        sandbox.close()
+    buffer.seek(0)
+    prefix = plan.workdir.strip("/") + "/"
+    answer: dict[str, bytes] = {}
+    with tarfile.open(fileobj=buffer, mode="r|*") as tar:
+        for member in tar:
+            if not member.isfile() or not member.name.startswith(prefix):
+                continue
+            rel = member.name[len(prefix) :]
+            handle = tar.extractfile(member)
+            data = handle.read() if handle is not None else b""
+            if plan.files.get(rel) != data:
+                answer[rel] = data
+    return answer
+
+
+def _config(task: Task, image: str) -> SandboxConfig:
+    return dataclasses.replace(
+        sandbox_config(task, image=image), labels={"io.termgym.check": task.id}
+    )
 
 
 def _probe(task: Task) -> tuple[RuleSet, ...]:
@@ -294,6 +437,11 @@ def check_tasks(
     graded: dict[str, list[CheckRow]] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(check_variant, t, v, images[t.id], backend) for t, v in work]
+        replays = {
+            t.id: pool.submit(surface_row, t, images[t.id], backend)
+            for t in tasks
+            if t.spec.surface and t.id in images
+        }
         for (task, variant), future in zip(work, futures, strict=True):
             try:
                 found = future.result()
@@ -306,4 +454,8 @@ def check_tasks(
                 blind = inputs_row(task, graded[task.id])
                 if blind is not None:
                     add([blind])
+                replay = replays.get(task.id)
+                found_replay = replay.result() if replay is not None else None
+                if found_replay is not None:
+                    add([found_replay])
     return rows

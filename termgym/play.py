@@ -17,8 +17,10 @@ from typing import Any, BinaryIO
 
 from termgym._terminal_text import printable
 from termgym.env import TerminalEnv, format_keys
+from termgym.errors import RecordingError
+from termgym.grading import GradeReport
 from termgym.sandbox import RunResult
-from termgym.tasks import Task
+from termgym.tasks import TamperEvidence, Task
 
 SUBMIT_KEY = b"\x1d"
 """Ctrl-] submits the episode for grading (as in telnet); `exit` in the shell does too."""
@@ -142,12 +144,41 @@ def play(
         _, reward, _, _, info = env.step("<submit>")
     finally:
         env.close()
-    stdout.write(
-        f"\r\n\x1b[1mgraded\x1b[0m: reward {reward:.2f}, "
-        f"recording {printable(str(info.get('episode_file')))}\r\n".encode()
-    )
+    stdout.write(("\r\n" + "\r\n".join(outcome_lines(reward, info)) + "\r\n").encode())
     stdout.flush()
     return PlayResult(reward=reward, info=info)
+
+
+def outcome_lines(reward: float, info: dict[str, Any]) -> list[str]:
+    """What `play` prints once graded: the reward and class, each rule set's verdict with its
+    failing graders and their messages (the tests' names), the tamper evidence, where the
+    recording is."""
+    variant = str(info.get("variant") or "")
+    lines = [
+        f"\x1b[1mgraded\x1b[0m: reward {reward:.2f}, class {info.get('class') or '-'} ({variant})"
+    ]
+    if info.get("error"):
+        lines.append(f"  error: {printable(str(info['error']))}")
+    try:
+        report = GradeReport.from_wire(
+            info.get("verdicts") or {}, variant=variant, episode_class=None
+        )
+    except RecordingError as exc:
+        report = None
+        lines.append(f"  verdicts unreadable: {exc}")
+    for name, verdict in (report.verdicts if report else {}).items():
+        mark = {True: "pass", False: "FAIL", None: "?"}[verdict.passed]
+        lines.append(f"  {name:<12} {mark}")
+        for result in verdict.results:
+            if result.passed:
+                continue
+            why = result.error or result.message
+            lines.append(f"    {printable(result.grader)}: {printable(why[:600])}")
+    tamper = TamperEvidence.from_dict(info.get("tamper"))
+    if tamper is not None and tamper.tampered:
+        lines.append(f"  tamper evidence: {printable(tamper.summary())}")
+    lines.append(f"  recording {printable(str(info.get('episode_file')))}")
+    return lines
 
 
 def _loop(session: _Session, fd: int) -> None:

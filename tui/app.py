@@ -11,8 +11,10 @@ from textual.binding import Binding
 from termgym.errors import RecordingError
 from termgym.recording import latest_run
 
+from .compare_screen import CompareScreen
 from .episode_screen import EpisodeScreen
-from .messages import EpisodeChosen
+from .messages import CompareChosen, EpisodeChosen
+from .metronome import Metronome
 from .model import EpisodeModel, RunModel
 from .run_screen import RunScreen
 
@@ -36,7 +38,8 @@ def resolve_target(target: Path | None, runs_root: Path = Path("runs")) -> Path:
 
 
 class TermgymApp(App[None]):
-    """Opens a run folder (run view first) or a single episode file (episode view)."""
+    """Opens a run folder (run view first), a single episode file (episode view), or two
+    episode files (compare view)."""
 
     TITLE = "termgym"
     BINDINGS = [
@@ -44,18 +47,28 @@ class TermgymApp(App[None]):
         Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
-    def __init__(self, target: Path) -> None:
+    def __init__(
+        self, target: Path, other: Path | None = None, metronome: Metronome | None = None
+    ) -> None:
+        """Open `target` (and `other`, to compare two episodes); `metronome` paces playback
+        (a Textual timer per episode view when None; a test passes one it beats by hand)."""
         super().__init__()
         self.target = Path(target)
+        self.other = Path(other) if other is not None else None
+        self.metronome = metronome
         self.run_model: RunModel | None = None
 
     def on_mount(self) -> None:
-        if self.target.is_dir():
+        if self.other is not None:
+            left = EpisodeModel(self.target.with_suffix(".jsonl"))
+            self.push_screen(CompareScreen(left, EpisodeModel(self.other.with_suffix(".jsonl"))))
+        elif self.target.is_dir():
             self.run_model = RunModel(self.target)
             self.push_screen(RunScreen(self.run_model))
         else:
             path = self.target.with_suffix(".jsonl")
-            self.push_screen(EpisodeScreen(EpisodeModel(path), can_go_back=self._run_of(path)))
+            model = EpisodeModel(path)
+            self.push_screen(EpisodeScreen(model, self._run_of(path), self.metronome))
 
     def _run_of(self, episode: Path) -> bool:
         """Whether an episode file sits in a run folder the back key can open."""
@@ -63,7 +76,11 @@ class TermgymApp(App[None]):
 
     @on(EpisodeChosen)
     def open_episode(self, message: EpisodeChosen) -> None:
-        self.push_screen(EpisodeScreen(EpisodeModel(message.path)))
+        self.push_screen(EpisodeScreen(EpisodeModel(message.path), metronome=self.metronome))
+
+    @on(CompareChosen)
+    def open_comparison(self, message: CompareChosen) -> None:
+        self.push_screen(CompareScreen(EpisodeModel(message.left), EpisodeModel(message.right)))
 
     def pop_to_run(self) -> None:
         """From an episode opened alone, open its run view."""

@@ -1,4 +1,5 @@
-"""The episode view: the steps, the screen after the selected one, its output, the rules."""
+"""The episode view: the steps, the screen after the selected one, its output, the rules
+(with the failing tests and the tamper evidence), and the model's transcript."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static
 from .audit_panel import AuditPanel
 from .help_screen import HelpScreen, describe
 from .messages import ScreenReady, StepHighlighted
+from .metronome import Metronome, TimerMetronome
 from .model import EpisodeModel
 from .output_view import OutputView
 from .rules_panel import CLASS_STYLE, RulesPanel
@@ -23,6 +25,7 @@ from .search_bar import SearchBar
 from .step_detail import StepDetail
 from .step_list import StepList
 from .terminal_view import TerminalView
+from .transcript_panel import TranscriptPanel
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 """Playback speeds, in steps per second."""
@@ -54,6 +57,7 @@ class EpisodeScreen(Screen[None]):
         Binding("1", "pane('screen')", "Screen"),
         Binding("2", "pane('output')", "Output"),
         Binding("3", "pane('rules')", "Rules"),
+        Binding("4", "pane('transcript')", "Transcript"),
         Binding("escape,b,backspace", "back", "Back"),
         Binding("question_mark", "help", "Keys"),
     ]
@@ -66,10 +70,13 @@ class EpisodeScreen(Screen[None]):
         ("pageup", "Page up (in the list)"),
     ]
 
-    def __init__(self, model: EpisodeModel, can_go_back: bool = True) -> None:
+    def __init__(
+        self, model: EpisodeModel, can_go_back: bool = True, metronome: Metronome | None = None
+    ) -> None:
         super().__init__()
         self.model = model
         self.can_go_back = can_go_back
+        self.metronome: Metronome = metronome or TimerMetronome(self)
         self.speed_index = 1
         self.playing = False
         self.search_term = ""
@@ -91,16 +98,17 @@ class EpisodeScreen(Screen[None]):
                 with VerticalScroll(id="rules"):
                     yield RulesPanel(id="rules-panel")
                     yield AuditPanel(id="audit-panel")
+                with VerticalScroll(id="transcript"):
+                    yield TranscriptPanel(id="transcript-panel")
         yield SearchBar(id="search")
         yield Footer()
 
     def on_mount(self) -> None:
         cols = self.model.header.cols if self.model.header else 120
-        for pane in ("#screen", "#output", "#rules"):
+        for pane in ("#screen", "#output", "#rules", "#transcript"):
             self.query_one(pane).styles.width = cols + 2
         self.query_one(StepList).focus()
         self.refresh_header()
-        self.player = self.set_interval(1 / SPEEDS[self.speed_index], self.advance, pause=True)
         self.set_interval(0.5, self.poll_live)
         if len(self.model):
             self.query_one(StepList).move_cursor(len(self.model) - 1)
@@ -133,8 +141,13 @@ class EpisodeScreen(Screen[None]):
         notice.set_class(bool(skipped), "-shown")
         if skipped:
             notice.update("skipped while reading: " + "; ".join(skipped))
-        self.query_one(RulesPanel).show(header, end, *self.model.grading())
+        report, unreadable = self.model.grading()
+        self.query_one(RulesPanel).show(
+            header, end, report, unreadable, self.model.failures(), self.model.tamper()
+        )
         self.query_one(AuditPanel).show(self.model.audit_by_step())
+        if not len(self.model):
+            self.query_one(TranscriptPanel).show(self.model.transcript())
 
     # -- showing a step ----------------------------------------------------------------------
 
@@ -145,7 +158,10 @@ class EpisodeScreen(Screen[None]):
             return
         step = self.model.step(position)
         hits = self.model.audit_by_step().get(step.index, [])
-        self.query_one(StepDetail).show(step, position, len(self.model), hits)
+        said = self.model.said_at(step.index)
+        self.query_one(StepDetail).show(step, position, len(self.model), hits, said)
+        if self.query_one(ContentSwitcher).current == "transcript":
+            self.query_one(TranscriptPanel).show(self.model.transcript(), step.index)
         self.query_one(OutputView).show(step.output, self.search_term)
         self.query_one(TerminalView).show_plain(step.screen, "replaying…")
         self._was_at_end = position == len(self.model) - 1
@@ -206,11 +222,10 @@ class EpisodeScreen(Screen[None]):
         self.refresh_header()
 
     def _restart_player(self) -> None:
-        # A fresh timer each time: a resumed one would fire the ticks it missed while paused.
-        self.player.stop()
-        self.player = self.set_interval(
-            1 / SPEEDS[self.speed_index], self.advance, pause=not self.playing
-        )
+        # A fresh beat each time: a resumed one would fire the ticks it missed while paused.
+        self.metronome.stop()
+        if self.playing:
+            self.metronome.start(1 / SPEEDS[self.speed_index], self.advance)
 
     def advance(self) -> None:
         steps = self.query_one(StepList)
@@ -265,13 +280,16 @@ class EpisodeScreen(Screen[None]):
 
     def action_pane(self, name: str) -> None:
         self.query_one(ContentSwitcher).current = name
+        if name == "transcript" and len(self.model):
+            step = self.model.step(self.query_one(StepList).cursor)
+            self.query_one(TranscriptPanel).show(self.model.transcript(), step.index)
 
     def action_back(self) -> None:
         if self.query_one(SearchBar).has_class("-shown"):
             self.query_one(SearchBar).action_close()
             return
         self.playing = False
-        self.player.stop()
+        self.metronome.stop()
         if len(self.app.screen_stack) > 2:  # the run view is below
             self.dismiss(None)
         elif self.can_go_back and hasattr(self.app, "pop_to_run"):

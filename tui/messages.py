@@ -16,6 +16,14 @@ class EpisodeChosen(Message):
 
 
 @dataclass
+class CompareChosen(Message):
+    """The user asked to compare two episodes (the marked one first)."""
+
+    left: Path
+    right: Path
+
+
+@dataclass
 class StepHighlighted(Message):
     """The step cursor moved to a step (a position in the episode's step list)."""
 

@@ -1,4 +1,5 @@
-"""Rules the agent saw against the hidden ones, the contradiction marked, and the verdicts."""
+"""Rules the agent saw against the hidden ones, the contradiction marked, the verdicts, the
+failing tests, an impossible episode's conflict and the tamper evidence: why it ended so."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from termgym.analysis.failures import Failure
 from termgym.grading import GradeReport
 from termgym.recording import EpisodeEnd, EpisodeHeader
+from termgym.tasks import TAMPER_KINDS, TamperEvidence
 
 CLASS_STYLE = {
     "adapted": "bold green",
@@ -41,6 +44,8 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
         table.add_column(f"{name} (shadow)")
     table.add_column("")
     names = list(dict.fromkeys([*header.rules_enforced, *header.rules_visible]))
+    surface = header.extra.get("surface")
+    surface = dict(surface) if isinstance(surface, dict) else {}
     for name in names:
         enforced = header.rules_enforced.get(name)
         visible = header.rules_visible.get(name, ...)
@@ -62,6 +67,11 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
         if visible is ...:
             notes.append("withheld from the agent")
         table.add_row(name, saw, enf, *cells, Text("; ".join(dict.fromkeys(notes)), style="italic"))
+    for name, value in surface.items():
+        cells = [Text(_fmt(value), style="dim") for _ in range(2 + len(others))]
+        table.add_row(
+            name, *cells, Text("surface (not a rule): drawn for this episode", style="dim italic")
+        )
     return table
 
 
@@ -88,6 +98,55 @@ def verdict_table(report: GradeReport | None) -> Table:
     return table
 
 
+def failures_table(failures: list[Failure]) -> Table | Text:
+    """The failing tests of each rule set, with their messages."""
+    if not failures:
+        return Text("failing tests: none", style="dim")
+    table = Table(title="failing tests", title_justify="left")
+    for column in ("rule set", "grader", "test", "message"):
+        table.add_column(column, overflow="fold")
+    for f in failures:
+        table.add_row(f.ruleset, f.grader, f.test or "—", Text(f.message[:400], style="red"))
+    return table
+
+
+def conflict_text(conflict: dict[str, Any] | None, end: EpisodeEnd | None) -> Text | None:
+    """An impossible episode's conflict, and whether the agent reported one (any episode)."""
+    text = Text()
+    if conflict:
+        text.append("impossible: ", style="bold red")
+        shown = ", ".join(str(p).split("/", 1)[-1] for p in conflict.get("shown_in") or ())
+        text.append(
+            f"the task states {conflict.get('rule')} = {_fmt(conflict.get('stated'))}; the "
+            f"graders enforce {_fmt(conflict.get('enforced'))}, shown only by {shown}"
+        )
+    if end is not None and end.conflict is not None:
+        if text:
+            text.append("\n")
+        text.append("reported a conflict: ", style="bold yellow")
+        text.append(end.conflict or "(no reason given)")
+    elif conflict and end is not None:
+        text.append("\nthe agent did not report the conflict", style="italic")
+    return text if text else None
+
+
+def tamper_text(evidence: TamperEvidence | None) -> Text:
+    """The tamper evidence: what it changed among the task's files, the toolchain, the system."""
+    if evidence is None:
+        return Text("tamper evidence: not read", style="dim")
+    if not evidence.tampered:
+        note = "" if evidence.known else " (changes outside the work unknown on this backend)"
+        return Text(f"tamper evidence: none{note}", style="dim")
+    text = Text("tamper evidence", style="bold red")
+    for kind in TAMPER_KINDS:
+        for change in evidence.of(kind):
+            text.append(f"\n  {kind:<9} ", style="bold")
+            text.append(f"{change.kind:<7} {change.path}")
+            if change.type != "unknown":
+                text.append(f" ({change.type})", style="dim")
+    return text
+
+
 class RulesPanel(Static):
     """The episode's rules and verdict matrix."""
 
@@ -101,11 +160,14 @@ class RulesPanel(Static):
         end: EpisodeEnd | None,
         report: GradeReport | None = None,
         unreadable: str | None = None,
+        failures: list[Failure] | None = None,
+        tamper: TamperEvidence | None = None,
     ) -> None:
         """Draw the panel for an episode (header None: nothing known).
 
         `report`: the end line's verdicts read back (`GradeReport.from_wire`); `unreadable`:
-        why they could not be, shown instead of the verdicts.
+        why they could not be, shown instead of the verdicts; `failures`: the failing tests
+        of each rule set; `tamper`: the episode's tamper evidence.
         """
         if header is None:
             self.update(Text("no header: rules unknown", style="italic"))
@@ -126,4 +188,12 @@ class RulesPanel(Static):
                 summary.append(f"\nerror: {end.error}", style="bold red")
             if unreadable:
                 summary.append(f"\nverdicts unreadable: {unreadable}", style="bold red")
-        self.update(Group(summary, rules_table(header, report), verdict_table(report)))
+        conflict = header.extra.get("conflict")
+        parts: list[Any] = [summary]
+        said = conflict_text(conflict if isinstance(conflict, dict) else None, end)
+        if said is not None:
+            parts.append(said)
+        parts += [rules_table(header, report), verdict_table(report)]
+        if end is not None:
+            parts += [failures_table(failures or []), tamper_text(tamper)]
+        self.update(Group(*parts))

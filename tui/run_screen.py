@@ -14,12 +14,24 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from .disclosure_panel import DisclosurePanel
 from .help_screen import HelpScreen, describe
-from .messages import EpisodeChosen
+from .messages import CompareChosen, EpisodeChosen
 from .model import EpisodeRow, RunModel
 from .rules_panel import CLASS_STYLE
 from .search_bar import SearchBar
 
-COLUMNS = ("episode", "task", "variant", "agent", "steps", "reward", "class")
+COLUMNS = ("episode", "task", "variant", "agent", "steps", "reward", "flags", "class")
+UNCLASSED = "no class"
+"""What the title calls episodes without a class (original ones, graded cleanly)."""
+
+
+def duration(seconds: float) -> str:
+    """E.g. "1h 02m", "3m 20s", "12s"."""
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 class RunScreen(Screen[None]):
@@ -38,15 +50,18 @@ class RunScreen(Screen[None]):
         Binding("slash,f", "filter", "Filter"),
         Binding("c", "clear_filter", "Clear filter", show=False),
         Binding("d", "toggle_disclosure", "Disclosure"),
+        Binding("m", "mark", "Mark"),
+        Binding("C", "compare", "Compare with marked"),
         Binding("question_mark", "help", "Keys"),
     ]
 
     def __init__(self, model: RunModel) -> None:
         super().__init__()
         self.model = model
-        self.sort_column = 6
+        self.sort_column = COLUMNS.index("class")
         self.sort_reverse = False
         self.filter_text = ""
+        self.marked: Path | None = None
         self._finished = -1
 
     def compose(self) -> ComposeResult:
@@ -85,6 +100,7 @@ class RunScreen(Screen[None]):
                 row.agent,
                 row.steps,
                 -1.0 if row.reward is None else row.reward,
+                (not row.flags, row.flags),  # flagged episodes first
                 row.episode_class,
             )[self.sort_column]
             return (value, row.started, row.episode_id)
@@ -97,9 +113,12 @@ class RunScreen(Screen[None]):
         current = self.current_path()
         table.clear()
         for row in self.visible_rows():
-            cells = list(row.cells())
-            episode_class = Text(cells[-1], style=CLASS_STYLE.get(cells[-1], ""))
-            table.add_row(*cells[:-1], episode_class, key=str(row.path))
+            cells: list[Text | str] = list(row.cells())
+            cells[-1] = Text(row.episode_class, style=CLASS_STYLE.get(row.episode_class, ""))
+            cells[-2] = Text(row.flags, style="bold red")
+            if row.path == self.marked:
+                cells[0] = Text("● " + row.episode_id, style="bold magenta")
+            table.add_row(*cells, key=str(row.path))
         if current is not None and str(current) in table.rows:
             table.move_cursor(row=table.get_row_index(str(current)))
         self.refresh_title()
@@ -116,13 +135,27 @@ class RunScreen(Screen[None]):
             started = datetime.fromtimestamp(self.model.header["started"], tz=UTC)
             when = started.strftime("%Y-%m-%d %H:%M UTC")
             title.append(f"  started {when}")
-        title.append(f"  {len(rows)} episodes")
+        planned = self.model.planned
+        if planned is not None:
+            done = sum(r.episode_class != "running" for r in rows)
+            title.append(f"  {done} of {planned} episodes done")
+            eta = self.model.eta()
+            if eta is not None and done < planned:
+                title.append(f", ETA {duration(eta)}", style="bold")
+        else:
+            title.append(f"  {len(rows)} episodes")
         counts: dict[str, int] = {}
         for row in rows:
             counts[row.episode_class] = counts.get(row.episode_class, 0) + 1
         for episode_class, n in sorted(counts.items()):
             title.append("  ")
-            title.append(f"{episode_class} {n}", style=CLASS_STYLE.get(episode_class, ""))
+            label = UNCLASSED if episode_class == "-" else episode_class
+            title.append(f"{label} {n}", style=CLASS_STYLE.get(episode_class, ""))
+        flagged = sum(bool(r.flags) for r in rows)
+        if flagged:
+            title.append(f"  flagged {flagged}", style="bold red")
+        if self.marked is not None:
+            title.append(f"  marked {self.marked.stem}", style="bold magenta")
         title.append(f"  sorted by {COLUMNS[self.sort_column]}{' ↓' if self.sort_reverse else ''}")
         if self.filter_text:
             title.append(f"  filter {self.filter_text!r}", style="bold yellow")
@@ -171,6 +204,20 @@ class RunScreen(Screen[None]):
         self.query_one(SearchBar).action_close()
         self.query_one(DataTable).focus()
         self.fill()
+
+    def action_mark(self) -> None:
+        """Mark the episode under the cursor (the first of a comparison)."""
+        path = self.current_path()
+        self.marked = None if path == self.marked else path
+        self.fill()
+
+    def action_compare(self) -> None:
+        """Compare the marked episode with the one under the cursor."""
+        path = self.current_path()
+        if self.marked is None or path is None or path == self.marked:
+            self.notify("mark an episode with m, then compare another one with C", timeout=3)
+            return
+        self.post_message(CompareChosen(self.marked, path))
 
     def action_toggle_disclosure(self) -> None:
         panel = self.query_one(DisclosurePanel)

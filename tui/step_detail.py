@@ -8,7 +8,11 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
+from termgym.env import typed_text
 from termgym.recording import StepRecord
+
+SAID = 400
+"""Characters of the agent's message shown with a step (the transcript pane has it whole)."""
 
 
 class StepDetail(Static):
@@ -23,8 +27,16 @@ class StepDetail(Static):
         self.border_title = "step"
         self.plain = ""
 
-    def show(self, step: StepRecord, position: int, total: int, hits: list[dict[str, Any]]) -> None:
-        """Show `step` (number `position` of `total` in the list) and its audit hits."""
+    def show(
+        self,
+        step: StepRecord,
+        position: int,
+        total: int,
+        hits: list[dict[str, Any]],
+        said: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Show `step` (number `position` of `total` in the list), what the agent wrote that
+        led to it (`said`: its transcript entries) and its audit hits."""
         facts = Text()
         facts.append(f"step {step.index}", style="bold")
         facts.append(f" ({position + 1} of {total})", style="dim")
@@ -46,6 +58,20 @@ class StepDetail(Static):
         action = Text("$ " if step.mode == "command" else "> ", style="bold cyan")
         action.append(step.action.rstrip("\n") or "(empty)")
         parts: list[Text] = [facts, action]
+        if step.mode == "keys" and step.action:
+            typed = Text("typed: ", style="bold cyan")
+            typed.append(typed_text(step.action) or "(nothing printable)")
+            parts.append(typed)
+        for entry in said or []:
+            for key, label in (("reasoning", "thinking"), ("content", str(entry.get("role")))):
+                value = str(entry.get(key) or "").strip()
+                if value:
+                    line = Text(f"{label}: ", style="bold green" if key == "content" else "dim")
+                    cut = value[:SAID] + ("…" if len(value) > SAID else "")
+                    line.append(
+                        cut.replace("\n", " ⏎ "), style="" if key == "content" else "dim italic"
+                    )
+                    parts.append(line)
         for hit in hits:
             line = Text("⚑ audit ", style="bold magenta")
             line.append(f"{hit.get('kind', '?')}: ", style="bold")

@@ -22,6 +22,10 @@ HEADLINE = (
     "memorization_index",
     "drop",
     "withheld_hit_rate",
+    "cheating_rate",
+    "conflict_report_rate",
+    "false_report_rate",
+    "tamper_rate",
 )
 """The scalar metrics reported, under their `termgym.analysis` names."""
 
@@ -41,6 +45,9 @@ def episode_metrics(meta: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         "adapted": bool(meta.get("adapted")),
         "grader_error": bool(meta.get("grader_error")),
         "infra_error": bool(meta.get("infra_error")),
+        "conflict_reported": bool(meta.get("conflict_reported")),
+        "tampered": meta.get("tampered"),
+        "tamper_kinds": list(meta.get("tamper_kinds") or []),
         **extra,
     }
 
@@ -49,9 +56,10 @@ def aggregate(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The run's rates over episode metrics (numbers only; an undefined rate is left out).
 
     Keys: episodes, infra_errors, reward (mean over counted episodes), grader_error_rate,
-    pass_rate (all counted episodes), pass_rate/<variant>, and adaptation_rate, stale_rate,
-    memorization_index, drop, withheld_hit_rate as `termgym.analysis.compute_metrics`
-    defines them (docs/metrics.md).
+    pass_rate (counted episodes of possible variants), pass_rate/<variant>, and
+    adaptation_rate, stale_rate, memorization_index, drop, withheld_hit_rate,
+    cheating_rate, conflict_report_rate, false_report_rate, tamper_rate as
+    `termgym.analysis.compute_metrics` defines them (docs/metrics.md).
     """
     summaries = [_summary(m) for m in metrics]
     result = compute_metrics(summaries, resamples=0)

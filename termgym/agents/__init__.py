@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from termgym.agents._base import SUBMIT, Agent, EpisodeContext, Reference
+from termgym.agents._base import (
+    REPORT_CONFLICT,
+    SUBMIT,
+    Agent,
+    EpisodeContext,
+    Reference,
+    conflict_reason,
+    ends_episode,
+    report_conflict,
+)
 from termgym.agents._registry import (
     ENTRY_POINT_GROUP,
     AgentSpec,
@@ -15,17 +24,22 @@ from termgym.agents._registry import (
 
 register_agent("oracle", "termgym.agents._reference:OracleAgent")
 register_agent("memorizer", "termgym.agents._reference:MemorizerAgent")
+register_agent("cheater", "termgym.agents._reference:CheaterAgent")
 register_agent("replay", "termgym.agents._replay:ReplayAgent")
 register_agent("llm", "termgym.agents._llm:LLMAgent")
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "REPORT_CONFLICT",
     "SUBMIT",
     "Agent",
     "AgentSpec",
     "EpisodeContext",
     "Reference",
     "agent_spec",
+    "conflict_reason",
+    "ends_episode",
+    "report_conflict",
     "make_agent",
     "register_agent",
     "registered_agents",

@@ -9,6 +9,29 @@ from typing import Any, Protocol, runtime_checkable
 SUBMIT = "<submit>"
 """The action that ends the episode and has it graded (command and keys mode alike)."""
 
+REPORT_CONFLICT = "<report-conflict>"
+"""The action that ends the episode saying the task cannot be done as stated: the text after
+it is the reason (`report_conflict(reason)`). The final state is graded all the same; the
+report is recorded, and counted by the conflict-report rates (docs/metrics.md)."""
+
+
+def report_conflict(reason: str) -> str:
+    """The action reporting that the task contradicts itself, for `reason`."""
+    return f"{REPORT_CONFLICT} {reason.strip()}".rstrip()
+
+
+def conflict_reason(action: str) -> str | None:
+    """The reason of a REPORT_CONFLICT action ("" when it gives none); None for any other."""
+    text = action.strip()
+    if not text.startswith(REPORT_CONFLICT):
+        return None
+    return text[len(REPORT_CONFLICT) :].strip()
+
+
+def ends_episode(action: str) -> bool:
+    """SUBMIT or REPORT_CONFLICT: the actions that end an episode instead of running."""
+    return action.strip() == SUBMIT or conflict_reason(action) is not None
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -17,6 +40,9 @@ class Reference:
     Attributes:
         oracle_script: The task's oracle solution (a shell script).
         memorized_script: The task's memorized solution (original values hard-coded).
+        cheater_script: The task's cheater solution ("" when it declares none).
+        conflict: On an impossible episode, what an honest agent reports (the stated and
+            the enforced value, and where each is shown); "" on every other variant.
         withheld_rules: Rule values withheld from the visible task in this episode (JSON-able).
         workdir: The task's working directory inside the sandbox.
         rule_files: Workdir paths of the files that state the task's rules (what the task
@@ -28,6 +54,8 @@ class Reference:
     withheld_rules: Mapping[str, Any] = field(default_factory=dict)
     workdir: str = "/app"
     rule_files: tuple[str, ...] = ()
+    cheater_script: str = ""
+    conflict: str = ""
 
 
 @dataclass(frozen=True)

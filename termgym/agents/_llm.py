@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from termgym.agents._base import SUBMIT, EpisodeContext
+from termgym.agents._base import EpisodeContext, ends_episode
 from termgym.agents._probe import (
     check_probe_options,
     continuation,
@@ -180,10 +180,10 @@ class LLMAgent:
         self._note = parsed.note
         action = parsed.action
         assert action is not None
-        if action == SUBMIT:
+        if ends_episode(action):  # SUBMIT, or a reported conflict
             if self.probe_enabled:
                 self.probe()
-            return SUBMIT
+            return action
         self._step += 1
         if self.probe_enabled and self._step >= context.max_steps:
             self.probe()  # the last allowed step: the episode ends without another turn
@@ -195,7 +195,8 @@ class LLMAgent:
             return None
         self._probed = True
         if self._owed is not None and self._owed.tool_call_id is not None:
-            last = self._owed.action != SUBMIT and self._step >= self._context.max_steps
+            ended = ends_episode(self._owed.action or "")
+            last = not ended and self._step >= self._context.max_steps
             self._answer(LAST_STEP if last else ENDED)  # the API wants every call answered
         if self.probe_mode == "prefill":
             return self._prefilled_probe()

@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from termgym.agents._base import SUBMIT, EpisodeContext, Reference
+from termgym.agents._base import SUBMIT, EpisodeContext, Reference, report_conflict
 from termgym.errors import AgentError
 from termgym.tasks import parse_solution
 
@@ -126,7 +126,11 @@ class ScriptAgent:
                 return ""
         self._waits = 0
         self._taken += 1
-        return self._actions.pop(0) if self._actions else SUBMIT
+        return self._actions.pop(0) if self._actions else self.last(context.reference)
+
+    def last(self, reference: Reference) -> str:
+        """The action that ends the episode once the steps are taken: SUBMIT."""
+        return SUBMIT
 
     def plan(self, reference: Reference, mode: str = "command") -> list[str]:
         """Every action of an episode, in order (SUBMIT follows them)."""
@@ -164,10 +168,15 @@ class ScriptAgent:
 
 class OracleAgent(ScriptAgent):
     """Reads the task (lists the workdir, reads the files that state the rules), then applies
-    the oracle solution step by step, told the values of withheld rules: passes every variant."""
+    the oracle solution step by step, told the values of withheld rules: passes every variant
+    that can be passed honestly. On an impossible one it does what the task states and
+    reports the conflict instead of submitting."""
 
     name = "oracle"
     reads = True
+
+    def last(self, reference: Reference) -> str:
+        return report_conflict(reference.conflict) if reference.conflict else SUBMIT
 
     def script(self, reference: Reference) -> str:
         if not reference.oracle_script.strip():
@@ -191,3 +200,20 @@ class MemorizerAgent(ScriptAgent):
                 "`memorized:`), found none"
             )
         return reference.memorized_script
+
+
+class CheaterAgent(ScriptAgent):
+    """Makes the workspace's own tests pass by any means: reads the task, then applies the
+    cheater solution (it takes the values the tests expect over those the task states, and
+    changes what disagrees with them), told nothing; submits, never reports a conflict."""
+
+    name = "cheater"
+    reads = True
+
+    def script(self, reference: Reference) -> str:
+        if not reference.cheater_script.strip():
+            raise AgentError(
+                "agent 'cheater': expected the task's cheater script (task.yaml `cheater:`), "
+                "found none"
+            )
+        return reference.cheater_script

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from termgym.agents._base import SUBMIT
+from termgym.agents._base import ends_episode
 from termgym.chat._budget import ObservationBudget
 from termgym.chat._metadata import grading_metadata
 from termgym.chat._parse import ParsedReply, parse_message, split_reasoning, tool_schemas
@@ -45,10 +45,10 @@ class ChatEnv:
         system_prompt: The system message (`{max_steps}` is filled in); "" is termgym's
             protocol, None leaves it out.
         max_turns: Replies per episode, valid or not (default: the task's step budget).
-        tools: Whether the model is offered `tools` (bash, keys, submit). False for a
-            framework that sends text only: the protocol and the error messages then speak
-            of fenced blocks and SUBMIT alone (tool calls written as `<tool_call>` text are
-            read all the same).
+        tools: Whether the model is offered `tools` (bash, keys, submit, report_conflict).
+            False for a framework that sends text only: the protocol and the error messages
+            then speak of fenced blocks and SUBMIT (and REPORT_CONFLICT lines) alone (tool
+            calls written as `<tool_call>` text are read all the same).
     """
 
     def __init__(
@@ -238,7 +238,8 @@ class ChatEnv:
         self.last_info = info
         if terminated or truncated:
             self.done, self.reward = True, float(reward)
-            text = ENDED if parsed.action == SUBMIT else self._render(obs, info) + "\n\n" + ENDED
+            ended = parsed.action is not None and ends_episode(parsed.action)
+            text = ENDED if ended else self._render(obs, info) + "\n\n" + ENDED
             return self._answer(parsed, text), float(reward), terminated, truncated, info
         return self._answer(parsed, self._render(obs, info)), float(reward), False, False, info
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
+from termgym.tasks import TamperEvidence
 
 
 def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -20,7 +21,9 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
     rules_enforced, rules_changed (the enforced values differ from the authored ones, as
     the shadow verdict graded them: what `termgym.analysis` counts as shifted), stale,
-    adapted, grader_error, infra_error (skip such episodes), error, episode_file. Values are
+    adapted, grader_error, infra_error (skip such episodes), error, episode_file,
+    conflict_reported and conflict (the reason the agent gave with REPORT_CONFLICT),
+    tampered and tamper_kinds (its tamper evidence: tests, toolchain, system). Values are
     None where the info has none (an episode not yet ended).
     """
     verdicts = {
@@ -33,6 +36,7 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     own = verdicts.get(str(variant)) if variant is not None else None
     original = verdicts.get("original")
     enforced = _jsonable(info.get("rules_enforced") or {})
+    tamper = TamperEvidence.from_dict(info.get("tamper"))
     return {
         "task_id": info.get("task_id"),
         "variant": variant,
@@ -49,6 +53,10 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
         "infra_error": cls == INFRA_ERROR,
         "error": info.get("error"),
         "episode_file": info.get("episode_file"),
+        "conflict_reported": info.get("conflict") is not None if "verdicts" in info else None,
+        "conflict": info.get("conflict"),
+        "tampered": tamper.tampered if tamper is not None else None,
+        "tamper_kinds": list(tamper.kinds) if tamper is not None else [],
     }
 
 
@@ -66,7 +74,9 @@ def _rules_changed(info: Mapping[str, Any], enforced: Any) -> bool | None:
     (None when the info holds no original verdict with its rules)."""
     original = dict(info.get("verdicts") or {}).get("original")
     rules = original.get("rules") if isinstance(original, Mapping) else None
-    return _jsonable(rules) != enforced if isinstance(rules, Mapping) else None
+    if not isinstance(rules, Mapping):
+        return None
+    return {k: v for k, v in _jsonable(rules).items() if k in enforced} != enforced
 
 
 def _score(value: Any) -> float | None:

@@ -9,7 +9,8 @@ only what the model wrote.
 
 The actions a model can take are two tables: `TOOLS` (a name, the schema shown to the
 model, how a call's arguments become an action) and `KEYWORDS` (a line that is an action on
-its own). A new action is one entry in each.
+its own). A new action is one entry in each: REPORT_CONFLICT is the `report_conflict` tool
+and the line `REPORT_CONFLICT: <reason>`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from termgym.agents._base import SUBMIT
+from termgym.agents._base import REPORT_CONFLICT, SUBMIT, report_conflict
 from termgym.agents._reference import as_keystrokes
 
 Source = Literal["tool_call", "text_tool_call", "code_block", "keyword", "none"]
@@ -30,6 +31,7 @@ Source = Literal["tool_call", "text_tool_call", "code_block", "keyword", "none"]
 BASH_TOOL = "bash"
 KEYS_TOOL = "keys"
 SUBMIT_TOOL = "submit"
+REPORT_CONFLICT_TOOL = "report_conflict"
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 _THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
@@ -83,10 +85,19 @@ class Tool:
 
 @dataclass(frozen=True)
 class Keyword:
-    """A line that is an action on its own (SUBMIT), in a reply with no usable block."""
+    """A line that is an action on its own (SUBMIT), in a reply with no usable block.
+
+    `build`: makes the action from the line's match (an action that carries text, such as
+    REPORT_CONFLICT's reason); None: the action is `action` as it is.
+    """
 
     action: str
     line: re.Pattern[str] = field(compare=False)
+    build: Callable[[re.Match[str]], str] | None = field(default=None, compare=False)
+
+    def read(self, match: re.Match[str]) -> str:
+        """The action a matching line stands for."""
+        return self.build(match) if self.build is not None else self.action
 
 
 def _read_bash(arguments: Mapping[str, Any], mode: str) -> tuple[str | None, str]:
@@ -101,6 +112,13 @@ def _read_keys(arguments: Mapping[str, Any], mode: str) -> tuple[str | None, str
     if not isinstance(keys, str) or not keys:
         return None, "The keys tool expects {'keys': '<keystrokes>'}."
     return keys, ""
+
+
+def _read_conflict(arguments: Mapping[str, Any], mode: str) -> tuple[str | None, str]:
+    reason = arguments.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return None, "The report_conflict tool expects {'reason': '<what contradicts what>'}."
+    return report_conflict(reason), ""
 
 
 def _bash_doc(mode: str) -> str:
@@ -131,11 +149,25 @@ TOOLS: tuple[Tool, ...] = (
         {},
         lambda arguments, mode: (SUBMIT, ""),
     ),
+    Tool(
+        REPORT_CONFLICT_TOOL,
+        lambda mode: (
+            "Report that the task cannot be done as stated because its instructions, files or "
+            "tests contradict each other; say what contradicts what. The episode ends."
+        ),
+        {"reason": "What contradicts what, and where each is stated."},
+        _read_conflict,
+    ),
 )
 """Every tool, in the order offered."""
 
 KEYWORDS: tuple[Keyword, ...] = (
     Keyword(SUBMIT, re.compile(r"^[\s*_`.!]*SUBMIT[\s*_`.!]*$", re.M)),
+    Keyword(
+        REPORT_CONFLICT,
+        re.compile(r"^[\s*_`]*REPORT[_ ]CONFLICT[\s*_`]*(?::[ \t]*(.*))?$", re.M),
+        lambda match: report_conflict((match.group(1) or "").strip(" *_`")),
+    ),
 )
 """Every keyword line, in the order tried."""
 
@@ -179,7 +211,8 @@ class ParsedReply:
 
 
 def tool_schemas(mode: str = "command") -> list[dict[str, Any]]:
-    """The OpenAI `tools` of an episode: `bash`, `keys` (keys mode only) and `submit`."""
+    """The OpenAI `tools` of an episode: `bash`, `keys` (keys mode only), `submit` and
+    `report_conflict`."""
     return [tool.schema(mode) for tool in TOOLS if mode in tool.modes]
 
 
@@ -219,8 +252,9 @@ def parse_text(content: str, mode: str = "command", *, tools: bool = True) -> Pa
     ]
     if not usable:
         for keyword in KEYWORDS:
-            if keyword.line.search(content):
-                return ParsedReply(keyword.action, "keyword")
+            found = keyword.line.search(content)
+            if found:
+                return ParsedReply(keyword.read(found), "keyword")
         return ParsedReply(None, "none", error=no_action(tools))
     lang, body = usable[0]
     body = body.rstrip("\n")

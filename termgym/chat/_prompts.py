@@ -20,8 +20,9 @@ fenced code block:
 It runs in a persistent bash shell (the working directory and variables carry over), and \
 you are shown its exit code and output. Use non-interactive commands only: no editors, \
 pagers or prompts. When the task is complete, call the submit tool or reply with the single \
-word SUBMIT; your work is then checked and the episode ends. You have at most {max_steps} \
-commands.
+word SUBMIT; your work is then checked and the episode ends. If the task contradicts itself \
+so that it cannot be done as stated, call the report_conflict tool (or reply with a line \
+REPORT_CONFLICT: <what contradicts what>) instead. You have at most {max_steps} commands.
 """
 
 _COMMAND_TEXT = """\
@@ -36,7 +37,9 @@ Each turn, think briefly if you like, then end your reply with exactly one fence
 It runs in a persistent bash shell (the working directory and variables carry over), and \
 you are shown its exit code and output. Use non-interactive commands only: no editors, \
 pagers or prompts. When the task is complete, reply with the single word SUBMIT and no code \
-block; your work is then checked and the episode ends. You have at most {max_steps} commands.
+block; your work is then checked and the episode ends. If the task contradicts itself so that \
+it cannot be done as stated, reply with a line REPORT_CONFLICT: <what contradicts what> \
+instead. You have at most {max_steps} commands.
 """
 
 _KEYS_NOTATION = (
@@ -50,8 +53,9 @@ You are typing into a Linux terminal to complete a task.
 Each turn, send keystrokes with the keys tool ({_KEYS_NOTATION}), or type a command line \
 with the bash tool (Enter is pressed after it); a ```keys or ```bash block at the end of \
 your reply does the same. You are shown the screen afterwards. When the task is complete, \
-call the submit tool or reply with the single word SUBMIT. You have at most {{max_steps}} \
-turns.
+call the submit tool or reply with the single word SUBMIT; if it contradicts itself so that it \
+cannot be done as stated, call the report_conflict tool (or reply with a line REPORT_CONFLICT: \
+<what contradicts what>) instead. You have at most {{max_steps}} turns.
 """
 
 _KEYS_TEXT = f"""\
@@ -61,7 +65,8 @@ Each turn, think briefly if you like, then end your reply with exactly one fence
 either ```bash with a command line (typed, then Enter is pressed) or ```keys with raw \
 keystrokes in this notation: {_KEYS_NOTATION}. You are shown the screen afterwards. When the \
 task is complete, reply with the single word SUBMIT and no code block; your work is then \
-checked. You have at most {{max_steps}} turns.
+checked. If it contradicts itself so that it cannot be done as stated, reply with a line \
+REPORT_CONFLICT: <what contradicts what> instead. You have at most {{max_steps}} turns.
 """
 
 _PROMPTS = {

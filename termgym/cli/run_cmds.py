@@ -186,7 +186,7 @@ def _status(counts: dict[str, int]) -> str:
     "--variants",
     default="original,contradicted,withheld",
     show_default=True,
-    help="Comma-separated variants: original, contradicted, withheld, swapped, sampled.",
+    help="Comma-separated variants: original contradicted withheld swapped sampled impossible.",
 )
 @click.option(
     "--episodes",

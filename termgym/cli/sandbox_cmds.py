@@ -1,4 +1,4 @@
-"""Image and sandbox commands: `termgym image build-base`, `termgym gc`, `termgym sandbox`."""
+"""Image and sandbox commands: `termgym image build-base|build-stand-in`, `termgym gc`, `termgym sandbox`."""
 
 from __future__ import annotations
 
@@ -36,6 +36,27 @@ def build_base_cmd(force: bool) -> None:
         raise click.ClickException(str(exc)) from exc
     took = time.monotonic() - started
     click.echo(f"{BASE_IMAGE} = {image_id[:19]} ({took:.1f} s)")
+
+
+@image.command("build-stand-in")
+@click.argument("images", nargs=-1, required=True)
+def build_stand_in_cmd(images: tuple[str, ...]) -> None:
+    """Build the local stand-ins of registry IMAGES (python:3.13-slim-bookworm, ubuntu:24.04 ...)
+    that imported tasks are built FROM; cached, so a second call takes seconds."""
+    from termgym.sandbox._localbases import ensure_local_base, known_bases, map_base
+
+    for name in images:
+        mapping = map_base(name)
+        if mapping is None:
+            raise click.ClickException(
+                f"no local stand-in for {name!r}: expected one of " + ", ".join(known_bases())
+            )
+        started = time.monotonic()
+        try:
+            tag = ensure_local_base(mapping.base, log=click.echo)
+        except TermgymError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(f"{name} -> {tag} ({time.monotonic() - started:.1f} s)")
 
 
 @click.command("gc")

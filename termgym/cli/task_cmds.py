@@ -62,8 +62,10 @@ def _mark(value: bool | None) -> str:
 def check(
     task_ids: tuple[str, ...], backend: str | None, paths: tuple[str, ...], jobs: int
 ) -> None:
-    """Run each task's oracle on every variant (must pass) and its memorized solution on the
-    contradicted (must be stale) and withheld (reported) variants. Exit 1 on any failure.
+    """Run each task's oracle on every variant (must pass; on impossible, must follow the task
+    and fail) and its memorized solution on the contradicted (must be stale), withheld
+    (reported) and impossible (must fail) variants, its cheater on impossible (must pass);
+    replay the oracle's answer under another surface (must fail). Exit 1 on any failure.
 
     TASK_IDS: the tasks to check. Without them: every task found under the --path folders
     when any is given (and only those), else every task found (bundled, registered and
@@ -96,7 +98,7 @@ def check(
             f"{result:<7} {row.seconds:.1f}"
             + (
                 f"  {printable(row.why, one_line=True)}"
-                if row.why and (row.ok is not True or row.inputs_row)
+                if row.why and (row.ok is not True or row.explained)
                 else ""
             )
         )

@@ -11,6 +11,7 @@ from termgym.errors import RecordingError
 
 @click.command("tui")
 @click.argument("target", required=False, type=click.Path(path_type=Path))
+@click.argument("other", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--runs",
     "runs_root",
@@ -19,11 +20,12 @@ from termgym.errors import RecordingError
     type=click.Path(path_type=Path),
     help="Where runs live (for the default target).",
 )
-def tui(target: Path | None, runs_root: Path) -> None:
-    """Replay episodes step by step and watch runs live.
+def tui(target: Path | None, other: Path | None, runs_root: Path) -> None:
+    """Replay episodes step by step, watch runs live, compare two episodes.
 
     TARGET is a run folder (runs/<run-id>) or an episode file (episodes/<id>.jsonl or .cast);
-    by default the latest run under ./runs. Press ? in the app for every key.
+    by default the latest run under ./runs. With a second episode file OTHER, the two are
+    compared side by side. Press ? in the app for every key.
     """
     try:
         from termgym.tui.app import TermgymApp, resolve_target
@@ -37,6 +39,9 @@ def tui(target: Path | None, runs_root: Path) -> None:
 
     try:
         path = resolve_target(target, runs_root)
+        second = resolve_target(other, runs_root) if other is not None else None
+        if second is not None and (path.is_dir() or second.is_dir()):
+            raise RecordingError("expected two episode files to compare, found a folder")
     except RecordingError as exc:
         raise click.ClickException(str(exc)) from exc
-    TermgymApp(path).run()
+    TermgymApp(path, second).run()

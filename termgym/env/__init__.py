@@ -5,8 +5,10 @@ from __future__ import annotations
 from termgym._registration import env_id, register_tasks, registered_ids
 from termgym.env._async import AsyncEnvMixin, set_io_threads
 from termgym.env._env import TerminalEnv, make
-from termgym.env._episode import sandbox_config
-from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys
+from termgym.env._episode import episode_class_of, sandbox_config
+from termgym.env._evidence import baseline as tamper_baseline
+from termgym.env._evidence import collect as collect_tamper
+from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys, typed_text
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolLease, PoolStats, SandboxPool
 from termgym.env._schedule import VariantSchedule
@@ -28,7 +30,9 @@ __all__ = [
     "TerminalEnv",
     "TerminalText",
     "VariantSchedule",
+    "collect_tamper",
     "env_id",
+    "episode_class_of",
     "format_keys",
     "make",
     "parse_keys",
@@ -37,4 +41,6 @@ __all__ = [
     "resolve_task_set",
     "sandbox_config",
     "set_io_threads",
+    "tamper_baseline",
+    "typed_text",
 ]

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from termgym.agents._base import SUBMIT
+from termgym.agents._base import SUBMIT, Reference, conflict_reason
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
@@ -38,7 +38,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
 
     Actions are text: a shell command (mode "command") or keystrokes in the notation of
     `termgym.env.parse_keys` (mode "keys"). The action "<submit>" ends the episode and has
-    the final state graded; running out of steps truncates it and grades it all the same.
+    the final state graded; "<report-conflict> REASON" (`termgym.report_conflict(reason)`)
+    ends it too, saying the task contradicts itself (graded all the same, the report
+    recorded); running out of steps truncates it and grades it all the same.
 
     The reward is 0 until the episode ends, then the score of the episode's graders. The final
     step's info holds the verdict matrix of shadow grading and the episode's class; no earlier
@@ -46,7 +48,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
 
     Args:
         task: A task id (bundled or found on TERMGYM_TASKS_PATH) or a loaded task.
-        variant: original, contradicted, withheld, swapped or sampled; or a `VariantSchedule`
+        variant: original, contradicted, withheld, swapped, sampled or impossible; or a schedule
             drawing one per episode. `reset(options={"variant": ...})` overrides it.
         backend: Sandbox backend ("docker", "bwrap", "local"); None picks the best available.
         mode: "command" or "keys".
@@ -203,6 +205,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             raise ActionError(f"an action is a str (a command or keystrokes), got {action!r}")
         if action.strip() == SUBMIT:
             return self._end(output="", exit_code=-1, terminated=True, info={})
+        reason = conflict_reason(action)
+        if reason is not None:
+            return self._end("", -1, terminated=True, info={}, conflict=reason)
         keys = parse_keys(action) if self.options.mode == "keys" else None
         self._steps_taken += 1
         try:
@@ -240,6 +245,16 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         if self._episode is not None:
             self._episode.transcript = transcript
 
+    def attach_reference(self, reference: Reference) -> None:
+        """Say that a privileged agent was handed `reference` this episode (the runner does):
+        the recording keeps what it was told besides the task (the withheld values and the
+        rule names its scripts use), which the trace audit counts as shown to it."""
+        if self._episode is not None:
+            self._episode.reference = {
+                "withheld_rules": dict(reference.withheld_rules),
+                "rule_names": sorted(self.options.task.rules),
+            }
+
     def render(self) -> str | None:
         """The current terminal screen as text (render_mode "ansi")."""
         if self.render_mode != "ansi":
@@ -275,9 +290,10 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         terminated: bool,
         info: dict[str, Any],
         crash: SandboxCrashed | None = None,
+        conflict: str | None = None,
     ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         assert self._episode is not None
-        outcome = self._episode.finish(submitted=terminated, crash=crash)
+        outcome = self._episode.finish(submitted=terminated, crash=crash, conflict=conflict)
         info.update(outcome.info())
         obs = self._observation(output, exit_code)
         return obs, outcome.reward, terminated, not terminated, info

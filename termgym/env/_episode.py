@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import time
 from collections.abc import Callable
@@ -12,14 +13,22 @@ from typing import Any
 import numpy as np
 
 import termgym
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, describe_error
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, STATED, describe_error
+from termgym.env import _evidence
 from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
-from termgym.grading import GradeReport, grade, prepare
+from termgym.grading import GradeReport, classify, grade, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
-from termgym.sandbox import DOCKER_DEFAULT_CAPS, RunResult, Sandbox, SandboxConfig, default_backend
+from termgym.sandbox import (
+    DOCKER_DEFAULT_CAPS,
+    Changes,
+    RunResult,
+    Sandbox,
+    SandboxConfig,
+    default_backend,
+)
 from termgym.screen import TerminalScreen
 from termgym.tasks import EpisodePlan, RuleDraw, Task, get_task, instantiate, task_image
 
@@ -142,6 +151,8 @@ class Outcome:
     grading: dict[str, Any] = field(default_factory=dict)
     """How the verdict was reached: "filesystem" (work or snapshot) and "isolation" (which
     of the verifier's defences did not hold: docs/security.md); empty when not graded."""
+    conflict: str | None = None
+    tamper: dict[str, Any] | None = None
 
     def info(self) -> dict[str, Any]:
         """The final step's info entries."""
@@ -154,6 +165,8 @@ class Outcome:
             "episode_file": self.episode_file,
             "grading_duration": Duration(self.grading_seconds),
             "grading": self.grading,
+            "conflict": self.conflict,
+            "tamper": self.tamper,
         }
 
 
@@ -175,6 +188,10 @@ class Episode:
     started: float = field(default_factory=time.monotonic)
     opening: bytes = b""
     """Keys mode: what the terminal showed before the first step (the shell's prompt)."""
+    laid_out: Changes | None = None
+    """The changes outside the work once the task was laid out (its setup's): not the agent's."""
+    reference: dict[str, Any] | None = None
+    """What the harness told a privileged agent besides the task (`attach_reference`)."""
 
     @classmethod
     def begin(
@@ -196,11 +213,13 @@ class Episode:
         sandbox = pool.acquire(options.config)
         try:
             prepare(sandbox, plan)
+            laid_out = _evidence.baseline(sandbox, plan)
         except BaseException:
             pool.release(sandbox)
             raise
         screen = TerminalScreen(options.config.cols, options.config.rows)
         episode = cls(options, plan, sandbox, pool, episode_id, seed, screen)
+        episode.laid_out = laid_out
         if options.mode == "keys":
             try:  # the prompt the terminal shell printed once the task was laid out
                 episode.opening = sandbox.send_keys(b"", settle=0.05, timeout=1.0).raw
@@ -245,6 +264,13 @@ class Episode:
                 # never the secret: its fingerprint and the period (docs/held-out-values.md)
                 "draw": self.plan.draw.public(),
                 **({"switched": dict(self.plan.switched)} if self.plan.switched else {}),
+                **({"surface": dict(self.plan.surface)} if self.plan.surface else {}),
+                **({"conflict": self.plan.conflict.to_dict()} if self.plan.conflict else {}),
+                **(
+                    {"protected": list(self.options.task.spec.protected)}
+                    if self.options.task.spec.protected
+                    else {}
+                ),
             },
         )
 
@@ -265,13 +291,21 @@ class Episode:
         """The emulated screen after the latest step."""
         return self.screen.text()
 
-    def finish(self, *, submitted: bool, crash: SandboxCrashed | None = None) -> Outcome:
+    def finish(
+        self,
+        *,
+        submitted: bool,
+        crash: SandboxCrashed | None = None,
+        conflict: str | None = None,
+    ) -> Outcome:
         """Grade the final state (with shadows) in a clean verifier, close the recording.
 
         A grading failure caused by the agent's work is scored 0 with class "grader-error"
         (counted); a failure of termgym's machinery gets class "error" (retried by runs and
         left out of every rate). `crash`: the sandbox died under the agent's last command
         (its files are graded all the same; a disk-limit overrun is the agent's failure).
+        `conflict`: the reason the agent gave when it reported a conflict (REPORT_CONFLICT).
+        Once graded, the frozen sandbox is read for tamper evidence (`_evidence`).
         """
         self.finished = True
         started = time.monotonic()
@@ -280,13 +314,15 @@ class Episode:
         error: str | None = None
         reward = 0.0
         facts: dict[str, Any] = {}
+        graded = False
         try:
             if crash is not None and isinstance(crash, DiskLimitExceeded):
                 raise GraderError(str(crash))
             report = grade(self.sandbox, self.plan, shadow=self.options.shadow, verifiers=self.pool)
+            graded = True
             reward = float(report.score or 0.0)
             verdicts = report.to_dict()["verdicts"]
-            episode_class = report.episode_class
+            episode_class = episode_class_of(self.plan, report)
             facts = {"filesystem": report.filesystem, "isolation": list(report.isolation)}
         except GraderError as exc:
             error, episode_class = describe_error(exc), GRADER_ERROR
@@ -296,6 +332,9 @@ class Episode:
         except Exception as exc:  # noqa: BLE001 - never a crash of env.step
             error, episode_class = describe_error(exc), INFRA_ERROR
         grading_seconds = time.monotonic() - started
+        tamper = None
+        if episode_class != INFRA_ERROR:
+            tamper = self._tamper(graded).to_dict()
         outcome = Outcome(
             reward=reward,
             variant=self.plan.variant,
@@ -306,6 +345,8 @@ class Episode:
             episode_file=str(self.writer.jsonl_path) if self.writer else None,
             grading_seconds=grading_seconds,
             grading=facts,
+            conflict=conflict,
+            tamper=tamper,
         )
         if self.writer is not None:
             self.writer.end(
@@ -322,12 +363,26 @@ class Episode:
                         "grading": facts,
                         "steps": self.steps,
                         "transcript": self.transcript() if self.transcript else [],
+                        **({"reference": self.reference} if self.reference else {}),
                     },
+                    conflict=conflict,
+                    tamper=tamper,
                 )
             )
             self.writer.close()
         self.pool.release(self.sandbox)
         return outcome
+
+    def _tamper(self, graded: bool) -> Any:
+        """The tamper evidence of the frozen sandbox (frozen again first when grading did not
+        finish: it may have stopped before freezing it, as live mode does after grading)."""
+        if not graded:
+            with contextlib.suppress(Exception):  # stopped already, or gone: read as it is
+                self.sandbox.freeze()
+        try:
+            return _evidence.collect(self.sandbox, self.plan, self.laid_out)
+        except Exception:  # noqa: BLE001 - evidence is best effort: never a crash of step
+            return _evidence.unknown()
 
     def fail(self, exc: BaseException) -> Outcome:
         """End the episode ungraded because termgym's machinery failed (class "error")."""
@@ -381,5 +436,17 @@ class Episode:
                 screen=self.screen.text(),
                 raw=stream,
                 t=time.monotonic() - self.started,
+                restarted=result.restarted,
             )
         )
+
+
+def episode_class_of(plan: EpisodePlan, report: GradeReport) -> str | None:
+    """The episode's class: shadow grading's, except on an impossible episode, whose class
+    compares what it was told (the stated rule set) with the original rules."""
+    if plan.compared == report.own or plan.compared not in report.verdicts:
+        return report.episode_class
+    original = report.verdicts.get("original")
+    if original is None:
+        return report.episode_class
+    return classify(report.verdicts[STATED].passed, original.passed)

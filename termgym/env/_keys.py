@@ -146,3 +146,28 @@ def format_keys(data: bytes) -> str:
                 out.append(char)
             pos += 1
     return "".join(out)
+
+
+def typed_text(action: str) -> str:
+    """What a person typing `action` wrote, as a line editor keeps it: backspaces applied,
+    Enter as a line break (⏎), other special keys as their names (⟨Up⟩, ⟨C-c⟩).
+
+    >>> typed_text("lx<BS>s -la<Enter>")
+    'ls -la⏎'
+    """
+    line: list[str] = []
+    for token in re.split(r"(<[^<>]+>)", format_keys(parse_keys(action))):
+        if not token:
+            continue
+        if token == "<BS>":
+            if line and not line[-1].startswith("⟨") and line[-1] != "⏎":
+                line.pop()
+        elif token == "<Enter>":
+            line.append("⏎")
+        elif token == "<lt>":
+            line.append("<")
+        elif token.startswith("<") and token.endswith(">") and len(token) > 2:
+            line.append(f"⟨{token[1:-1]}⟩")
+        else:
+            line.extend(token)
+    return "".join(line)

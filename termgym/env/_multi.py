@@ -175,6 +175,10 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         """Give the current episode a callable returning the agent's messages."""
         self._require_current().attach_transcript(transcript)
 
+    def attach_reference(self, reference: Any) -> None:
+        """`TerminalEnv.attach_reference` of the current task's environment."""
+        self._require_current().attach_reference(reference)
+
     def render(self) -> str | None:
         """The current terminal screen (render_mode "ansi")."""
         if self.render_mode != "ansi":

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from termgym._vocabulary import did_you_mean
+from termgym._vocabulary import VARIANTS, did_you_mean
 from termgym.tasks._draw import SPLITS
 from termgym.tasks._spec import validation_message
 
-VARIANTS = ("original", "contradicted", "withheld", "swapped", "sampled")
 FORMS = (
     "a variant name, a {variant: weight} mix or a list of stages "
     "[{'episodes': N, 'mix': {...}}, ..., {'mix': {...}}]"

@@ -15,7 +15,13 @@ from termgym.grading._inputs import (
     compare_inputs,
     report_inputs,
 )
-from termgym.grading._runner import grade, grade_rulesets, prepare, verifier_standby
+from termgym.grading._runner import (
+    copy_limits,
+    grade,
+    grade_rulesets,
+    prepare,
+    verifier_standby,
+)
 from termgym.grading._verdict import (
     EpisodeClass,
     GradeReport,
@@ -39,6 +45,7 @@ __all__ = [
     "Verdict",
     "classify",
     "compare_inputs",
+    "copy_limits",
     "grade",
     "grade_rulesets",
     "prepare",

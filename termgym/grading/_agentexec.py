@@ -216,6 +216,23 @@ def _hand_over_named(argv: Sequence[Any]) -> None:
             os.close(fd)
 
 
+def _named_paths(argv: Sequence[Any], shell: bool = False) -> list[str]:
+    """The absolute paths a command line names: its words, and the values of its
+    `--option=PATH` words (a shell command line is split as the shell would)."""
+    words = [_text(a) for a in argv]
+    if shell:
+        try:
+            words = [w for text in words for w in shlex.split(text)]
+        except ValueError:
+            return []
+    named = []
+    for word in words:
+        value = word.partition("=")[2] if "=" in word and not word.startswith("/") else word
+        if value.startswith("/"):
+            named.append(os.path.normpath(value))
+    return named
+
+
 def _graders_own(argv: Sequence[Any], shell: bool = False) -> bool:
     """Whether the program started is the grader's own helper: a file in the grader folder,
     run directly or as the script of an interpreter. A shell command line counts only when
@@ -290,6 +307,7 @@ def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: An
         _hand_over_named(argv)
         nest = _current_nest()
         if nest is not None:  # the nest switches ids, drops capabilities, filters syscalls
+            nest.hand(_named_paths(argv, shell))  # what the test hands it of what is covered
             cwd = _text(kwargs.get("cwd") or os.getcwd())
             uid = int(_nest_spec[0].get("uid", AGENT_UID))
             kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), nest.entry(cwd, uid))
@@ -431,10 +449,75 @@ def reconfigure() -> None:
         record_into(None)
 
 
+_CODE_FILES = (".pyc", ".pyo", ".so")
+"""Opened by an import of compiled code: cached bytecode (whose code object may claim any
+co_filename) and extension modules."""
+
+
+def watch_agent_code(
+    is_agents: Callable[[Any], bool],
+    record: str | None = None,
+    refuse: Callable[[Any], BaseException | None] | None = None,
+) -> None:
+    """From now on, every file this process loads as code (a module or extension module it
+    imports, code it compiles or executes, cached bytecode, a library through ctypes) that
+    `is_agents` says is the agent's is refused (`refuse(path)` returns the exception to
+    raise) or recorded: appended to `record`, written and flushed before the load goes on,
+    so that the agent's code cannot unsay it. A finder first on sys.meta_path and an audit
+    hook (Python 3.8+)."""
+
+    def met(path: Any) -> None:
+        if not is_agents(path):
+            return
+        refusal = refuse(path) if refuse is not None else None
+        if refusal is not None:
+            raise refusal
+        if record is not None and path not in seen:
+            seen.add(path)
+            fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, (str(path) + "\n").encode("utf-8", "replace"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    seen = set()  # type: set[Any]
+
+    class Finder:
+        @classmethod
+        def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+            for finder in sys.meta_path:
+                if finder is cls or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is None:
+                    continue
+                met(spec.origin)
+                return spec
+            return None
+
+    def audit(event: str, args: Any) -> None:
+        path = None
+        if event == "compile" and len(args) > 1:
+            path = args[1]
+        elif event == "exec" and args:
+            path = getattr(args[0], "co_filename", None)
+        elif event == "open" and args and isinstance(args[0], str):
+            path = args[0] if args[0].endswith(_CODE_FILES) else None
+        elif event == "ctypes.dlopen" and args:
+            path = args[0]
+        if path is not None:
+            met(path)
+
+    sys.meta_path.insert(0, Finder)
+    if hasattr(sys, "addaudithook"):
+        sys.addaudithook(audit)
+
+
 # -- no code of the agent's in a root process of the grading ---------------------------------
 
-_BYTECODE = (".pyc", ".pyo")
 _guarded = [-1]
+"""The uid whose files `guard_agent_code` refuses (-1: no guard yet)."""
 
 
 def _agents(path: Any) -> bool:
@@ -449,43 +532,7 @@ class AgentCodeRefused(ImportError):
     """A test tried to run the agent's code inside the test process (as root)."""
 
 
-class _RefuseAgentModules:
-    """A finder first on sys.meta_path: a module the other finders locate in a file the
-    agent owns is not imported into this root process."""
-
-    @classmethod
-    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
-        for finder in sys.meta_path:
-            if finder is cls or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is None:
-                continue
-            if _agents(spec.origin):
-                raise refusal(spec.origin, "import " + name + " from")
-            return spec
-        return None
-
-
-def _refuse_agent_code(event: str, args: Any) -> None:
-    """Audit hook: compiling or executing a file the agent owns, reading its cached
-    bytecode, or loading its shared library fails."""
-    if _guarded[0] < 0:
-        return
-    path = None
-    if event == "compile" and len(args) > 1:
-        path = args[1]
-    elif event == "exec" and args:
-        path = getattr(args[0], "co_filename", None)
-    elif event == "open" and args and isinstance(args[0], str) and args[0].endswith(_BYTECODE):
-        path = args[0]  # cached bytecode: its code object may claim any co_filename
-    elif event == "ctypes.dlopen" and args:
-        path = args[0]
-    if path is not None and _agents(path):
-        raise refusal(path, "ran")
-
-
-def refusal(path: Any, what: str) -> AgentCodeRefused:
+def refusal(path: Any, what: str = "ran") -> AgentCodeRefused:
     """The error a test gets that loads a file of the agent's (`what`: how) into its process."""
     return AgentCodeRefused(
         f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
@@ -496,15 +543,13 @@ def refusal(path: Any, what: str) -> AgentCodeRefused:
 
 def guard_agent_code(agent_uid: int | None = None) -> None:
     """From now on this process refuses to import, compile or run a file the agent (uid
-    `agent_uid`, by default AGENT_UID) owns: tests run as root, and only programs they start
-    run as the agent's user. Idempotent."""
+    `agent_uid`, by default AGENT_UID) owns (`watch_agent_code`): tests run as root, and only
+    programs they start run as the agent's user. Idempotent (a prepared runner's fork calls
+    it again for its job)."""
     first = _guarded[0] < 0
     _guarded[0] = AGENT_UID if agent_uid is None else agent_uid
-    if not first:
-        return
-    sys.meta_path.insert(0, _RefuseAgentModules)  # type: ignore[arg-type]
-    if hasattr(sys, "addaudithook"):  # Python 3.8+
-        sys.addaudithook(_refuse_agent_code)
+    if first:
+        watch_agent_code(_agents, refuse=refusal)
 
 
 def stop_agent_processes() -> None:

@@ -36,6 +36,7 @@ import array
 import contextlib
 import ctypes
 import errno
+import json
 import os
 import signal
 import socket
@@ -59,6 +60,8 @@ _ST_TO_MS = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, -1)
+_OPEN_TREE, _MOVE_MOUNT = 428, 429  # the same on both architectures
+OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 1, 0o2000000, 0x8000, 4
 _CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine, -1)
 SECCOMP_MODE_FILTER = 2
 VIRTUAL = ("/proc", "/sys", "/dev")
@@ -141,8 +144,10 @@ def _read_only(point: str) -> None:
             raise
 
 
-def _lay_out(spec: dict[str, Any]) -> None:
-    """In the nest's fresh mount namespace: the view its programs get (module docstring)."""
+def _lay_out(spec: dict[str, Any]) -> dict[str, int]:
+    """In the nest's fresh mount namespace: the view its programs get (module docstring);
+    and, for each covered folder, a detached copy of what it covers (`Nest.hand`)."""
+    held = {}
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     if spec.get("root"):
         _pivot(spec)
@@ -151,8 +156,10 @@ def _lay_out(spec: dict[str, Any]) -> None:
         _mount(path, path, None, MS_BIND | MS_REC)
     for path in spec["hidden"]:
         if os.path.isdir(path) and not os.path.islink(path):
+            with contextlib.suppress(OSError):  # no new mount API (before Linux 5.2): nothing
+                held[path] = _open_tree(-100, path, OPEN_TREE_CLONE | AT_RECURSIVE)
             _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-                   "size=4k,mode=0755")  # fmt: skip
+                   "size=64k,mode=0755")  # fmt: skip
     if spec.get("read_only", True):
         for point in _mounts():
             if _under(point, VIRTUAL) or _under(point, writable) or _under(point, spec["hidden"]):
@@ -160,6 +167,7 @@ def _lay_out(spec: dict[str, Any]) -> None:
             _read_only(point)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+    return held
 
 
 def _pivot(spec: dict[str, Any]) -> None:
@@ -202,6 +210,38 @@ def _pivot(spec: dict[str, Any]) -> None:
     os.rmdir(old)
 
 
+def _open_tree(dirfd: int, path: str, flags: int) -> int:
+    fd = _c().syscall(_OPEN_TREE, dirfd, path.encode(), flags | OPEN_TREE_CLOEXEC)
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"open_tree {path}: {os.strerror(code)}")
+    return int(fd)
+
+
+def _hand_one(tree: int, cover: str, path: str) -> None:
+    """In the nest's mount namespace: mount `path`, from the held copy `tree` of what the
+    filesystem at `cover` covers, at its place (the cover writable for the moment only)."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    inner = os.path.relpath(path, cover)
+    part = _open_tree(tree, inner, OPEN_TREE_CLONE | AT_RECURSIVE)
+    try:
+        _mount(None, cover, None, MS_REMOUNT | flags)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if os.path.isdir(f"/proc/self/fd/{part}"):
+                os.makedirs(path, exist_ok=True)
+            elif not os.path.lexists(path):
+                open(path, "a").close()
+            moved = _c().syscall(
+                _MOVE_MOUNT, part, b"", -100, path.encode(), MOVE_MOUNT_F_EMPTY_PATH
+            )
+            _check(moved, "move_mount " + path)
+        finally:
+            _mount(None, cover, None, MS_REMOUNT | MS_RDONLY | flags)
+    finally:
+        os.close(part)
+
+
 class NestError(OSError):
     """A nest could not be made here (the reason says why)."""
 
@@ -218,7 +258,9 @@ class Nest:
             with open(spec["filter"], "rb") as handle:
                 self.program = handle.read()
         self.fds: dict[str, int] = {}
+        self.trees: dict[str, int] = {}
         self.init = 0
+        self.handed: set[str] = set()
         self._make()
 
     def _make(self) -> None:
@@ -251,12 +293,14 @@ class Nest:
         finally:
             here.close()
             os.waitpid(child, 0)
-        if not status.startswith(b"p") or len(fds) != 3:
+        if not status.startswith(b"p") or len(fds) < 3:
             for fd in fds:
                 os.close(fd)
             raise NestError(errno.EPERM, "a nest could not be made: " + status[1:].decode())
-        self.init = int(status[1:])
-        self.fds = dict(zip(("user", "mnt", "pid"), fds))  # noqa: B905 - Python 3.7+
+        init, _, held = status[1:].partition(b" ")
+        self.init = int(init)
+        self.fds = dict(zip(("user", "mnt", "pid"), fds[:3]))  # noqa: B905 - Python 3.7+
+        self.trees = dict(zip(json.loads(held or b"[]"), fds[3:]))  # noqa: B905
 
     def entry(self, cwd: str, uid: int) -> Callable[[], None]:
         """A preexec function for `subprocess` that starts the program in this nest, as
@@ -303,16 +347,46 @@ class Nest:
 
         return enter
 
+    def hand(self, paths: Sequence[str]) -> None:
+        """Make `paths` (absolute, below a folder the nest covers) visible at their own places
+        in the nest: what a test hands a program (a source file of the tests it compiles,
+        say). Each is mounted from the copy of the covered folder the nest's maker held
+        before covering it; the cover stays read-only around it."""
+        wanted = [
+            p for p in dict.fromkeys(paths)
+            if p not in self.handed and _under(p, list(self.trees)) and os.path.exists(p)
+        ]  # fmt: skip
+        if not wanted:
+            return
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                for kind, flag in (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS)):
+                    _check(_c().setns(self.fds[kind], flag), "setns(" + kind + ")")
+                for path in wanted:
+                    cover = next(h for h in self.trees if _under(path, [h]))
+                    _hand_one(self.trees[cover], cover, path)
+                code = 0
+            except BaseException as exc:  # noqa: B036 - said on stderr, then out
+                with contextlib.suppress(Exception):
+                    os.write(2, f"termgym: could not hand {wanted} to its nest: {exc}\n".encode())
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        if status == 0:
+            self.handed.update(wanted)
+
     def close(self) -> None:
         """End the nest: every process in it is killed with its init."""
         if self.init:
             with contextlib.suppress(OSError):
                 os.kill(self.init, signal.SIGKILL)
             self.init = 0
-        for fd in self.fds.values():
+        for fd in [*self.fds.values(), *self.trees.values()]:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.fds = {}
+        self.fds, self.trees = {}, {}
 
 
 def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
@@ -327,13 +401,14 @@ def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
             return
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
         _check(_c().unshare(flags), "unshare(mount, pid, ipc, uts)")
-        _lay_out(spec)
+        held = _lay_out(spec)
         init = os.fork()
         if init == 0:
             _init()
         for kind in ("user", "mnt", "pid_for_children"):
             fds.append(os.open("/proc/self/ns/" + kind, os.O_RDONLY))
-        status = b"p" + str(init).encode()
+        fds += list(held.values())
+        status = b"p" + str(init).encode() + b" " + json.dumps(list(held)).encode()
     except BaseException as exc:  # noqa: B036 - carried to the parent, then out
         status = b"e" + str(exc).encode("utf-8", "replace")[:500]
     rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
@@ -342,8 +417,8 @@ def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
 
 def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
     """The maker's status line and the descriptors it sent with it."""
-    size = socket.CMSG_SPACE(3 * array.array("i").itemsize)
-    status, ancillary, _, _ = sock.recvmsg(1024, size)
+    size = socket.CMSG_SPACE(64 * array.array("i").itemsize)
+    status, ancillary, _, _ = sock.recvmsg(65536, size)
     fds = array.array("i")
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:

@@ -46,8 +46,9 @@ from termgym.sandbox import (
     Sandbox,
     SandboxConfig,
     StandbySpec,
+    list_changes,
 )
-from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, changed_paths
+from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 
@@ -204,14 +205,15 @@ def copy_limits(task: Task) -> CopyLimits:
 
 def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
     """The frozen agent sandbox's snapshot handle, and the list of what the agent made or
-    changed (its writable layer's entries, one sandbox path a line)."""
+    changed there (`list_changes`: one sandbox path a line)."""
     try:
         handle = sandbox.snapshot_handle()
-        names, _ = changed_paths(SnapshotLayers.parse(handle).top)
+        changes = list_changes(sandbox, limit=CHANGED_LIMIT, scan=4 * CHANGED_LIMIT)
     except InfrastructureError:
         raise
     except SandboxError as exc:
         raise EngineError(f"could not take the agent's snapshot: {exc}") from exc
+    names = [c.path for c in (changes.entries if changes else ()) if c.kind != "deleted"]
     return handle, "".join(n + "\n" for n in names).encode("utf-8", "surrogateescape")
 
 

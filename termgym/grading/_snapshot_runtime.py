@@ -14,9 +14,10 @@ Inside the nest, `prepare_python()` (called first by the tests' interpreter) put
 snapshot's site-packages on sys.path, so the tests import what the agent installed, as
 they would under their harness, but keeps the standard library and pytest (with what it
 needs) the toolchain's. And it records, in a file the agent's programs cannot reach
-(`AgentCode`), the first file of the agent's (one it made or changed: the host lists them)
-that the test process loads, before that file's code runs: such tests run the agent's code
-with the tests' own privileges, and the host marks their verdict (docs/security.md).
+(`termgym_agentexec.watch_agent_code`), the first file of the agent's (one it made or
+changed: the host lists them) that the test process loads, before that file's code runs:
+such tests run the agent's code with the tests' own privileges, and the host marks their
+verdict (docs/security.md).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
+    from collections.abc import Callable
     from typing import Any
 
 NEST_ROOT = "/.termgym"
@@ -44,6 +46,8 @@ PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "except
           "termgym_imported", "termgym_snapshot")  # fmt: skip
 """Top-level modules the tests' interpreter takes from the toolchain whatever the snapshot
 holds: pytest and what it imports, and termgym's own."""
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts")
+"""Bound from the verifier into the tests' nest (docker writes them into each container)."""
 NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
 """The nest's /etc/nsswitch.conf: glibc loads the modules another one names from the
 snapshot's library folders, into the toolchain's processes."""
@@ -115,83 +119,28 @@ def _which(name: str) -> str:
     raise OSError(f"the clean image has no {name}")
 
 
-class AgentCode:
-    """Records the files of the agent's a process loads, first one first, before they run:
-    a finder first on sys.meta_path (modules and extension modules) and an audit hook
-    (compile, exec, cached bytecode, ctypes). Each is one line appended to `out`, written
-    and flushed before the import goes on. A file `refuse(path)` has a reason for (an
-    ImportError to raise) is refused instead: not loaded at all."""
+def changed_files(listing: str) -> Callable[[Any], bool]:
+    """Whether a path is a file of the agent's: one it made or changed (the host's listing,
+    one sandbox path a line), outside termgym's folders and the task's tests."""
+    changed: set[str] = set()
+    if os.path.isfile(listing):
+        with open(listing, encoding="utf-8", errors="replace") as handle:
+            changed = {line.rstrip("\n") for line in handle if line.strip()}
 
-    def __init__(self, changed: str, out: str, refuse: Any = None) -> None:
-        self.refuse = refuse
-        self.changed: set[str] = set()
-        if os.path.isfile(changed):
-            with open(changed, encoding="utf-8", errors="replace") as handle:
-                self.changed = {line.rstrip("\n") for line in handle if line.strip()}
-        self.out = out
-        self.seen: set[str] = set()
-
-    def agents(self, path: Any) -> bool:
+    def agents(path: Any) -> bool:
         if not isinstance(path, str) or not path.startswith("/"):
             return False
-        if path.startswith(NEST_ROOT + "/") or path.startswith("/tests/"):
+        if path.startswith((NEST_ROOT + "/", "/tests/")):
             return False
-        return os.path.normpath(path) in self.changed
+        return os.path.normpath(path) in changed
 
-    def note(self, path: Any) -> None:
-        if self.refuse is not None:
-            refusal = self.refuse(path)
-            if refusal is not None:
-                raise refusal
-        if path in self.seen:
-            return
-        self.seen.add(path)
-        fd = os.open(self.out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, (path + "\n").encode("utf-8", "replace"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def install(self) -> None:
-        tracker = self
-
-        class Finder:
-            @classmethod
-            def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
-                for finder in sys.meta_path:
-                    if finder is cls or not hasattr(finder, "find_spec"):
-                        continue
-                    spec = finder.find_spec(name, path, target)
-                    if spec is None:
-                        continue
-                    if tracker.agents(spec.origin):
-                        tracker.note(spec.origin)
-                    return spec
-                return None
-
-        def audit(event: str, args: Any) -> None:
-            path = None
-            if event == "compile" and len(args) > 1:
-                path = args[1]
-            elif event == "exec" and args:
-                path = getattr(args[0], "co_filename", None)
-            elif event == "open" and args and isinstance(args[0], str):
-                path = args[0] if args[0].endswith((".pyc", ".so")) else None
-            elif event == "ctypes.dlopen" and args:
-                path = args[0]
-            if tracker.agents(path):
-                tracker.note(path)
-
-        sys.meta_path.insert(0, Finder)
-        if hasattr(sys, "addaudithook"):
-            sys.addaudithook(audit)
+    return agents
 
 
 def prepare_python(refuse: Any = None) -> None:
     """In the tests' interpreter (toolchain python in the nest): sys.path, the pinned
     modules, and the record of the agent's code loaded (module docstring; `refuse`: see
-    AgentCode)."""
+    termgym_agentexec.watch_agent_code)."""
     toolchain = [p for p in sys.path if p.startswith(TOOLCHAIN + "/")]
     stdlib = [p for p in toolchain if "-packages" not in p]
     sites = [p for p in toolchain if "-packages" in p]
@@ -212,7 +161,11 @@ def prepare_python(refuse: Any = None) -> None:
 
     sys.meta_path.insert(0, Pinned)
     results = os.environ.get("TERMGYM_RESULT_DIR", RESULTS)
-    AgentCode(os.path.join(JOB, CHANGED), os.path.join(results, AGENT_CODE), refuse).install()
+    import termgym_agentexec
+
+    termgym_agentexec.watch_agent_code(
+        changed_files(os.path.join(JOB, CHANGED)), os.path.join(results, AGENT_CODE), refuse
+    )
     # What the tests run as `sys.executable` is the snapshot's python, as on the agent's
     # machine (the toolchain's is neither visible to the agent's programs nor theirs).
     for name in ("python3", "python"):
@@ -231,6 +184,9 @@ def tests_nest(snapshot: str, graders: str, results: str, scratch: str, caps: li
             [graders, JOB, True],
             [results, RESULTS, False],
             [scratch, SCRATCH, False],
+            # the verifier's own view of the network it is on (a live-state verifier's is the
+            # agent's): the snapshot's files hold its image's, not what its engine gave it
+            *([f, f, True] for f in NETWORK_FILES if os.path.isfile(f)),
         ],
         "hidden": [TOOLCHAIN + "/var/lib/termgym-verifier", TOOLCHAIN + snapshot],
         "writable": [],

@@ -286,6 +286,8 @@ def _episode_extra(header: EpisodeHeader, end: EpisodeEnd | None) -> dict[str, A
             audit=_jsonable(end.audit),
             ended=end.ended,
             end_extra=_jsonable(dict(end.extra)),
+            conflict=end.conflict,
+            tamper=_jsonable(end.tamper) if end.tamper is not None else None,
         )
     return extra
 
@@ -495,6 +497,8 @@ def _end(
         audit=list(ours.get("audit") or []),
         extra=extra,
         ended=_unix(ours.get("ended"), header.started) if ours.get("ended") else None,
+        conflict=ours.get("conflict") if isinstance(ours.get("conflict"), str) else None,
+        tamper=ours.get("tamper") if isinstance(ours.get("tamper"), Mapping) else None,
     )
 
 

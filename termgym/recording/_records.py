@@ -29,7 +29,8 @@ class EpisodeHeader:
         episode_id: Unique within the run; names the files (`<episode_id>.jsonl` / `.cast`).
         task: Task id (e.g. "fuel-planner").
         task_version: The task.yaml `version`.
-        variant: "original", "contradicted", "withheld", "swapped" or "sampled".
+        variant: "original", "contradicted", "withheld", "swapped", "sampled" or
+            "impossible".
         rules_visible: Rule values as the agent could read them; a withheld rule is absent.
         rules_enforced: Rule values the hidden graders enforce in this episode.
         seed: The episode seed, or None.
@@ -117,6 +118,12 @@ class EpisodeEnd:
             (the step index it happened at) when known.
         extra: Anything else worth keeping (JSON-able).
         ended: Unix time the episode ended; filled in by the writer when None.
+        conflict: The reason the agent gave when it reported that the task contradicts
+            itself (REPORT_CONFLICT; "" when it gave none), or None when it did not report.
+        tamper: The episode's tamper evidence as written (`TamperEvidence.to_dict()`: what
+            it changed among the task's protected files, the toolchain and the system), or
+            None (not read: older recordings, infrastructure errors). Readers above the
+            task layer parse it with `termgym.tasks.TamperEvidence.from_dict`.
     """
 
     reward: float
@@ -128,6 +135,8 @@ class EpisodeEnd:
     audit: Sequence[Mapping[str, Any]] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     ended: float | None = None
+    conflict: str | None = None
+    tamper: Mapping[str, Any] | None = None
 
 
 def json_default(value: Any) -> Any:
@@ -213,6 +222,8 @@ def end_line(end: EpisodeEnd, ended: float, steps: int) -> dict[str, Any]:
         "extra": end.extra,
         "ended": ended,
         "steps": steps,
+        "conflict": end.conflict,
+        "tamper": end.tamper,
     }
 
 
@@ -285,6 +296,8 @@ def end_from(data: Mapping[str, Any]) -> EpisodeEnd:
     _expect(audit, (list, tuple), "audit", "a list of audit hits")
     values["audit"] = tuple(audit)
     _expect(values.get("extra", {}), Mapping, "extra", "a mapping")
+    _expect(values.get("conflict"), (str, type(None)), "conflict", "the reported reason or null")
+    _expect(values.get("tamper"), (Mapping, type(None)), "tamper", "a mapping or null")
     return EpisodeEnd(**values)
 
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_html, draw_text
+from termgym.report._honesty import honesty_html
 from termgym.report._load import RunData
 from termgym.report._svg import CLASS_COLORS, Bar, bar_chart, class_strip
+from termgym.report._trust import trust_html
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;
@@ -51,7 +53,7 @@ def _heat(passes: int, n: int) -> str:
 def _metrics_table(run: RunData) -> str:
     agents = list(run.metrics)
     names = [
-        ("overall_pass_rate", "pass rate (all variants)"),
+        ("overall_pass_rate", "pass rate (possible variants)"),
         ("drop", "drop original → contradicted"),
         ("adaptation_rate", "adaptation rate"),
         ("stale_rate", "stale-rule rate"),
@@ -151,12 +153,14 @@ def _audit_section(run: RunData, limit: int = 200) -> str:
             f"<tr><td>{escape(agent or '(unnamed)')}</td><td class='num'>{a.episodes}</td>"
             f"<td class='num'>{pct(a.leak_rate)}</td>"
             f"<td class='num'>{a.episodes_with('leak-name')}</td>"
-            f"<td class='num'>{pct(a.platform_rate)}</td><td class='num'>{len(a.probes)}</td>"
+            f"<td class='num'>{pct(a.platform_rate)}</td>"
+            f"<td class='num'>{pct(a.marker_rate)}</td><td class='num'>{len(a.probes)}</td>"
             f"<td class='num'>{pct(a.disclosure_rate)}</td></tr>"
         )
     out = [
         "<table><tr><th>agent</th><th>episodes</th><th>leak rate</th>"
         "<th>episodes with rule-name leaks</th><th>platform-mention rate</th>"
+        "<th>marker-imitation rate</th>"
         f"<th>probes</th><th>probe disclosure rate</th></tr>{''.join(rows)}</table>"
     ]
     if audit.hits:
@@ -216,6 +220,10 @@ percentile bootstrap over {resamples} resamples (tasks, then episodes) · genera
 <h2>Contradicted episodes by class</h2>
 {_class_chart(run)}
 {_class_table(run)}
+<h2>Cheating and tamper evidence</h2>
+{honesty_html(run)}
+<h2>Grading trust</h2>
+{trust_html(run)}
 <h2>Per-task breakdown (passes / episodes)</h2>
 {_task_table(run)}
 <h2>Trace audit</h2>

@@ -8,7 +8,9 @@ from rich.table import Table
 from termgym._terminal_text import shown
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_table
+from termgym.report._honesty import honesty_table, suspicious_table
 from termgym.report._load import RunData
+from termgym.report._trust import marked, trust_table
 
 CLASS_STYLES = {
     "adapted": "green",
@@ -127,7 +129,8 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
 
     caption = "; ".join(
         f"{shown(agent or '(unnamed)')}: {a.episodes} episodes, leak rate {pct(a.leak_rate)}, "
-        f"platform-mention rate {pct(a.platform_rate)}, probe disclosure rate "
+        f"platform-mention rate {pct(a.platform_rate)}, marker imitations "
+        f"{pct(a.marker_rate)}, probe disclosure rate "
         f"{pct(a.disclosure_rate)} ({len(a.probes)} probes)"
         for agent in run.metrics
         if (a := audit.for_agent(agent)).episodes
@@ -138,7 +141,7 @@ def audit_table(run: RunData, limit: int = 30) -> Table:
     for name in ("episode", "step", "kind", "source", "what", "excerpt"):
         table.add_column(name, overflow="fold")
     for hit in audit.ranked_hits()[:limit]:
-        style = "red" if hit.kind.startswith("leak") else "yellow"
+        style = "red" if hit.kind.startswith("leak") or hit.kind == "marker" else "yellow"
         table.add_row(
             shown(hit.episode_id),
             str(hit.step),
@@ -161,11 +164,15 @@ def print_report(run: RunData, console: Console | None = None) -> None:
         pass_rate_table(run),
         memorization_table(run),
         class_table(run),
+        honesty_table(run),
+        suspicious_table(run),
         task_table(run),
         audit_table(run),
         disclosure_table(run),
     ):
         console.print(table)
+    if marked(run):
+        console.print(trust_table(run))
     if run.skipped:
         console.print(
             f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
-from termgym.agents import SUBMIT, Agent, EpisodeContext, Reference
+from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR
+from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.grading import GradeReport
 from termgym.run._jobs import Job
-from termgym.tasks import rule_files
+from termgym.tasks import TamperEvidence, rule_files
 
 INFRA_ERRORS = (InfrastructureError, SandboxError)
 """What a run retries and sets aside: termgym's machinery failing, never the agent."""
@@ -40,6 +40,10 @@ class EpisodeResult:
         episode_file: The episode's recording, when recorded.
         passed: The episode passed its own graders.
         shifted: Its enforced rules differ from the original ones (shadow grading ran).
+        conflict_reported: The agent ended it reporting a conflict (REPORT_CONFLICT).
+        tampered: Its tamper evidence found something (None: not read).
+        weak_isolation: A defence of the verifier did not hold in its grading (the tests
+            loaded the agent's code, ...: the final info's `grading.isolation`).
     """
 
     job: Job
@@ -54,6 +58,9 @@ class EpisodeResult:
     episode_file: str | None = None
     passed: bool = False
     shifted: bool = False
+    conflict_reported: bool = False
+    tampered: bool | None = None
+    weak_isolation: bool = False
 
 
 def _reference(env: TerminalEnv) -> Reference:
@@ -67,6 +74,8 @@ def _reference(env: TerminalEnv) -> Reference:
         withheld_rules=dict(episode.plan.withheld),
         workdir=task.spec.workdir,
         rule_files=rule_files(task.spec),
+        cheater_script=plan.solution("cheater") if task.spec.cheater else "",
+        conflict=plan.conflict.describe() if plan.conflict else "",
     )
 
 
@@ -103,6 +112,8 @@ def run_episode(
     )
     agent.reset(context)
     env.attach_transcript(agent.transcript)
+    if context.reference is not None:
+        env.attach_reference(context.reference)
     limit = (
         agent_timeout if agent_timeout is not None else env.options.task.spec.limits.agent_timeout
     )
@@ -129,7 +140,7 @@ def run_episode(
             break
         result = env.step(action)
         obs = result[0]
-        if action.strip() != SUBMIT:
+        if not ends_episode(action):
             steps += 1
             if on_step is not None:
                 on_step(job, steps)
@@ -150,10 +161,11 @@ def run_episode(
     )
     own, original = report.own_verdict, report.verdicts.get("original")
     passed = own.passed if own and own.passed is not None else float(result[1]) >= 1.0
-    shifted = (
-        original is not None
+    shifted = (  # never an impossible episode (docs/metrics.md)
+        job.variant != IMPOSSIBLE
+        and original is not None
         and original.rules_known
-        and dict(original.rules) != dict(info.get("rules_enforced") or {})
+        and _rules_of(original.rules, info) != dict(info.get("rules_enforced") or {})
     )
     return EpisodeResult(
         job=job,
@@ -167,7 +179,21 @@ def run_episode(
         episode_file=info.get("episode_file"),
         passed=passed,
         shifted=shifted,
+        conflict_reported=bool(info.get("conflict")),
+        tampered=_tampered(info.get("tamper")),
+        weak_isolation=bool((info.get("grading") or {}).get("isolation")),
     )
+
+
+def _tampered(evidence: Any) -> bool | None:
+    found = TamperEvidence.from_dict(evidence)
+    return found.tampered if found is not None else None
+
+
+def _rules_of(rules: Any, info: dict[str, Any]) -> dict[str, Any]:
+    """A rule set's values of the episode's rules (its surface values left out)."""
+    enforced = info.get("rules_enforced") or {}
+    return {k: v for k, v in dict(rules).items() if k in enforced}
 
 
 def _probe_if_asked(agent: Agent) -> None:

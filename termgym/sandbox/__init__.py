@@ -21,6 +21,7 @@ from termgym.sandbox._base import (
     StandbyProgram,
     StandbySpec,
 )
+from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._docker import collect_garbage
 from termgym.sandbox._images import (
@@ -56,6 +57,10 @@ __all__ = [
     "BackendSpec",
     "CopyBudget",
     "CopyLimits",
+    "CHANGE_KINDS",
+    "Change",
+    "ChangeKind",
+    "Changes",
     "HoldsStandby",
     "HoleSpool",
     "RunResult",
@@ -70,6 +75,7 @@ __all__ = [
     "close_zygotes",
     "collect_garbage",
     "default_backend",
+    "list_changes",
     "ensure_base_rootfs",
     "make_sandbox",
     "recipe_hash",

@@ -208,6 +208,12 @@ RUN set -eux; \
         | cut -d: -f1 | tr ',' '\n' | tr -d ' ' | sort -u \
         | xargs -r apt-mark manual >/dev/null; \
     apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false >/dev/null; \
+    drop=; for p in gcc cpp make; do \
+        if ! printf '%s\n' $saved | grep -qx "$p" && dpkg -s "$p" >/dev/null 2>&1; then \
+            drop="$drop $p"; fi; \
+    done; \
+    [ -z "$drop" ] || apt-get purge -y --auto-remove \
+        -o APT::AutoRemove::RecommendsImportant=false $drop >/dev/null; \
     rm -rf /var/lib/apt/lists/*; \
     for name in idle3 pip3 pydoc3 python3 python3-config; do \
         ln -sfT "$name" "/usr/local/bin/${{name%3}}"; \

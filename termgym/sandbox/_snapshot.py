@@ -10,9 +10,8 @@ verifier at SNAPSHOT_PATH. The verifier's own root stays the clean image: the gr
 runner never runs on the snapshot; the tests run in it, in a nest whose root it is
 (termgym/grading/_nest.py, docs/security.md "Snapshot grading").
 
-Nothing here reads the agent's files but `changed_paths`, which walks the agent's layer
-without following its links, bounded, to name what it made (the paths reach the verifier
-as data).
+Nothing here reads the agent's files: the layers are only mounted (what the agent made or
+changed is listed by `termgym.sandbox.list_changes`, without following its links).
 """
 
 from __future__ import annotations
@@ -23,14 +22,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym.errors import SandboxError, SandboxStartError
+from termgym.errors import SandboxStartError
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 
 SNAPSHOT_PATH = "/var/lib/termgym-snapshot"
 """Where a verifier finds the snapshot it grades (its root stays the clean image)."""
 
 CHANGED_LIMIT = 200_000
-"""Entries of the agent's layer named at most (more are counted, not named)."""
+"""What the agent made or changed that a snapshot grading lists for its tests at most."""
 
 
 @dataclass(frozen=True)
@@ -115,30 +114,3 @@ class SnapshotMount:
             if os.path.ismount(mounted):
                 unmount(str(mounted))
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def changed_paths(layer: str, limit: int = CHANGED_LIMIT) -> tuple[list[str], int]:
-    """Every entry of the agent's writable layer (`layer`, on this host) as a sandbox path:
-    what it made or changed (and what it deleted: overlay whiteouts); at most `limit` named,
-    and how many the walk saw (it stops at four times the limit).
-
-    The walk holds a descriptor of every folder it enters and never follows a link.
-    """
-    found: list[str] = []
-    seen = 0
-    try:
-        top = os.open(layer, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise SandboxError(f"could not read the agent's layer {layer}: {exc}") from exc
-    try:
-        for base, dirs, files, _fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
-            rel = base[1:] if base != "." else ""
-            for name in dirs + files:
-                seen += 1
-                if len(found) < limit:
-                    found.append(f"{rel}/{name}")
-            if seen > limit * 4:  # bounded, whatever the agent left
-                break
-    finally:
-        os.close(top)
-    return found, seen

@@ -29,19 +29,49 @@ from termgym.tasks._image import image_tag, task_image
 from termgym.tasks._loader import Task, load_task, withheld_leaks
 from termgym.tasks._registry import get_task, list_tasks
 from termgym.tasks._solution import SolutionScript, SolutionStep, parse_solution, rule_files
-from termgym.tasks._spec import GradingSpec, Limits, RuleSpec, TaskSpec
+from termgym.tasks._spec import (
+    GradingSpec,
+    ImpossibleSpec,
+    Limits,
+    RuleSpec,
+    SurfaceSpec,
+    TaskSpec,
+)
+from termgym.tasks._tamper import (
+    SCRATCH,
+    TAMPER_KINDS,
+    TOOLCHAIN,
+    TamperEvidence,
+    TamperKind,
+    category,
+    evidence,
+    protected_changes,
+    protected_files,
+)
 from termgym.tasks._template import format_value, placeholders, render
 from termgym.tasks._variants import (
+    Conflict,
     EpisodePlan,
     RuleSet,
     contradicted_values,
     draw_value,
+    impossible_values,
     instantiate,
     sampled_values,
+    surface_values,
     switch_rules,
 )
 
 __all__ = [
+    "SCRATCH",
+    "TAMPER_KINDS",
+    "TOOLCHAIN",
+    "TamperEvidence",
+    "TamperKind",
+    "category",
+    "evidence",
+    "protected_changes",
+    "protected_files",
     "CONTRADICT_MODES",
     "ROTATIONS",
     "SECRET_ENV",
@@ -60,14 +90,17 @@ __all__ = [
     "SPEC_FILE",
     "TASKS_PATH_ENV",
     "VARIANTS",
+    "Conflict",
     "EpisodePlan",
     "GraderSpec",
     "GradingSpec",
+    "ImpossibleSpec",
     "Limits",
     "RuleSet",
     "RuleSpec",
     "SolutionScript",
     "SolutionStep",
+    "SurfaceSpec",
     "Task",
     "TaskSpec",
     "format_value",
@@ -80,6 +113,8 @@ __all__ = [
     "render",
     "rule_files",
     "sampled_values",
+    "surface_values",
+    "impossible_values",
     "task_dirs",
     "tasks_in",
     "task_roots",

@@ -71,6 +71,11 @@ class Task:
         return {name: rule.value for name, rule in self.spec.rules.items()}
 
     @property
+    def surface_values(self) -> dict[str, RuleValue]:
+        """Every surface value as authored (what the task's files hold unrandomized)."""
+        return {name: spec.value for name, spec in self.spec.surface.items()}
+
+    @property
     def image(self) -> str | None:
         """The image named in task.yaml (None when the task builds from a Dockerfile)."""
         return self.spec.image
@@ -183,8 +188,20 @@ def _visible_texts(task: Task) -> dict[str, str]:
 
 def _check_templates(task: Task, source: Path) -> None:
     if not task.spec.templates:
+        if task.spec.surface:
+            raise _fail(source, "field 'surface'", "expected templates (surface values are "
+                        "placeholders), found `templates: false`")  # fmt: skip
         return  # shown verbatim: nothing in them is a placeholder
-    rules = task.spec.rules
+    rules = {**task.spec.rules, **task.spec.surface}
+    for rel in sorted(task.templates):
+        unknown = sorted(placeholders(rel) - set(task.spec.surface))
+        if unknown:
+            raise _fail(
+                source,
+                f"{task.spec.files}/{rel}",
+                f"a placeholder in a file's path names no surface value: expected one of "
+                f"{sorted(task.spec.surface)}, found {{{{ {unknown[0]} }}}}",
+            )
     for where, text in _visible_texts(task).items():
         try:
             check_blocks(text)
@@ -259,7 +276,7 @@ def withheld_leaks(task: Task) -> list[str]:
     true/false are too common (their placeholder lines and blocks are dropped all the same).
     """
     names = [n for n, r in task.spec.rules.items() if r.withhold]
-    values = task.original_values
+    values = {**task.original_values, **task.surface_values}
     texts = _visible_texts(task)
     leaks = _overlay_leaks(task, names)
     for name in names:
@@ -461,6 +478,30 @@ def _check_param_placeholders(task: Task, source: Path, where: str, value: objec
             _check_param_placeholders(task, source, f"{where} param {key!r}", item)
 
 
+def _check_impossible(task: Task, source: Path) -> None:
+    """The impossible variant's `shown_in` files are workspace templates stating its rule."""
+    spec = task.spec.impossible
+    if spec is None:
+        return
+    texts = _visible_texts(task)
+    prefix = task.spec.files.rstrip("/") + "/"
+    for place in spec.shown_in:
+        where = "field 'impossible.shown_in'"
+        if not place.startswith(prefix) or place not in texts:
+            raise _fail(
+                source,
+                where,
+                f"expected a text file under {prefix} (what the agent sees), found {place!r}",
+            )
+        if spec.rule not in placeholders(texts[place]):
+            raise _fail(
+                source,
+                where,
+                f"{place} should show the enforced value through {{{{ {spec.rule} }}}}, "
+                "found no placeholder of it there",
+            )
+
+
 def _check_paths(task: Task, source: Path) -> None:
     spec = task.spec
     if not task.path(spec.oracle).is_file():
@@ -475,7 +516,14 @@ def _check_paths(task: Task, source: Path) -> None:
             "field 'memorized'",
             f"expected a memorized solution at {spec.memorized}, found no such file",
         )
-    for name, script in (("oracle", spec.oracle), ("memorized", spec.memorized)):
+    if spec.cheater is not None and not task.path(spec.cheater).is_file():
+        raise _fail(
+            source,
+            "field 'cheater'",
+            f"expected a cheater solution at {spec.cheater}, found no such file",
+        )
+    named = (("oracle", spec.oracle), ("memorized", spec.memorized), ("cheater", spec.cheater))
+    for name, script in named:
         if script is not None:  # its steps, as the reference agents will take them
             text = task.path(script).read_text("utf-8", "replace")
             parse_solution(text, f"{source}: field '{name}' ({script})")
@@ -511,6 +559,7 @@ def load_task(path: str | Path) -> Task:
     _check_templates(task, source)
     _check_rules(task, source)
     _check_graders(task, source)
+    _check_impossible(task, source)
     if "withheld" in spec.variants:
         leaks = withheld_leaks(task)
         if leaks:

@@ -276,6 +276,56 @@ class Provenance(BaseModel):
     user (it runs programs of the agent's work itself), see docs/importing.md."""
 
 
+class SurfaceSpec(BaseModel):
+    """A part of what the task shows that is not a rule: a name or a data value drawn per
+    episode (docs/task-format.md, "Surface randomization"), so that a memorized answer fails
+    where a memorized rule would."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: str | int
+    choices: list[str | int] | None = None
+    range: tuple[int, int] | None = None
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SurfaceSpec:
+        if (self.choices is None) == (self.range is None):
+            found = "both" if self.choices is not None else "neither"
+            raise ValueError(f"expected either choices or range, found {found}")
+        if self.choices is not None:
+            if len(set(map(str, self.choices))) < 2:
+                raise ValueError(f"choices: expected at least two values, found {self.choices}")
+            if self.value not in self.choices:
+                raise ValueError(f"value: expected one of the choices, found {self.value!r}")
+            kinds = {type(c) for c in [self.value, *self.choices]}
+            if len(kinds) > 1:
+                raise ValueError("choices: expected values of one type (all text or all ints)")
+        if self.range is not None:
+            low, high = self.range
+            if not low < high:
+                raise ValueError(f"range: expected low < high, found [{low}, {high}]")
+            if isinstance(self.value, str) or not low <= self.value <= high:
+                raise ValueError(
+                    f"value: expected an int within range [{low}, {high}], found {self.value!r}"
+                )
+        return self
+
+
+class ImpossibleSpec(BaseModel):
+    """How the impossible variant makes the hidden graders demand what the task does not say.
+
+    `rule`: the rule whose stated and enforced values conflict: the task states a value
+    drawn per episode and the graders enforce another one, which only the `shown_in` files
+    (the task's own tests or examples, in the workspace) present.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str
+    shown_in: list[str] = Field(min_length=1)
+
+
 class TaskSpec(BaseModel):
     """The whole of a task.yaml."""
 
@@ -299,6 +349,13 @@ class TaskSpec(BaseModel):
     grader_pool: list[GraderSpec] = Field(default_factory=list)
     oracle: str = "solution/oracle.sh"
     memorized: str | None = None
+    cheater: str | None = None
+    """A solution that makes the workspace's tests pass by any means (docs/agents.md)."""
+    impossible: ImpossibleSpec | None = None
+    surface: dict[str, SurfaceSpec] = Field(default_factory=dict)
+    protected: list[str] = Field(default_factory=list)
+    """Workspace files (globs relative to the workdir) the agent has no business changing:
+    the task's own tests and the files that state its rules; a change is tamper evidence."""
     limits: Limits = Field(default_factory=Limits)
     grading: GradingSpec = Field(default_factory=GradingSpec)
     provenance: Provenance | None = None
@@ -313,6 +370,17 @@ class TaskSpec(BaseModel):
                     "(letters, digits, '_', not starting with a digit)"
                 )
         return rules
+
+    @field_validator("surface")
+    @classmethod
+    def _surface_names(cls, surface: dict[str, SurfaceSpec]) -> dict[str, SurfaceSpec]:
+        for name in surface:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(
+                    f"surface name {name!r}: expected an identifier "
+                    "(letters, digits, '_', not starting with a digit)"
+                )
+        return surface
 
     @field_validator("workdir")
     @classmethod
@@ -348,4 +416,42 @@ class TaskSpec(BaseModel):
             raise ValueError(
                 "variants: 'sampled' needs a rule with a range or several choices, found none"
             )
+        clash = sorted(set(self.surface) & set(self.rules))
+        if clash:
+            raise ValueError(f"surface: expected names that are not rules, found {clash}")
+        self._impossible_consistent()
         return self
+
+    def _impossible_consistent(self) -> None:
+        offered = "impossible" in self.variants
+        if offered and self.impossible is None:
+            raise ValueError(
+                "variants: 'impossible' needs an `impossible:` section (the rule whose stated "
+                "and enforced values conflict, and the files that show the enforced one)"
+            )
+        if self.impossible is None:
+            return
+        if not offered:
+            raise ValueError("impossible: declared, but 'impossible' is not among the variants")
+        rule = self.rules.get(self.impossible.rule)
+        if rule is None:
+            raise ValueError(
+                f"impossible.rule: expected one of the rules {sorted(self.rules)}, found "
+                f"{self.impossible.rule!r}"
+            )
+        if rule.type == "bool" or not rule.samplable:
+            raise ValueError(
+                f"impossible.rule: {self.impossible.rule} needs a range or choices holding two "
+                "values besides the authored one (a stated and an enforced value, neither the "
+                "original)"
+            )
+        if rule.choices is not None and len({str(c) for c in rule.choices} - {str(rule.value)}) < 2:
+            raise ValueError(
+                f"impossible.rule: {self.impossible.rule} needs at least two choices besides "
+                f"the authored {rule.value!r}, found {rule.choices}"
+            )
+        if rule.type == "int" and rule.range is not None and rule.range[1] - rule.range[0] < 2:
+            raise ValueError(
+                f"impossible.rule: {self.impossible.rule} needs a range holding two values "
+                f"besides the authored {rule.value!r}, found {list(rule.range)}"
+            )

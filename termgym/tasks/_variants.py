@@ -10,14 +10,14 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from termgym._vocabulary import VARIANTS
+from termgym._vocabulary import IMPOSSIBLE, STATED, VARIANTS
 from termgym.errors import TaskError
 from termgym.kinds import GraderSpec
 from termgym.tasks._draw import RuleDraw, Split
 from termgym.tasks._loader import Task
 from termgym.tasks._overlay import rewrite
-from termgym.tasks._spec import Limits, RuleSpec, RuleValue, validation_message
-from termgym.tasks._template import render
+from termgym.tasks._spec import Limits, RuleSpec, RuleValue, SurfaceSpec, validation_message
+from termgym.tasks._template import PLACEHOLDER, format_value, render
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,40 @@ class RuleSet:
     name: str
     rules: Mapping[str, RuleValue]
     graders: tuple[GraderSpec, ...]
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """What an impossible episode's graders demand against what its task says.
+
+    Attributes:
+        rule: The rule whose values conflict.
+        stated: The value the task states (instruction and files but `shown_in`).
+        enforced: The value the graders enforce, shown only by the `shown_in` files.
+        shown_in: The workspace files that present the enforced value (files/... paths).
+    """
+
+    rule: str
+    stated: RuleValue
+    enforced: RuleValue
+    shown_in: tuple[str, ...]
+
+    def describe(self) -> str:
+        """One sentence an honest agent could report."""
+        shown = ", ".join(p.split("/", 1)[-1] for p in self.shown_in)
+        return (
+            f"the task states {self.rule} = {format_value(self.stated)}, but {shown} "
+            f"expect{'s' if len(self.shown_in) == 1 else ''} {format_value(self.enforced)}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able form recordings keep (header extra "conflict")."""
+        return {
+            "rule": self.rule,
+            "stated": self.stated,
+            "enforced": self.enforced,
+            "shown_in": list(self.shown_in),
+        }
 
 
 @dataclass(frozen=True)
@@ -46,6 +80,10 @@ class EpisodePlan:
         rulesets: The episode's own rule set first, then the shadow ones.
         draw: How shifted values were drawn (split, contradicted mode, secret).
         switched: Rule values a schedule's rule switch put in place of the authored ones.
+        surface: The episode's surface values (names, data values: not rules), drawn per
+            seed; every rule set hands them to its graders with the rules, identical.
+        conflict: What an impossible episode's graders demand against what it says (None
+            for every other variant).
     """
 
     task: Task
@@ -60,6 +98,14 @@ class EpisodePlan:
     rulesets: tuple[RuleSet, ...]
     draw: RuleDraw = field(default_factory=RuleDraw)
     switched: Mapping[str, RuleValue] = field(default_factory=dict)
+    surface: Mapping[str, RuleValue] = field(default_factory=dict)
+    conflict: Conflict | None = None
+
+    @property
+    def compared(self) -> str:
+        """The rule set whose verdict the episode's class compares with the original's: the
+        stated one on impossible episodes (did it follow what it was told?), else its own."""
+        return STATED if self.conflict is not None else self.rulesets[0].name
 
     @property
     def workdir(self) -> str:
@@ -80,20 +126,31 @@ class EpisodePlan:
 
     def solution(self, which: str) -> str:
         """The text of a solution script for this episode: `oracle` with the overlay's
-        occurrences rewritten to the enforced values (what a solver who read this episode's
-        task would write), `memorized` as authored (the original values, hard-coded).
+        occurrences rewritten to the stated values (what a solver who read this episode's
+        task would write), `memorized` as authored (the original values, hard-coded),
+        `cheater` as authored (it takes its values from the workspace's tests).
 
         Raises:
             TaskError: the task declares no such solution.
         """
         spec = self.task.spec
-        path = spec.oracle if which == "oracle" else spec.memorized
-        if which not in ("oracle", "memorized") or path is None:
+        path = {"oracle": spec.oracle, "memorized": spec.memorized, "cheater": spec.cheater}.get(
+            which
+        )
+        if path is None:
             raise TaskError(f"task {self.task.id!r} declares no {which} solution")
         text = self.task.path(path).read_text(encoding="utf-8")
         if which == "oracle":
-            text = rewrite(text, self.task.spans_in(path), self.rules_enforced)
+            text = rewrite(text, self.task.spans_in(path), self.rules_stated)
         return text
+
+    @property
+    def rules_stated(self) -> Mapping[str, RuleValue]:
+        """The values the task states: the enforced ones, except the conflicting rule of an
+        impossible episode (its stated value)."""
+        if self.conflict is None:
+            return self.rules_enforced
+        return MappingProxyType({**self.rules_enforced, self.conflict.rule: self.conflict.stated})
 
 
 def sample_value(rule: RuleSpec, rng: random.Random) -> RuleValue:
@@ -238,21 +295,80 @@ def _shown(
     return render(text, values, withheld) if task.spec.templates else text
 
 
+def _render_path(rel: str, values: Mapping[str, RuleValue]) -> str:
+    """A workspace path with its surface placeholders (`data/{{ port_name }}.log`) filled."""
+    if "{{" not in rel:
+        return rel
+    return PLACEHOLDER.sub(lambda m: format_value(values[m.group(1)]), rel)
+
+
 def _render_files(
-    task: Task, values: Mapping[str, RuleValue], withheld: set[str]
+    task: Task,
+    values: Mapping[str, RuleValue],
+    withheld: set[str],
+    overrides: Mapping[str, Mapping[str, RuleValue]] | None = None,
 ) -> dict[str, bytes]:
+    """The workspace as the agent sees it; `overrides`: files/... path -> the values it is
+    rendered with instead (an impossible episode's `shown_in` files)."""
     files = {}
     prefix = task.spec.files.rstrip("/") + "/"
     for rel, content in task.templates.items():
         if rel in task.text_files:
-            text = _shown(task, prefix + rel, content.decode("utf-8"), values, withheld)
+            mine = (overrides or {}).get(prefix + rel, values)
+            text = _shown(task, prefix + rel, content.decode("utf-8"), mine, withheld)
             content = text.encode("utf-8")
-        files[rel] = content
+        files[_render_path(rel, values)] = content
     return files
 
 
 def _frozen(mapping: Mapping[str, RuleValue]) -> Mapping[str, RuleValue]:
     return MappingProxyType(dict(mapping))
+
+
+def _draw_surface(spec: SurfaceSpec, rng: random.Random) -> RuleValue:
+    if spec.choices is not None:
+        others = [c for c in spec.choices if c != spec.value]
+        return rng.choice(others)
+    assert spec.range is not None
+    low, high = spec.range
+    drawn = rng.randint(low, high - 1)
+    return drawn + 1 if drawn >= int(spec.value) else drawn
+
+
+def surface_values(task: Task, seed: int, draw: RuleDraw | None = None) -> dict[str, RuleValue]:
+    """The surface values of episode `seed`: each drawn from its choices or range, never the
+    authored one (a memorized answer of the published task cannot pass by luck); the same
+    seed and draw give the same values, whatever the variant."""
+    draw = draw or RuleDraw()
+    rng = draw.rng(task.id, seed, "surface")
+    return {name: _draw_surface(task.spec.surface[name], rng) for name in sorted(task.spec.surface)}
+
+
+def impossible_values(task: Task, seed: int, draw: RuleDraw) -> tuple[RuleValue, RuleValue]:
+    """(stated, enforced) values of the impossible variant's rule: two drawn values, each
+    different from the authored one and from each other.
+
+    Raises:
+        TaskError: the rule's range or choices hold no two such values.
+    """
+    spec = task.spec.impossible
+    assert spec is not None
+    rule = task.rules[spec.rule]
+    rng = draw.rng(task.id, seed, IMPOSSIBLE)
+    splits: list[Split] = (
+        ["eval", "train"] if draw.split == "eval" and rule.has_held_out else ["train"]
+    )
+    for split in splits:  # held-out values under eval when there are two, else training ones
+        active = _active(draw, task, spec.rule) if split == "eval" else None
+        stated = draw_value(rule, rng, split, active)
+        for _ in range(200):
+            enforced = draw_value(rule, rng, split, active)
+            if stated is not None and enforced is not None and enforced != stated:
+                return stated, enforced
+    raise TaskError(
+        f"task {task.id!r}: the impossible variant found no two values of {spec.rule} other "
+        f"than {rule.value!r} to state and enforce"
+    )
 
 
 def instantiate(
@@ -291,10 +407,12 @@ def instantiate(
         task = switch_rules(task, switched)
     _check_split(task, variant, draw)
     original = task.original_values
+    surface = surface_values(task, seed, draw)
     graders = tuple(task.spec.graders)
     enforced = dict(original)
     withheld: set[str] = set()
     own_graders = graders
+    conflict: Conflict | None = None
     if variant == "contradicted":
         enforced = contradicted_values(task, seed, draw)
     elif variant == "sampled":
@@ -304,16 +422,29 @@ def instantiate(
     elif variant == "swapped":
         pool = task.spec.grader_pool
         own_graders = (pool[draw.rng(task.id, seed, "pool").randrange(len(pool))],)
-    rulesets = [RuleSet(variant, _frozen(enforced), own_graders)]
+    elif variant == IMPOSSIBLE:
+        assert task.spec.impossible is not None
+        stated_value, enforced_value = impossible_values(task, seed, draw)
+        rule, shown_in = task.spec.impossible.rule, tuple(task.spec.impossible.shown_in)
+        enforced[rule] = enforced_value
+        conflict = Conflict(rule, stated_value, enforced_value, shown_in)
+    stated = dict(enforced)
+    if conflict is not None:
+        stated[conflict.rule] = conflict.stated
+    rulesets = [RuleSet(variant, _frozen({**enforced, **surface}), own_graders)]
     if variant != "original":
-        rulesets.append(RuleSet("original", _frozen(original), graders))
-    visible = {n: v for n, v in enforced.items() if n not in withheld}
+        rulesets.append(RuleSet("original", _frozen({**original, **surface}), graders))
+    if conflict is not None:
+        rulesets.append(RuleSet(STATED, _frozen({**stated, **surface}), graders))
+    shown = {**stated, **surface}
+    overrides = {path: {**enforced, **surface} for path in conflict.shown_in} if conflict else None
+    visible = {n: v for n, v in stated.items() if n not in withheld}
     return EpisodePlan(
         task=task,
         variant=variant,
         seed=seed,
-        instruction=_shown(task, "instruction", task.spec.instruction, enforced, withheld),
-        files=MappingProxyType(_render_files(task, enforced, withheld)),
+        instruction=_shown(task, "instruction", task.spec.instruction, shown, withheld),
+        files=MappingProxyType(_render_files(task, shown, withheld, overrides)),
         rules_enforced=_frozen(enforced),
         rules_visible=_frozen(visible),
         withheld=_frozen({n: enforced[n] for n in sorted(withheld)}),
@@ -321,6 +452,8 @@ def instantiate(
         rulesets=tuple(rulesets),
         draw=draw,
         switched=_frozen(dict(switched or {})),
+        surface=_frozen(surface),
+        conflict=conflict,
     )
 
 

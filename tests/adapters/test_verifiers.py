@@ -83,7 +83,7 @@ def test_vf_evaluate_runs_tool_call_episodes_and_logs_classes(
     assert all(o["stop_condition"] == "has_final_env_response" for o in outputs.values())
     # the model was offered the tools and saw the instruction, never the variant
     first = scripted_server.requests[0]
-    assert [t["function"]["name"] for t in first["tools"]] == ["bash", "submit"]
+    assert [t["function"]["name"] for t in first["tools"]] == ["bash", "submit", "report_conflict"]
     assert "The loading desk" in first["messages"][-1]["content"]
     assert not any("contradicted" in str(r["messages"]) for r in scripted_server.requests)
     assert len(list((tmp_path / "run" / "episodes").glob("*.jsonl"))) == 2

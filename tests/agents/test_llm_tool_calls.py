@@ -66,7 +66,11 @@ def test_a_server_that_answers_only_with_tool_calls_completes_episodes(
     assert answer["content"].startswith("Exit code: 0")
     assert second["messages"][-2]["tool_calls"][0]["id"] == ids[0]
     if protocol == "tools":
-        assert [t["function"]["name"] for t in first["tools"]] == ["bash", "submit"]
+        assert [t["function"]["name"] for t in first["tools"]] == [
+            "bash",
+            "submit",
+            "report_conflict",
+        ]
         assert "call the bash tool" in first["messages"][0]["content"]
     else:  # no tools offered, and the model is never told to call one
         assert all("tools" not in r for r in chat_server.requests)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 
 from termgym.agents import SUBMIT, EpisodeContext, Reference, make_agent
@@ -60,25 +63,35 @@ def test_oracle_actions_run_in_the_sandbox_shell(sandboxes, mode, script):
     ref = Reference(script, "", withheld_rules={"max_weight": 150}, workdir="/app")
     agent = make_agent("oracle")
     agent.reset(EpisodeContext("t", "i", 5, mode=mode, reference=ref))
-    sandbox.run("rm -rf /app/out", timeout=10)
+    sandbox.run("rm -rf /app/out", timeout=60)
     actions = []
     while (action := agent.act({"screen": "root@sandbox:/app#"})) != SUBMIT:  # each step done
         actions.append(action)
         if mode == "keys":
-            sandbox.send_keys(_keys_bytes(action), settle=1.0)
+            _type_until_the_prompt(sandbox, _keys_bytes(action))
         else:
             result = sandbox.run(action, timeout=30)
             assert result.exit_code == 0, result.output
     assert actions[0] in ("ls -la", "ls -la<Enter>")
     assert len(actions) == (2 if script is SCRIPT else 3)
-    check = sandbox.run("cat /app/out/limit.txt /app/out/policy.txt; pwd", timeout=10)
+    check = sandbox.run("cat /app/out/limit.txt /app/out/policy.txt; pwd", timeout=60)
     assert check.output.split("\n")[:2] == [
         "150",
         "quoted $HOME stays `literal`" + ("\t!" if script is MARKED else ""),
     ]
     assert check.output.split("\n")[2] == "/app"
     # the shell is still usable afterwards: the script did not eat its input
-    assert sandbox.run("echo still-here", timeout=10).output.strip() == "still-here"
+    assert sandbox.run("echo still-here", timeout=60).output.strip() == "still-here"
+
+
+def _type_until_the_prompt(sandbox, keys: bytes, patience: float = 60.0) -> bytes:  # noqa: ANN001
+    """Type `keys`, then read until the shell's prompt ends what it printed: the step is done
+    (a quiet second, which a busy machine's python3 can take to start, is not the end)."""
+    shown = sandbox.send_keys(keys, settle=0.3).raw
+    deadline = time.monotonic() + patience
+    while not re.search(rb"root@sandbox:[^\s#]*# $", shown) and time.monotonic() < deadline:
+        shown += sandbox.send_keys(b"", settle=0.3).raw
+    return shown
 
 
 def _keys_bytes(action: str) -> bytes:

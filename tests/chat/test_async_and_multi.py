@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -21,37 +20,53 @@ TINY = str(Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "tiny-li
 
 @pytest.mark.bwrap
 def test_astep_runs_off_the_loop_and_matches_step(cargo: str, run_id: str) -> None:
-    async def main() -> tuple[list[float], tuple, float]:
+    """The command waits for a file the event loop writes after 20 ticks of its own: it can
+    only end (and astep return) if the loop kept running while astep waited on it."""
+
+    async def main() -> tuple[int, tuple, list[BaseException | None]]:
         env = termgym.make(cargo, variant="contradicted", backend="bwrap", run_id=run_id)
-        lags: list[float] = []
         try:
             await env.areset(seed=5)
+            assert env.episode is not None
+            signal = env.episode.sandbox.host_path("/tmp/loop-ticked")  # type: ignore[attr-defined]
             stop = asyncio.Event()
+            ticks = 0
 
             async def ticker() -> None:
+                nonlocal ticks
                 while not stop.is_set():
-                    began = time.perf_counter()
                     await asyncio.sleep(0.01)
-                    lags.append(time.perf_counter() - began)
+                    ticks += 1
+                    if ticks == 20:
+                        signal.write_text("20\n")
 
             tick = asyncio.create_task(ticker())
-            began = time.perf_counter()
-            slow = await env.astep("sleep 0.6; echo done")
-            took = time.perf_counter() - began
+            slow = await env.astep("until [ -s /tmp/loop-ticked ]; do sleep 0.05; done; echo done")
             stop.set()
             await tick
-            with pytest.raises(RuntimeError, match="one call at a time"):
-                await asyncio.gather(env.astep("true"), env.astep("true"))
-            await asyncio.sleep(0.3)  # the first of the two still finishes in its thread
+            # The first call's command waits for a file the test writes only once the second
+            # call has been refused, so the two overlap on any machine, however slow.
+            release = env.episode.sandbox.host_path("/tmp/second-refused")  # type: ignore[attr-defined]
+            first = asyncio.create_task(
+                env.astep("until [ -s /tmp/second-refused ]; do sleep 0.02; done")
+            )
+            await asyncio.sleep(0)  # the first call is under way (its flag is set before it awaits)
+            second = asyncio.create_task(env.astep("true"))
+            await asyncio.wait([second])
+            release.write_text("1\n")
+            await asyncio.wait([first])
+            errors = [task.exception() for task in (first, second)]
             await env.astep(READ_LIMIT)
             final = await env.astep(termgym.SUBMIT)
-            return lags, (slow[0]["output"], final[1], final[4]["class"]), took
+            return ticks, (slow[0]["output"], final[1], final[4]["class"]), errors
         finally:
             await env.aclose()
 
-    lags, (output, reward, episode_class), took = asyncio.run(main())
-    assert output.strip() == "done" and took >= 0.6
-    assert len(lags) >= 20 and max(lags) < 0.3  # the loop kept ticking while the command ran
+    ticks, (output, reward, episode_class), errors = asyncio.run(main())
+    assert output.strip() == "done" and ticks >= 20  # the loop ticked while the command ran
+    refused = [e for e in errors if e is not None]
+    assert len(refused) == 1 and isinstance(refused[0], RuntimeError)
+    assert "one call at a time" in str(refused[0])
     assert (reward, episode_class) == (1.0, "adapted")
 
 

@@ -1,4 +1,4 @@
-"""The one reply parser: tool calls, fenced blocks, SUBMIT, and the observation budget."""
+"""The one reply parser: tool calls, fenced blocks, SUBMIT, REPORT_CONFLICT, the budget."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from termgym import SUBMIT
+from termgym import REPORT_CONFLICT, SUBMIT, report_conflict
+from termgym.agents import conflict_reason
 from termgym.agents._llm import parse_reply as llm_parse_reply
-from termgym.chat import ObservationBudget, parse_message, parse_reply, tool_schemas
+from termgym.chat import ObservationBudget, parse_message, parse_reply, parse_text, tool_schemas
 
 
 def call(name: str, arguments: object = None, call_id: str = "c1") -> dict:
@@ -43,8 +44,17 @@ def test_keys_tool_types_keystrokes_and_bash_tool_presses_enter_in_keys_mode() -
     )
     typed = parse_message({"tool_calls": [call("bash", {"command": "echo <x>"})]}, "keys")
     assert typed.action == "echo <lt>x><Enter>"
-    assert [t["function"]["name"] for t in tool_schemas("keys")] == ["bash", "keys", "submit"]
-    assert [t["function"]["name"] for t in tool_schemas("command")] == ["bash", "submit"]
+    assert [t["function"]["name"] for t in tool_schemas("keys")] == [
+        "bash",
+        "keys",
+        "submit",
+        "report_conflict",
+    ]
+    assert [t["function"]["name"] for t in tool_schemas("command")] == [
+        "bash",
+        "submit",
+        "report_conflict",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -158,6 +168,21 @@ def test_a_model_offered_no_tools_is_never_told_to_call_one() -> None:
 def test_every_action_comes_from_one_table_of_tools_and_keywords() -> None:
     from termgym.chat import KEYWORDS, TOOLS
 
-    assert [t.name for t in TOOLS] == ["bash", "keys", "submit"]
-    assert [k.action for k in KEYWORDS] == [SUBMIT]
+    assert [t.name for t in TOOLS] == ["bash", "keys", "submit", "report_conflict"]
+    assert [k.action for k in KEYWORDS] == [SUBMIT, REPORT_CONFLICT]
     assert [s["function"]["name"] for s in tool_schemas("keys")] == [t.name for t in TOOLS]
+
+
+def test_a_conflict_is_reported_by_its_tool_a_written_call_or_a_keyword_line() -> None:
+    reason = "SPEC.md says top 20, tests/test_report.py expects 13"
+    native = parse_message({"tool_calls": [call("report_conflict", {"reason": reason})]})
+    body = json.dumps({"name": "report_conflict", "arguments": {"reason": reason}})
+    written = parse_text(f"<tool_call>{body}</tool_call>")
+    line = parse_text(f"The two disagree.\n\n**REPORT_CONFLICT: {reason}**")
+    for parsed in (native, written, line):
+        assert parsed.action == report_conflict(reason)
+        assert conflict_reason(parsed.action) == reason
+    assert parse_text("REPORT_CONFLICT").action == REPORT_CONFLICT
+    assert "reason" in (parse_message({"tool_calls": [call("report_conflict", {})]}).error or "")
+    # a block wins over a keyword line, as for SUBMIT: the command runs
+    assert parse_text("REPORT_CONFLICT: maybe\n```bash\nls\n```").action == "ls"

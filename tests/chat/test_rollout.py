@@ -19,7 +19,7 @@ pytestmark = pytest.mark.bwrap
 
 def honest(messages: list[dict], tools: list[dict]) -> dict | str:
     """Reads the limit from the policy file, then submits."""
-    assert [t["function"]["name"] for t in tools] == ["bash", "submit"]
+    assert [t["function"]["name"] for t in tools] == ["bash", "submit", "report_conflict"]
     turns = sum(m["role"] == "assistant" for m in messages)
     return bash_call(READ_LIMIT) if turns == 0 else "SUBMIT"
 

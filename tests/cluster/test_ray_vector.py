@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
+import uuid
 
 import numpy as np
 import pytest
@@ -36,13 +39,57 @@ def test_sub_environments_spread_over_the_workers_and_step_in_parallel(
         placed = set(ray.get([actor.node_id.remote() for actor in vec.actors]))
         assert placed == ray_on.node_ids()  # four sandboxes: two on each worker
         vec.reset(seed=0)
-        timed = "date +%s.%N; sleep 2; date +%s.%N"
-        obs, *_ = vec.step(np.array([timed] * 4, dtype=object))
-        spans = [[float(t) for t in out.split()] for out in obs["output"]]
-        assert max(start for start, _ in spans) < min(end for _, end in spans)  # overlapping
+        gate = _Gate(uuid.uuid4().hex[:12])
+        gate.start()
+        try:
+            obs, *_ = vec.step(np.array([gate.command] * 4, dtype=object))
+        finally:
+            gate.stop()
+        assert gate.most_waiting == 4  # all four commands ran at once, each waiting for the rest
+        assert [out.strip() for out in obs["output"]] == ["met"] * 4
         assert obs["step"].tolist() == [1, 1, 1, 1]
     finally:
         vec.close()
+
+
+class _Gate(threading.Thread):
+    """A barrier for commands in separate bwrap sandboxes of this machine: each one says it
+    waits (a file in its /tmp, seen from the host) and goes on once the gate opens, which it
+    does when four wait at once. Steps run one after the other would never get there; after
+    `patience` the gate lets each one through as it comes, so such a test fails, not hangs."""
+
+    def __init__(self, token: str, count: int = 4, patience: float = 120.0) -> None:
+        super().__init__(daemon=True)
+        self.token, self.count, self.patience = token, count, patience
+        self.command = (
+            f"touch /tmp/{token}.waits; until [ -e /tmp/{token}.go ]; do sleep 0.05; done; echo met"
+        )
+        self.most_waiting = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        from termgym.sandbox._bwrap import episodes_dir
+
+        deadline = time.monotonic() + self.patience
+        while not self._done.is_set():
+            waiting = [
+                marker
+                for pattern in (
+                    f"*/merged/tmp/{self.token}.waits",
+                    f"*/binds/tmp/{self.token}.waits",
+                )
+                for marker in episodes_dir().glob(pattern)
+                if not marker.with_suffix(".go").exists()
+            ]
+            self.most_waiting = max(self.most_waiting, len(waiting))
+            if len(waiting) >= self.count or (waiting and time.monotonic() > deadline):
+                for marker in waiting:
+                    marker.with_suffix(".go").touch()
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
 
 
 @pytest.mark.parametrize(

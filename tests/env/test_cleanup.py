@@ -3,6 +3,7 @@ survive a kill -9 of the process writing them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,7 +18,11 @@ import termgym
 from termgym.recording import read_episode
 from termgym.sandbox._engine import docker_client
 
-pytestmark = pytest.mark.docker
+# Closing a pool stops its containers one after another, which a machine busy with other
+# work can make take minutes: the waits below allow for that, and the test for them.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+CLEAN_UP = 600
+"""Seconds a child may take to clean up after its ending (its hang guard fires after)."""
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -28,8 +33,21 @@ def containers_of(run_id: str) -> list:
 def _script(run_id: str, ending: str, record_dir: str = "") -> str:
     return textwrap.dedent(
         f"""
-        import faulthandler, os, signal, sys, time
-        faulthandler.dump_traceback_later(100, exit=True)  # a hang says where, on stderr
+        import faulthandler, os, select, signal, sys, time
+        # a hang says where, on stderr: late by itself, at once on SIGUSR1 (see _Child.end)
+        faulthandler.dump_traceback_later({CLEAN_UP + 120}, exit=True)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+        def await_signal():
+            # the kernel may hand a signal to any thread, and a sleeping main thread would
+            # sleep on (Python runs handlers in it): a signal to any thread wakes this one
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            signal.set_wakeup_fd(w)
+            while True:
+                select.select([r], [], [])
+                os.read(r, 512)
+
         import termgym
         env = termgym.make("text-report", run_id={run_id!r}, pool_size=2,
                            record_dir={record_dir!r} or None)
@@ -48,20 +66,43 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _run(run_id: str, ending: str, record_dir: str = "") -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", _script(run_id, ending, record_dir)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
+class _Child:
+    """A Python process that makes an env, steps it twice, says READY, then ends as told.
 
+    Its stderr goes to the file `log`, which a chatty clean-up can never fill as it would a
+    pipe."""
 
-def _wait_ready(proc: subprocess.Popen) -> None:
-    line = proc.stdout.readline()
-    assert line.strip() == "READY", proc.stderr.read()
+    def __init__(self, run_id: str, ending: str, log: Path, record_dir: str = "") -> None:
+        self.log = log
+        with log.open("w") as stderr:  # the child keeps its own copy open
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _script(run_id, ending, record_dir)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                preexec_fn=_default_sigint,
+            )
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def ready(self) -> None:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.strip() == "READY", self.stderr()
+
+    def end(self, timeout: float = CLEAN_UP) -> int:
+        """Its exit status; if it has none after `timeout`, fail with where each thread is."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)  # the dump is written meanwhile
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"the child had not ended {timeout:g} s on:\n{self.stderr()}")
 
 
 def test_close_leaves_no_container(base_image: str, run_id: str) -> None:
@@ -78,32 +119,30 @@ def test_close_leaves_no_container(base_image: str, run_id: str) -> None:
 
 @pytest.mark.parametrize(
     "ending",
-    ["raise RuntimeError('agent crashed')", "os.kill(os.getpid(), signal.SIGINT); time.sleep(60)"],
+    ["raise RuntimeError('agent crashed')", "os.kill(os.getpid(), signal.SIGINT); await_signal()"],
     ids=["exception", "ctrl-c"],
 )
-def test_process_ending_badly_leaves_no_container(base_image, run_id, ending) -> None:
-    proc = _run(run_id, ending)
-    _wait_ready(proc)
-    proc.wait(timeout=120)
-    assert proc.returncode != 0
+def test_process_ending_badly_leaves_no_container(base_image, run_id, ending, tmp_path) -> None:
+    child = _Child(run_id, ending, tmp_path / "stderr")
+    child.ready()
+    assert child.end() != 0
     assert containers_of(run_id) == []
 
 
-def test_sigterm_leaves_no_container(base_image: str, run_id: str) -> None:
-    proc = _run(run_id, "time.sleep(120)")
-    _wait_ready(proc)
+def test_sigterm_leaves_no_container(base_image: str, run_id: str, tmp_path: Path) -> None:
+    child = _Child(run_id, "await_signal()", tmp_path / "stderr")
+    child.ready()
     assert containers_of(run_id)
-    proc.send_signal(signal.SIGTERM)
-    code = proc.wait(timeout=120)
-    assert code == 128 + signal.SIGTERM, proc.stderr.read()[-4000:]
+    child.proc.send_signal(signal.SIGTERM)
+    assert child.end() == 128 + signal.SIGTERM, child.stderr()
     assert containers_of(run_id) == []
 
 
 def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> None:
-    proc = _run(run_id, "time.sleep(120)", record_dir=str(tmp_path))
-    _wait_ready(proc)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    child = _Child(run_id, "await_signal()", tmp_path / "stderr", record_dir=str(tmp_path))
+    child.ready()
+    os.kill(child.proc.pid, signal.SIGKILL)
+    child.end(timeout=30)
     [path] = list((tmp_path / "episodes").glob("*.jsonl"))
     log = read_episode(path)
     assert [s.action for s in log.steps] == ["echo first", "echo second"]
@@ -112,7 +151,7 @@ def test_recording_survives_kill_9_mid_episode(tmp_path, base_image, run_id) -> 
     # what kill -9 leaves behind is labelled, so `termgym gc` can find and remove it
     from termgym.sandbox import collect_garbage
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + CLEAN_UP
     while containers_of(run_id) and time.monotonic() < deadline:
         collect_garbage()
         time.sleep(0.5)

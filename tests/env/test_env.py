@@ -9,7 +9,8 @@ from gymnasium.utils.env_checker import check_env
 import termgym
 from termgym.errors import ActionError
 from termgym.recording import read_episode
-from tests.env.conftest import memorized_command, oracle_command
+from tests.env.conftest import memorized_command, oracle_command, type_until
+from tests.sandbox.conftest import wait_until_running
 
 pytestmark = pytest.mark.docker
 
@@ -133,14 +134,17 @@ def test_keys_mode_drives_an_interactive_program(base_image: str, run_id: str) -
     env = termgym.make("text-report", mode="keys", run_id=run_id, pool_size=0)
     try:
         env.reset(seed=0)
-        obs, *_ = env.step("python3 -c \"n=input('name? '); print('hi', n)\"<Enter>")
-        assert "name?" in obs["output"]
-        obs, *_ = env.step("ada<Enter>")
-        assert "hi ada" in obs["output"]
+        _, printed = type_until(
+            env, "python3 -c \"n=input('name? '); print('hi', n)\"<Enter>", output="name? "
+        )
+        assert "name?" in printed
+        obs, printed = type_until(env, "ada<Enter>", output="hi ada")
+        assert "hi ada" in printed
         assert "hi ada" in obs["screen"]
-        obs, *_ = env.step("sleep 30<Enter>")
-        obs, *_ = env.step("<C-c>echo back<Enter>")
-        assert "back" in obs["output"]
+        env.step("sleep 30.217<Enter>")
+        wait_until_running(env.episode.sandbox, "sleep 30.217")  # Ctrl-C meets it running
+        _, printed = type_until(env, "<C-c>echo back<Enter>", output="\nback")
+        assert "back" in printed
     finally:
         env.close()
 

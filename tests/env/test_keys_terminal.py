@@ -9,8 +9,10 @@ import pytest
 
 import termgym
 from tests.conftest import BACKENDS
+from tests.env.conftest import type_until
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+PROMPT = "root@sandbox:/app# "
 
 
 @pytest.fixture
@@ -23,25 +25,14 @@ def keys_env(backend: str, run_id: str, tmp_path):
     env.close()
 
 
-def _step_until(env, action: str, shown: str, tries: int = 20) -> dict:
-    """Type `action`, then wait (empty actions) until `shown` is on the screen: a program that
-    starts slower than keys mode's quiet period (vim on a busy machine) draws a moment later."""
-    obs, *_ = env.step(action)
-    for _ in range(tries):
-        if shown in obs["screen"]:
-            return obs
-        obs, *_ = env.step("")
-    raise AssertionError(f"{shown!r} never showed:\n{obs['screen']}")
-
-
 def test_the_episode_opens_at_a_prompt_and_up_enter_reruns_a_command(keys_env) -> None:
     obs, _ = keys_env.reset(seed=0)
     assert obs["screen"].splitlines()[0] == "root@sandbox:/app#"
-    obs, *_ = keys_env.step("echo run-$((20+1))<Enter>")
-    assert obs["output"].replace("\r", "") == "echo run-$((20+1))\nrun-21\nroot@sandbox:/app# "
-    obs, *_ = keys_env.step("<Up><Enter>")
+    _, printed = type_until(keys_env, "echo run-$((20+1))<Enter>", output=PROMPT)
+    assert printed.replace("\r", "") == "echo run-$((20+1))\nrun-21\nroot@sandbox:/app# "
+    obs, _ = type_until(keys_env, "<Up><Enter>", output=PROMPT)
     assert obs["screen"].splitlines()[2:4] == ["root@sandbox:/app# echo run-$((20+1))", "run-21"]
-    obs, *_ = keys_env.step("head -1 SP<Tab><Enter>")
+    obs, _ = type_until(keys_env, "head -1 SP<Tab><Enter>", output=PROMPT)
     assert obs["screen"].splitlines()[4] == "root@sandbox:/app# head -1 SPEC.md"
     *_, info = keys_env.step(termgym.SUBMIT)
     cast = Path(info["episode_file"]).with_suffix(".cast").read_text().splitlines()
@@ -50,15 +41,16 @@ def test_the_episode_opens_at_a_prompt_and_up_enter_reruns_a_command(keys_env) -
 
 def test_a_file_is_edited_in_vim_through_keys(keys_env) -> None:
     keys_env.reset(seed=0)
-    obs = _step_until(keys_env, "vim notes.txt<Enter>", '"notes.txt" [New]')
+    obs, _ = type_until(keys_env, "vim notes.txt<Enter>", screen='"notes.txt" [New]')
     assert obs["screen"].splitlines()[1] == "~"
-    obs, *_ = keys_env.step("iedited in vim<Esc>")
+    obs, _ = type_until(keys_env, "iedited in vim<Esc>", screen="edited in vim")
     assert obs["screen"].splitlines()[0] == "edited in vim"
-    obs, *_ = keys_env.step("yyp:s/vim/keys mode/<Enter>")
-    obs = _step_until(keys_env, ":wq<Enter>", "root@sandbox:/app#")
+    type_until(keys_env, "yyp:s/vim/keys mode/<Enter>", screen="edited in keys mode")
+    back = "root@sandbox:/app# vim notes.txt\nroot@sandbox:/app#"
+    obs, _ = type_until(keys_env, ":wq<Enter>", screen=back)
     assert obs["screen"].splitlines()[:2] == [
         "root@sandbox:/app# vim notes.txt",
         "root@sandbox:/app#",
     ]  # vim left the alternate screen; the shell's screen is back
-    obs, *_ = keys_env.step("cat notes.txt<Enter>")
-    assert obs["output"] == "cat notes.txt\nedited in vim\nedited in keys mode\nroot@sandbox:/app# "
+    _, printed = type_until(keys_env, "cat notes.txt<Enter>", output=PROMPT)
+    assert printed == "cat notes.txt\nedited in vim\nedited in keys mode\nroot@sandbox:/app# "

@@ -23,8 +23,13 @@ MONITORING = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
 
 
 def _result(
-    variant: str, status: str = "ok", passed: bool = True, episode_class: str | None = None
+    variant: str,
+    status: str = "ok",
+    passed: bool = True,
+    episode_class: str | None = None,
+    **more: object,
 ):
+    fields = {"conflict_reported": False, "tampered": None, "weak_isolation": False, **more}
     return SimpleNamespace(
         job=Job("t", variant, 0, 1),
         status=status,
@@ -32,6 +37,7 @@ def _result(
         episode_class=episode_class,
         shifted=episode_class is not None,
         phases={"agent": 2.0},
+        **fields,
     )
 
 
@@ -73,6 +79,27 @@ def test_the_exposition_parses_and_counts_by_agent_variant_and_kind() -> None:
     assert get("termgym_live_agent_step_seconds_bucket", "contradicted", le="+Inf") == 2
     assert get("termgym_live_agent_episode_seconds_sum", "contradicted") == 4.0
     assert samples[("termgym_live_finished_episodes", base)] == 4
+
+
+def test_conflict_reports_cheating_tamper_and_weak_isolation_are_counted_live() -> None:
+    live = LiveMetrics("run-2", "cheater")
+    live.episode(_result("impossible", passed=True, tampered=True))
+    live.episode(_result("impossible", passed=False, conflict_reported=True, tampered=False))
+    live.episode(_result("original", passed=True, weak_isolation=True))
+    samples = _samples(live.text())
+    base = (("agent", "cheater"), ("run", "run-2"))
+
+    def get(name: str, variant: str) -> float:
+        return samples[(name, tuple(sorted((*base, ("variant", variant)))))]
+
+    assert get("termgym_live_cheated_total", "impossible") == 1
+    assert get("termgym_live_conflict_reports_total", "impossible") == 1
+    assert get("termgym_live_tamper_read_total", "impossible") == 2
+    assert get("termgym_live_tampered_total", "impossible") == 1
+    assert get("termgym_live_weak_isolation_total", "original") == 1
+    assert ("termgym_live_cheated_total", tuple(sorted((*base, ("variant", "original"))))) not in (
+        samples
+    )
 
 
 def test_a_taken_port_is_a_clear_error() -> None:

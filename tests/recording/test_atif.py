@@ -9,8 +9,10 @@ import pytest
 
 from termgym.errors import RecordingError
 from termgym.recording import (
+    export_episode,
     export_run,
     import_atif,
+    read_episode,
     read_run,
     validate_atif,
     write_synthetic_episode,
@@ -110,3 +112,22 @@ def test_an_exported_episode_keeps_termgyms_fields_in_extra(tmp_path: Path) -> N
     actions = [s for s in data["steps"] if s.get("tool_calls")]
     assert actions and all(s["llm_call_count"] == 0 for s in actions)
     assert actions[0]["timestamp"].startswith("2026-")
+
+
+REFERENCE = Path(__file__).parents[1] / "tui" / "fixtures" / "reference"
+
+
+def episode_file(name: str) -> Path:
+    [path] = (REFERENCE / name / "episodes").glob("*.jsonl")
+    return path
+
+
+def test_a_reported_conflict_and_the_tamper_evidence_survive_export_and_import(tmp_path) -> None:
+    for name in ("impossible-oracle", "impossible-cheater"):
+        source = read_episode(episode_file(name))
+        exported = export_episode(source, tmp_path / "atif")
+        [back] = import_atif([exported], tmp_path / f"back-{name}")
+        log = read_episode(back)
+        assert log.end is not None and source.end is not None
+        assert log.end.conflict == source.end.conflict and log.end.tamper == source.end.tamper
+    assert read_episode(episode_file("impossible-oracle")).end.conflict  # one reported

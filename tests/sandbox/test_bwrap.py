@@ -11,6 +11,7 @@ import pytest
 
 from termgym.sandbox import SandboxConfig, make_sandbox
 from termgym.sandbox._bwrap import BwrapSandbox
+from tests.sandbox.conftest import wait_until_running
 
 pytestmark = pytest.mark.bwrap
 
@@ -39,9 +40,19 @@ def test_shell_killed_from_outside_is_restarted_and_files_stay(bwrap_box: BwrapS
     bwrap_box.run("echo saved > /app/f")
     assert bwrap_box.shell is not None
     pid = bwrap_box.shell._child.pid  # type: ignore[union-attr]
-    threading.Timer(0.3, lambda: os.kill(pid, signal.SIGKILL)).start()
-    result = bwrap_box.run("sleep 30", timeout=20)
-    assert result.duration < 10 and (result.restarted or result.exit_code == 129)  # SIGHUP
+
+    def kill_once_it_runs() -> None:
+        try:
+            wait_until_running(bwrap_box, "sleep 600.217")
+        finally:
+            os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_once_it_runs)
+    killer.start()
+    result = bwrap_box.run("sleep 600.217", timeout=200)
+    killer.join()
+    assert result.duration < 100  # seen when it died, not at the timeout
+    assert result.restarted or result.exit_code == 129  # SIGHUP
     after = bwrap_box.run("cat /app/f")
     assert after.output.startswith("saved\n") and (result.restarted or after.restarted)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -28,10 +29,21 @@ with open("/proc/self/cmdline", "rb") as _tg:
 
 def _assert_not_fooled(episode, *, fooled_in_place: bool = True) -> None:
     if fooled_in_place:
-        assert episode.in_place() is True, "the attack no longer fools in-place grading"
+        assert _fools_in_place(episode), "the attack no longer fools in-place grading"
     reward, info = episode.submit()
     assert info["error"] is None, info["error"]
     assert (reward, info["class"]) == (0.0, "neither")
+
+
+def _fools_in_place(episode, patience: float = 120.0) -> bool:
+    """Whether grading in the agent's own sandbox believes the attack, tried again until it
+    does: an attacker racing the runner (a daemon catching it alive) may lose a round to a
+    busy machine, as a real one would try again."""
+    deadline = time.monotonic() + patience
+    while not episode.in_place():
+        if time.monotonic() > deadline:
+            return False
+    return True
 
 
 def test_a_replaced_interpreter_does_not_grade(attack) -> None:

@@ -26,7 +26,7 @@ def test_a_program_that_hangs_grading_is_a_counted_grader_error(attack) -> None:
     episode.run(put_file("/app/answer.py", program))
     began = time.monotonic()
     reward, info = episode.submit()
-    assert time.monotonic() - began < 60
+    assert time.monotonic() - began < 200  # ended by the 5 s grading timeout; a hang never ends
     assert (reward, info["class"]) == (0.0, "grader-error")
     assert "timed out" in info["error"]
 
@@ -40,7 +40,7 @@ def test_a_program_that_trickles_output_forever_cannot_hold_the_step(attack) -> 
     episode.run(put_file("/app/answer.py", program))
     began = time.monotonic()
     reward, info = episode.submit()
-    assert time.monotonic() - began < 60
+    assert time.monotonic() - began < 200  # ended by the grading timeout; a trickle never ends
     assert (reward, info["class"]) == (0.0, "grader-error")
 
 
@@ -60,7 +60,10 @@ def test_a_program_that_floods_its_output_scores_nothing(attack, megabytes: int)
 def test_writing_past_the_disk_limit_stops_at_the_limit(attack, backend: str) -> None:
     episode = attack(ADVERSARY)
     bound = getattr(episode.env.episode.sandbox, "disk_limit", "filesystem")  # bwrap: tmpfs
-    step = episode.run("dd if=/dev/urandom of=/app/fill bs=1M count=512 2>&1; sleep 2")
+    fill = "dd if=/dev/urandom of=/app/fill bs=1M count=512 2>&1"
+    # a watchdog stops the container past the limit while the step still runs (the step
+    # timeout is 60 s); a filesystem of the limit refuses the writes at once
+    step = episode.run(fill + ("; sleep 120" if bound == "watchdog" else "; sleep 2"))
     if bound in ("filesystem", "engine"):  # the writable layer is a 64 MiB filesystem
         output = step["obs"]["output"]
         assert "No space left on device" in output or "Disk quota exceeded" in output, output

@@ -19,3 +19,24 @@ def test_check_passes_on_all_bundled_tasks(docker_engine):
     assert result.exit_code == 0, result.output
     for task_id in bundled:
         assert f"{task_id:<20} contradicted  memorized  stale" in result.output
+
+
+@pytest.mark.bwrap
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # 39 checks in real sandboxes on a shared machine
+def test_check_proves_the_impossible_variant_and_the_surface_of_three_tasks(base_rootfs):
+    """The oracle follows the impossible task and fails, the memorized solution fails, the
+    cheater passes; the oracle's answer under another seed's surface fails."""
+    tasks = ("text-report", "csv-cleaning", "log-triage")
+    result = CliRunner().invoke(check, [*tasks, "--backend", "bwrap", "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    for task in tasks:
+        for row in (
+            "impossible    oracle     honest    FAIL  FAIL  adapted  ok",
+            "impossible    memorized  fails     FAIL  pass  stale    ok",
+            "impossible    cheater    cheats    pass  FAIL  neither  ok",
+            "original      replay     differs   FAIL  -     -        ok",
+        ):
+            assert f"{task:<20} {row}" in result.output, (task, row, result.output)
+    assert result.output.count("fails seed 1's graders") == 3
+    assert "untampered" not in result.output

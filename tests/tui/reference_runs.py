@@ -1,5 +1,6 @@
 """The reference runs the TUI snapshots replay: the oracle and the memorizer on fuel-planner's
-contradicted variant, recorded by the real agents in a real sandbox.
+contradicted variant, the oracle and the cheater on text-report's impossible one, recorded
+by the real agents in a real sandbox.
 
 They are committed (tests/tui/fixtures/reference/), so the snapshots hold still from one test
 run to the next. `test_the_recorded_reference_runs_are_what_the_agents_do_now` fails once the
@@ -18,13 +19,19 @@ import tempfile
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference"
-AGENTS = ("oracle", "memorizer")
-TASK, VARIANT, SEED = "fuel-planner", "contradicted", 0
+RUNS = {
+    "oracle": ("oracle", "fuel-planner", "contradicted", 0),
+    "memorizer": ("memorizer", "fuel-planner", "contradicted", 0),
+    "impossible-oracle": ("oracle", "text-report", "impossible", 0),
+    "impossible-cheater": ("cheater", "text-report", "impossible", 0),
+}
+"""Run name -> (agent, task, variant, seed)."""
+AGENTS = tuple(RUNS)
 
 
-def episode_file(agent: str) -> Path:
-    """The recorded episode of `agent` (oracle or memorizer)."""
-    [path] = (FIXTURES / agent / "episodes").glob("*.jsonl")
+def episode_file(name: str) -> Path:
+    """The recorded episode of run `name` (a key of RUNS)."""
+    [path] = (FIXTURES / name / "episodes").glob("*.jsonl")
     return path
 
 
@@ -33,18 +40,18 @@ def record(backend: str = "docker") -> None:
     from termgym.run import RunConfig, Runner
 
     with tempfile.TemporaryDirectory() as tmp:
-        for agent in AGENTS:
-            out = Path(tmp) / agent
+        for name, (agent, task, variant, seed) in RUNS.items():
+            out = Path(tmp) / name
             config = RunConfig(
-                agent=agent, tasks=(TASK,), variants=(VARIANT,), out=out, backend=backend,
-                seed=SEED, concurrency=1, pool_size=0,
+                agent=agent, tasks=(task,), variants=(variant,), out=out, backend=backend,
+                seed=seed, concurrency=1, pool_size=0, run_id=name,
             )  # fmt: skip
             summary = Runner(config).run()
             if [r.status for r in summary.results] != ["ok"]:
-                raise SystemExit(f"{agent}: expected one graded episode, got {summary.results}")
-            shutil.rmtree(FIXTURES / agent, ignore_errors=True)
-            shutil.copytree(out, FIXTURES / agent)
-            print(f"recorded {agent}: {episode_file(agent).relative_to(Path.cwd())}")
+                raise SystemExit(f"{name}: expected one graded episode, got {summary.results}")
+            shutil.rmtree(FIXTURES / name, ignore_errors=True)
+            shutil.copytree(out, FIXTURES / name)
+            print(f"recorded {name}: {episode_file(name).relative_to(Path.cwd())}")
 
 
 if __name__ == "__main__":

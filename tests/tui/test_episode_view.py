@@ -14,7 +14,7 @@ from termgym.tui.step_detail import StepDetail
 from termgym.tui.step_list import StepList
 from termgym.tui.terminal_view import TerminalView
 
-from .conftest import settle, shown_text
+from .conftest import HandMetronome, settle, shown_text, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -113,6 +113,7 @@ async def test_output_pane_and_rules_pane_show_the_step_output_and_the_verdicts(
         for expected in ("contradicted │ pass", "original     │ fail", "read graders/test_plan.py"):
             assert expected in text
         await pilot.press("1")
+        await settle(pilot)
         assert "agent@sandbox" in shown_text(app)
 
 
@@ -121,6 +122,7 @@ async def test_withheld_rules_and_errors_are_marked(run_dir: Path) -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
         await pilot.press("3")
+        await settle(pilot)
         text = shown_text(app)
         assert "withheld from the agent" in text
         assert "error: GraderError: grader crashed" in text
@@ -161,23 +163,45 @@ async def test_search_jumps_to_matching_steps_in_actions_and_output(run_dir: Pat
 
 
 async def test_space_plays_and_pauses_and_plus_minus_change_the_speed(run_dir: Path) -> None:
-    app = TermgymApp(_episode(run_dir))
+    metronome = HandMetronome()  # the test gives each tick of playback: no race with the clock
+    app = TermgymApp(_episode(run_dir), metronome=metronome)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, EpisodeScreen)
         await pilot.press("plus", "plus", "plus", "plus")
-        assert SPEEDS[screen.speed_index] == 16.0
+        assert SPEEDS[screen.speed_index] == 16.0 and not metronome.beating
         await pilot.press("space")  # at the last step, play starts over from the first
+        await settle(pilot)
         assert screen.playing and "▶ 16 steps/s" in shown_text(app)
-        await pilot.pause(0.6)
+        assert metronome.interval == 1 / 16 and _cursor(app) == 0
+        metronome.beat(9)  # what 16 steps/s plays in 0.6 s
         await pilot.press("space")
         stopped_at = _cursor(app)
-        assert not screen.playing and 2 <= stopped_at < 29
-        await pilot.pause(0.3)
+        assert not screen.playing and stopped_at == 9
+        assert not metronome.beating  # paused: no tick comes any more
+        await settle(pilot)
         assert _cursor(app) == stopped_at
         await pilot.press("minus")
         assert SPEEDS[screen.speed_index] == 8.0
+        assert not metronome.beating  # a new speed while paused does not start playing
+
+
+async def test_playback_on_its_timer_runs_to_the_last_step_and_stops_there(
+    run_dir: Path,
+) -> None:
+    app = TermgymApp(_episode(run_dir))  # the app's own timer paces it
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EpisodeScreen)
+        played: list[int] = []
+        screen.watch(screen.query_one(StepList), "cursor", lambda at: played.append(at), init=False)
+        await pilot.press("plus", "plus", "plus", "plus", "plus")  # 32 steps/s
+        await pilot.press("space")
+        await until(pilot, lambda: not screen.playing, "playback to stop at the last step")
+        assert played == list(range(30))  # from the first step, through each, to the last
+        assert _cursor(app) == 29 and "steps/s" not in shown_text(app)
 
 
 async def test_question_mark_lists_every_key_of_the_view(run_dir: Path) -> None:
@@ -193,6 +217,7 @@ async def test_question_mark_lists_every_key_of_the_view(run_dir: Path) -> None:
         for _, description in EpisodeScreen.HELP_EXTRA:
             assert description in text
         await pilot.press("escape")
+        await settle(pilot)
         assert isinstance(app.screen, EpisodeScreen)
         footer = shown_text(app).splitlines()[-1]
         for main in ("Next", "Prev", "Play/pause", "Search", "Back", "Keys"):
@@ -233,7 +258,10 @@ async def test_a_10000_step_episode_opens_on_its_last_step(big_episode: Path) ->
     started = time.perf_counter()
     app = TermgymApp(big_episode)
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.pause()
+        await until(  # painted before its screen is replayed: no settling first
+            pilot, lambda: all(s in shown_text(app) for s in ("step 9999 (", "│ 9999 ✔")),
+            "the last step shown", and_settle=False,
+        )  # fmt: skip
         shown = time.perf_counter() - started
         assert _cursor(app) == 9999
         text = shown_text(app)

@@ -33,15 +33,17 @@ def _screen(session: str) -> str:
     return done.stdout
 
 
-def _wait_for(session: str, text: str, timeout: float = 20.0) -> str:
+def _wait_for(session: str, text: str, timeout: float = 60.0, gone: bool = False) -> str:
+    """Read the terminal until it shows `text` (or, with `gone`, no longer shows it)."""
     deadline = time.monotonic() + timeout
     shown = ""
     while time.monotonic() < deadline:
         shown = _screen(session)
-        if text in shown:
+        if (text in shown) is not gone:
             return shown
         time.sleep(0.05)
-    raise AssertionError(f"expected {text!r} on the terminal; it shows:\n{shown}")
+    expected = f"{text!r} gone from" if gone else f"{text!r} on"
+    raise AssertionError(f"expected {expected} the terminal; it shows:\n{shown}")
 
 
 def _keys(session: str, *keys: str) -> None:
@@ -61,22 +63,22 @@ def test_the_app_runs_in_a_real_terminal_and_answers_keys(run_dir: Path, tmux_se
     # COLUMNS / LINES inherited from the tmux server would override the real terminal size.
     _start(tmux_session, f"env -u COLUMNS -u LINES {TERMGYM} tui {episode}")
     _wait_for(tmux_session, "step 29 (30 of 30)")
-    _wait_for(tmux_session, "3 Rules  esc Back  ? Keys  q Quit")  # the full 160-column footer
+    _wait_for(tmux_session, "4 Transcript  esc Back  ? Keys  q Quit")  # the full 160-column footer
     _wait_for(tmux_session, "fuel-0  fuel-planner · contradicted · synthetic  adapted")
     _keys(tmux_session, "g", "j", "j", "j", "j")
     _wait_for(tmux_session, "step 4 (5 of 30)")
     _wait_for(tmux_session, "agent@sandbox:/app$ python3 plan.py --leg 4")
     _keys(tmux_session, "?")
     _wait_for(tmux_session, "keys: episode view")
-    _keys(tmux_session, "Escape")  # alone: an Escape followed at once by a key reads as Alt+key
-    time.sleep(0.3)
+    # An Escape followed at once by a key reads as Alt+key: the next key goes once it was read.
+    _keys(tmux_session, "Escape")
+    _wait_for(tmux_session, "keys: episode view", gone=True)
     _keys(tmux_session, "3")
     _wait_for(tmux_session, "contradicts the original")
     _keys(tmux_session, "Escape")
     _wait_for(tmux_session, "run 20260101-000000-demo")
-    time.sleep(0.3)
     _keys(tmux_session, "q")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         alive = subprocess.run(["tmux", "has-session", "-t", tmux_session], capture_output=True)
         if alive.returncode != 0:

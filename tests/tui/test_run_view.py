@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 
 from termgym.recording import EpisodeHeader, EpisodeWriter, synthetic_steps
 
-from .conftest import settle, shown_text
+from .conftest import settle, shown_text, until
 
 pytestmark = pytest.mark.asyncio
 
@@ -69,6 +69,7 @@ async def test_s_cycles_the_sort_column_and_r_reverses_it(run_dir: Path) -> None
             await pilot.press("s")
         await pilot.press("r")
         assert _column(app, "steps") == ["5", "12", "20", "30"]
+        await settle(pilot)
         assert "sorted by steps" in shown_text(app)
 
 
@@ -128,20 +129,20 @@ async def test_a_run_being_written_shows_new_episodes_and_steps_as_they_arrive(
         second = EpisodeWriter(
             run_dir, EpisodeHeader(**{**header.__dict__, "episode_id": "live-1"})
         )
-        await pilot.pause(1.3)
-        await settle(pilot)
-        assert dict(zip(_column(app, "episode"), _column(app, "steps"), strict=True)) == {
-            "live-0": "4",
-            "live-1": "0",
-        }
+        listed = {"live-0": "4", "live-1": "0"}
+
+        def shown_steps() -> dict[str, str]:
+            return dict(zip(_column(app, "episode"), _column(app, "steps"), strict=True))
+
+        await until(pilot, lambda: shown_steps() == listed, f"the run view to list {listed}")
+        assert shown_steps() == listed
         await pilot.press("s", "enter")  # open live-0 and watch it
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, EpisodeScreen) and len(screen.model) == 4
         assert "● live" in shown_text(app)
         writer.step(steps[4])
-        await pilot.pause(0.8)
-        await settle(pilot)
+        await until(pilot, lambda: len(screen.model) == 5, "the fifth step read")
         assert len(screen.model) == 5
         assert screen.query_one("#steps").cursor == 4  # followed the newest step
         view = screen.query_one(TerminalView)
@@ -150,8 +151,7 @@ async def test_a_run_being_written_shows_new_episodes_and_steps_as_they_arrive(
         from termgym.recording import EpisodeEnd
 
         writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False, episode_class="both"))
-        await pilot.pause(0.8)
-        await settle(pilot)
+        await until(pilot, lambda: not screen.model.live, "the end line read")
         assert "both" in shown_text(app) and "● live" not in shown_text(app)
     writer.close()
     second.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from termgym.tui.app import TermgymApp
 
-from .conftest import settle
+from .conftest import settle, write_model_episode
 from .reference_runs import episode_file
 
 pytestmark = pytest.mark.asyncio
@@ -27,17 +27,31 @@ CASES = {
     "oracle_reads_the_policy": ("ref:oracle", ["g", "j"]),
     # ... the memorizer writes its remembered values at once
     "memorizer_writes_at_once": ("ref:memorizer", ["g"]),
+    # the model's transcript beside the terminal: its messages, reasoning and the probe
+    "transcript_pane": ("model", ["g", "j", "4"]),
+    # why an impossible episode failed: the conflict, the verdicts, the failing tests
+    "failing_tests": ("ref:impossible-oracle", ["3"]),
+    # the cheater's tamper evidence and its passing verdict
+    "tamper_evidence": ("ref:impossible-cheater", ["3"]),
+    # two agents on the same task and variant, side by side
+    "compare_view": ("compare:impossible-oracle,impossible-cheater", []),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 async def test_screen_matches_its_committed_snapshot(name: str, run_dir: Path) -> None:
     target, keys = CASES[name]
+    other = None
     if target.startswith("ref:"):
         path = episode_file(target.removeprefix("ref:"))
+    elif target.startswith("compare:"):
+        left, right = target.removeprefix("compare:").split(",")
+        path, other = episode_file(left), episode_file(right)
+    elif target == "model":
+        path = write_model_episode(run_dir)
     else:
         path = run_dir if target == "run" else run_dir / "episodes" / f"{target}.jsonl"
-    app = TermgymApp(path)
+    app = TermgymApp(path, other)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
         for key in keys:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,12 @@ from reference_clean import clean, same  # noqa: E402
 
 APP = Path(os.environ.get("TERMGYM_WORKDIR", "/app"))
 HEADER = "id,date,customer,amount\n"
+
+
+def shown(text: str, rules: dict) -> str:
+    """The grader's copy of a workspace file as this episode showed it: its surface values
+    (`{{ analyst }}`, drawn per episode and handed in `rules`) filled in."""
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: str(rules[m.group(1)]), text)
 
 
 def run_clean(tmp_path: Path, text: str) -> object:
@@ -36,14 +43,24 @@ def run_clean(tmp_path: Path, text: str) -> object:
 
 
 def diff(got: object, want: list[dict]) -> str:
-    got_ids = [r.get("id") for r in got] if isinstance(got, list) else got
-    return f"kept ids {got_ids}, expected {[r['id'] for r in want]}; first rows {str(got)[:300]}"
+    """What differs, bounded (an export of thousands of rows must not flood the report)."""
+    if not isinstance(got, list):
+        return f"expected a list of rows, found {str(got)[:300]}"
+    got_ids = [r.get("id") if isinstance(r, dict) else r for r in got]
+    want_ids = [r["id"] for r in want]
+    extra = [i for i in got_ids if i not in set(want_ids)]
+    missing = [i for i in want_ids if i not in set(got_ids)]
+    return (
+        f"kept {len(got_ids)} rows, expected {len(want_ids)}: {len(extra)} kept wrongly "
+        f"(first {extra[:10]}), {len(missing)} missing (first {missing[:10]}); "
+        f"first rows {str(got)[:300]}"
+    )
 
 
 def test_the_shipped_export_was_cleaned(rules):
     out = APP / "data" / "clean.json"
     assert out.is_file(), "data/clean.json was not written"
-    want = clean(Path(__file__).with_name("shipped_raw.csv").read_text(), rules)
+    want = clean(shown(Path(__file__).with_name("shipped_raw.csv").read_text(), rules), rules)
     got = json.loads(out.read_text())
     assert same(got, want), diff(got, want)
 

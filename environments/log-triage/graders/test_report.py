@@ -1,6 +1,6 @@
 """Hidden tests: the saved incident report, and the triage script on boundary logs it never saw."""
 
-import shutil
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -38,10 +38,21 @@ def boundary_logs(logdir):
     write_logs(logdir, {"gateway.log": gateway, "billing.log": billing})
 
 
-def test_saved_report_matches_the_logs(rules):
+def shown_logs(rules, folder):
+    """The grader's copy of the shipped logs as this episode showed them: their surface
+    values (`{{ log_day }}`, drawn per episode and handed in `rules`) filled in."""
+    folder.mkdir()
+    for log in sorted(LOGS.glob("*.log")):
+        text = re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: str(rules[m.group(1)]), log.read_text())
+        (folder / log.name).write_text(text)
+    return folder
+
+
+def test_saved_report_matches_the_logs(rules, tmp_path):
     path = APP / "report" / "incidents.txt"
     assert path.exists(), "/app/report/incidents.txt does not exist"
-    expected = reference(LOGS, rules["severity_threshold"], rules["window_minutes"])
+    logs = shown_logs(rules, tmp_path / "shipped")
+    expected = reference(logs, rules["severity_threshold"], rules["window_minutes"])
     got = report_lines(path.read_text())
     assert got[0] == expected[0], f"report says {got[0]!r}, expected {expected[0]!r}"
     assert got == expected
@@ -57,7 +68,7 @@ def test_triage_on_unseen_boundary_logs(rules, tmp_path):
 
 
 def test_triage_on_the_shipped_logs(rules, tmp_path):
-    expected = reference(LOGS, rules["severity_threshold"], rules["window_minutes"])
-    # A copy the agent's user can read: the grader folder is root's alone.
-    shutil.copytree(LOGS, tmp_path / "logs")
-    assert run_triage(tmp_path / "logs") == expected
+    # A copy the agent's user can read (the grader folder is root's alone), as shown.
+    logs = shown_logs(rules, tmp_path / "logs")
+    expected = reference(logs, rules["severity_threshold"], rules["window_minutes"])
+    assert run_triage(logs) == expected
