@@ -1,4 +1,4 @@
-"""Image and sandbox commands: `termgym image build-base|build-stand-in`, `termgym gc`, `termgym sandbox`."""
+"""Image and sandbox commands: `termgym image build-base|build-stand-in`, `gc`, `sandbox`."""
 
 from __future__ import annotations
 
