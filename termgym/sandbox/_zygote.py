@@ -36,7 +36,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from termgym.errors import SandboxError
+from termgym.errors import EngineError, SandboxError
 from termgym.sandbox._base import RunResult
 from termgym.sandbox._common import collected
 from termgym.sandbox._shell import _Collector
@@ -162,7 +162,7 @@ class Zygote:
             raise
         with self._lock:
             self.in_use += 1
-        return ZygoteStandby(mine, pidfd, limit, done=self._done)
+        return ZygoteStandby(mine, pidfd, limit, done=self._done, zygote=self.alive)
 
     def _done(self) -> None:
         with self._lock:
@@ -205,10 +205,17 @@ class ZygoteStandby:
     (each dies with its parent, pid 1 of the verifier with the process the host placed)."""
 
     def __init__(
-        self, sock: socket.socket, pidfd: int, limit: int, *, done: Callable[[], None]
+        self,
+        sock: socket.socket,
+        pidfd: int,
+        limit: int,
+        *,
+        done: Callable[[], None],
+        zygote: Callable[[], bool],
     ) -> None:
         self.sock = sock
         self.pidfd = pidfd
+        self._zygote = zygote
         self._collector = _Collector(limit)
         self._finished = False
         self._eof = False
@@ -257,7 +264,12 @@ class ZygoteStandby:
 
     def finish(self, data: bytes, *, timeout: float) -> RunResult:
         """Write `data`, close the writing side, and collect everything until its end (at
-        `timeout`, every process of it is killed)."""
+        `timeout`, every process of it is killed).
+
+        Raises:
+            EngineError: the zygote died meanwhile (the verifier's processes, in namespaces
+                below the zygote's, died with it: what they wrote is no verdict).
+        """
         if self._finished:
             raise SandboxError("This standby was already finished.")
         self._finished = True
@@ -271,6 +283,8 @@ class ZygoteStandby:
         if timed_out:
             self._kill()
         self._release()
+        if not self._zygote():  # its verifier's processes lived in the zygote's namespaces
+            raise EngineError("the zygote this verifier's runner was forked from died")
         return collected(self._collector, None, began=began, timed_out=timed_out)
 
     def _kill(self) -> None:
@@ -371,8 +385,12 @@ def _hook_process_exit() -> None:
 
 def _forget_parent_zygotes() -> None:
     """In a forked child: the parent's zygotes are the parent's (a lock another thread held
-    at the fork would stay held: the child gets new ones)."""
+    at the fork would stay held: the child gets new ones), and its copy of their control
+    sockets is closed (a zygote ends when the parent lets it go)."""
     global _LOCK
+    for zygote in _ZYGOTES.values():
+        with contextlib.suppress(OSError):
+            zygote.control.close()
     _ZYGOTES.clear()
     _STARTING.clear()
     _FAILED.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,96 @@ def test_a_pytest_graders_tests_cannot_load_the_agents_code_into_their_process(
     for name in ("contradicted", "original"):
         (loads,) = [r for r in graded.verdicts[name].results if r.grader == "loads"]
         assert loads.passed is False and "a file of the agent's" in loads.message, loads
+
+
+@pytest.mark.bwrap
+def test_a_zygote_that_died_leaves_its_waiting_verifiers_to_cold_execs_and_starts_anew(
+    base_rootfs: str,
+) -> None:
+    import os
+    import signal
+
+    from termgym.grading import verifier_standby
+    from termgym.grading._verifier import verifier_config
+    from termgym.sandbox import _zygote
+
+    task = load_task(FIXTURE)
+    pool = SandboxPool(lambda c: make_sandbox("bwrap", c), size=2)
+    box, plan = _episode("bwrap", task, probe="echo clean 0 0\n")
+    verifier = verifier_config(box.config, standby=verifier_standby(task, zygote=True))  # type: ignore[attr-defined]
+    try:
+        first = _grade(pool, box, plan)
+        assert [r.forked for r in first.runners] == [True, True]
+        deadline = time.monotonic() + 120  # every warm verifier forked from this zygote
+        while pool.ready(verifier) < pool.depth(verifier) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waiting = pool.ready(verifier)
+        assert waiting == pool.depth(verifier) >= 2
+        (zygote,) = [z for z in _zygote._ZYGOTES.values() if z.alive() and z.in_use]
+        os.killpg(zygote.process.sandbox._standby.proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 30
+        while zygote.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not zygote.alive()
+        forked: list[bool] = []
+        for _ in range(waiting // 2 + 2):
+            graded = _grade(pool, box, plan)
+            # the waiting verifiers' standbys died with it: cold execs grade as well
+            assert graded.verdicts["contradicted"].results[0].passed, graded
+            forked += sorted(r.forked for r in graded.runners)  # taken side by side
+            if forked.count(False) >= waiting and forked[-2:] == [True, True]:
+                break
+        # the verifiers that waited ran cold, first; every one started since, from a new one
+        assert forked == [False] * waiting + [True] * (len(forked) - waiting), forked
+        assert forked[-2:] == [True, True]
+    finally:
+        box.close()
+        pool.close()
+
+
+def _running(name: bytes) -> bool:
+    """Whether a process of the machine runs under the name `name` (the host sees them all)."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if (entry / "cmdline").read_bytes().startswith(name):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.bwrap
+def test_a_zygote_that_dies_under_a_grading_makes_it_termgyms_failure_not_the_agents(
+    base_rootfs: str,
+) -> None:
+    import os
+    import signal
+    import threading
+
+    from termgym.errors import InfrastructureError
+    from termgym.sandbox import _zygote
+
+    task = load_task(FIXTURE)
+    pool = SandboxPool(lambda c: make_sandbox("bwrap", c), size=0)
+    box, plan = _episode("bwrap", task, probe="exec -a termgym-probe-hold sleep 50\n")
+    killed: list[bool] = []
+
+    def kill_the_zygote_once_the_tests_run() -> None:
+        deadline = time.monotonic() + 120
+        while not _running(b"termgym-probe-hold") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for zygote in list(_zygote._ZYGOTES.values()):
+            if zygote.in_use:
+                os.killpg(zygote.process.sandbox._standby.proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+                killed.append(True)
+
+    killer = threading.Thread(target=kill_the_zygote_once_the_tests_run)
+    killer.start()
+    try:
+        with pytest.raises(InfrastructureError, match="zygote"):
+            _grade(pool, box, plan)
+    finally:
+        killer.join()
+        box.close()
+        pool.close()
+    assert killed == [True]
