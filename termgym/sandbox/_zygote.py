@@ -13,18 +13,23 @@ What the host does per verifier (`Zygote.fork`): it clones the verifier's overla
 one message, reads the child's pid off its first message on the channel (the kernel writes
 it, SO_PASSCRED), moves it into the verifier's cgroups, and answers. From there the channel
 is the standby's stdin and stdout (`ZygoteStandby`).
+
+Zygotes are started on one thread per process that lives as long as the process: a bwrap
+sandbox dies with the thread that spawned it, and a zygote serves every pool of the process.
 """
 
 from __future__ import annotations
 
 import array
 import atexit
+import concurrent.futures
 import contextlib
 import ctypes
 import json
 import logging
 import multiprocessing.util
 import os
+import queue
 import select
 import signal
 import socket
@@ -342,7 +347,7 @@ def zygote_for(key: Hashable, launch: Callable[[int], ZygoteProcess]) -> Zygote 
             stale.close()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            process = launch(theirs.fileno())
+            process = _on_launcher(lambda: launch(theirs.fileno()))
         except Exception as exc:  # noqa: BLE001 - the usual standby still works
             mine.close()
             log.warning("could not start a zygote, verifiers start their standby anew: %s", exc)
@@ -360,6 +365,39 @@ def zygote_for(key: Hashable, launch: Callable[[int], ZygoteProcess]) -> Zygote 
         for old in evicted:
             old.close()
         return zygote
+
+
+_LAUNCHER: list[queue.SimpleQueue[Callable[[], None]]] = []
+
+
+def _on_launcher(call: Callable[[], ZygoteProcess]) -> ZygoteProcess:
+    """`call()` on this process's launcher thread, which lives as long as the process: a
+    sandbox dies with the thread that spawned it (bwrap's --die-with-parent: the kernel's
+    parent-death signal follows the thread, not the process), and a zygote outlives the pool
+    thread or the env's thread that needed it first."""
+    with _LOCK:
+        if not _LAUNCHER:
+            jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+            threading.Thread(
+                target=_launch_forever, args=(jobs,), name="termgym-zygote-launcher", daemon=True
+            ).start()
+            _LAUNCHER.append(jobs)
+        jobs = _LAUNCHER[0]
+    done: concurrent.futures.Future[ZygoteProcess] = concurrent.futures.Future()
+
+    def job() -> None:
+        try:
+            done.set_result(call())
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            done.set_exception(exc)
+
+    jobs.put(job)
+    return done.result()
+
+
+def _launch_forever(jobs: queue.SimpleQueue[Callable[[], None]]) -> None:
+    while True:
+        jobs.get()()
 
 
 def close_zygotes() -> None:
@@ -394,6 +432,7 @@ def _forget_parent_zygotes() -> None:
     _ZYGOTES.clear()
     _STARTING.clear()
     _FAILED.clear()
+    _LAUNCHER.clear()  # the parent's thread: the child starts one of its own
     _LOCK = threading.Lock()
 
 

@@ -350,3 +350,39 @@ def test_a_zygote_that_dies_under_a_grading_makes_it_termgyms_failure_not_the_ag
         box.close()
         pool.close()
     assert killed == [True]
+
+
+@pytest.mark.bwrap
+def test_a_zygote_outlives_the_pool_thread_that_started_it(base_rootfs: str) -> None:
+    # bwrap dies with the thread that spawned it (--die-with-parent follows the thread): a
+    # zygote that one env's pool started on its starter thread must not end with that
+    # thread, when that env closes, while other envs' verifiers fork from it.
+    from termgym.grading import verifier_standby
+    from termgym.grading._verifier import verifier_config
+    from termgym.sandbox import _zygote
+
+    task = load_task(FIXTURE)
+    first = SandboxPool(lambda c: make_sandbox("bwrap", c), size=1, starters=1)
+    other = SandboxPool(lambda c: make_sandbox("bwrap", c), size=0)
+    box, plan = _episode("bwrap", task, probe="echo clean 0 0\n")
+    verifier = verifier_config(box.config, standby=verifier_standby(task, zygote=True))  # type: ignore[attr-defined]
+    try:
+        first.prefill(verifier)  # its starter thread starts the verifier, and so the zygote
+        deadline = time.monotonic() + 120
+        while first.ready(verifier) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (zygote,) = [z for z in _zygote._ZYGOTES.values() if z.alive()]
+        threads = [Path(f"/proc/self/task/{t.native_id}") for t in first._threads]
+        first.close()  # its threads end; the other pool lives on
+        deadline = time.monotonic() + 30  # until the kernel let them go
+        while any(t.exists() for t in threads) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not any(t.exists() for t in threads)
+        graded = _grade(other, box, plan)
+        assert [r.forked for r in graded.runners] == [True, True]
+        assert graded.verdicts["contradicted"].results[0].passed
+        assert list(_zygote._ZYGOTES.values()) == [zygote] and zygote.alive()
+    finally:
+        box.close()
+        first.close()
+        other.close()
