@@ -124,12 +124,13 @@ def run_in_fork(
     """Run the prepared program of `entry` in a fork of this process (module docstring);
     (its exit status, timed out). At `timeout` its session is killed."""
     done_read, done_write = os.pipe()
+    pidfds = _pidfds()
     pid = os.fork()
     if pid == 0:
         code = 3
         try:
             os.close(done_read)
-            if hasattr(os, "pidfd_open"):
+            if pidfds:
                 os.close(done_write)  # the parent watches this process itself
             _become_job(env, cwd, log)
             code = int(entry["handle"].run() or 0)
@@ -146,7 +147,7 @@ def run_in_fork(
             os._exit(code)
     os.close(done_write)
     watched = done_read
-    if hasattr(os, "pidfd_open"):  # Python 3.9+: the fork's end, not its descriptors'
+    if pidfds:  # the fork's end, not its descriptors'
         os.close(done_read)
         watched = os.pidfd_open(pid)
     try:
@@ -164,8 +165,25 @@ def run_in_fork(
     return os.WEXITSTATUS(status), False
 
 
+_PIDFDS = []  # type: list[bool]
+
+
+def _pidfds() -> bool:
+    """Whether this process can watch a fork by its pidfd: Python 3.9+ on a kernel that has
+    pidfd_open (gVisor's has none: ENOSYS)."""
+    if not _PIDFDS:
+        works = hasattr(os, "pidfd_open")
+        if works:
+            try:
+                os.close(os.pidfd_open(os.getpid()))
+            except OSError:
+                works = False
+        _PIDFDS.append(works)
+    return _PIDFDS[0]
+
+
 def _wait_closed(fd: int, timeout: float) -> bool:
-    """Until the fork ended (its pidfd readable, or, before Python 3.9, its end of the pipe
+    """Until the fork ended (its pidfd readable, or, without pidfds, its end of the pipe
     closed: a descriptor only it and what it forks hold); False at `timeout`."""
     deadline = time.monotonic() + timeout
     while True:

@@ -300,18 +300,21 @@ def grade_rulesets_in(
     `standby`: the backend's verifiers keep a standby runner (`HoldsStandby`); the grading
     goes to it when it waits, else to a cold exec of the runner. The standby is prepared for
     the task (its grading folder unpacked and its jobs loaded before the work arrives:
-    `preparation_for`) but on a snapshot, and with `zygote` (verifiers from a pool) forked
+    `preparation_for`) but on a snapshot or under an engine runtime such as gVisor's (it
+    would not see the work copied into a folder it made), and with `zygote` (verifiers from
+    a pool) forked
     from a zygote where the backend can. `snapshot_of`: grade the agent's whole filesystem
     (its sandbox's `snapshot_handle()`; `work` is then None), and `changed` lists what the
     agent made or changed there.
     """
     groups = _alike(rulesets)
+    # gVisor (a runtime of the engine's) keeps the files its sandbox made in an overlay of
+    # its own: a folder the standby unpacked there would hide the work the host copies in
+    prepared = standby and not snapshot_of and agent.runtime is None
     config = verifier_config(
         agent, network_of=network_of, snapshot_of=snapshot_of,
-        standby=verifier_standby(task, snapshot=bool(snapshot_of), zygote=zygote)
-        if standby else None,
+        standby=verifier_standby(task, prepared=prepared, zygote=zygote) if standby else None,
     )  # fmt: skip
-    prepared = config.standby is not None and not snapshot_of
     with contextlib.ExitStack() as stack:
         bundles = []
         for group in groups:
@@ -348,11 +351,12 @@ def grade_rulesets_in(
     )
 
 
-def verifier_standby(task: Task, *, snapshot: bool = False, zygote: bool = False) -> StandbySpec:
-    """The standby runner of `task`'s verifiers: prepared for its graders (not on a
-    snapshot, whose jobs run on the agent's files), forked from a zygote with `zygote`."""
+def verifier_standby(task: Task, *, prepared: bool = True, zygote: bool = False) -> StandbySpec:
+    """The standby runner of `task`'s verifiers: with `prepared`, prepared for its graders
+    (never on a snapshot, whose jobs run on the agent's files) and forked from a zygote with
+    `zygote`; else one that only waits."""
     python = task.spec.grading.python
-    if snapshot:
+    if not prepared:
         return standby_spec(python)
     return standby_spec(python, preparation_for(task), zygote=zygote)
 
