@@ -11,7 +11,7 @@ help:
 	@echo "make demo   - set up, then run the main job"
 	@echo "make test   - set up, then run the whole test suite"
 	@echo "make bench  - speed benchmarks (ratios measured side by side)"
-	@echo "make lint   - ruff and mypy"
+	@echo "make lint   - ruff, mypy and the layers contract (.importlinter)"
 	@echo "make gc     - remove containers termgym left behind"
 
 setup: $(VENV)/.installed
@@ -48,6 +48,7 @@ lint: setup
 	$(VENV)/bin/ruff check termgym graders tui tests
 	$(VENV)/bin/ruff format --check termgym graders tui tests
 	$(VENV)/bin/mypy termgym graders tui
+	$(VENV)/bin/lint-imports --no-cache .importlinter
 
 format: setup
 	$(VENV)/bin/ruff format termgym graders tui tests

@@ -3,7 +3,7 @@ task, then build each imported task's image, run its own solution (the oracle) a
 do-nothing agent through `termgym run`, and write one table (docs/importing.md, "TB 2.0").
 
     .venv/bin/python scripts/tb2_measure.py SOURCE OUT [--tasks a,b | --sample N]
-        [--import-only] [--redo a,b|failed] [--backend docker] [--build-timeout S]
+        [--import-only] [--runnable] [--redo a,b|failed] [--backend docker] [--build-timeout S]
         [--max-agent-timeout S]
     .venv/bin/python scripts/tb2_measure.py --table OUT
 
@@ -329,6 +329,8 @@ def measure(out: Path, args: argparse.Namespace) -> None:
     if args.tasks:
         wanted = set(args.tasks.split(","))
         imported = [row for row in imported if row["task"] in wanted or row["id"] in wanted]
+    elif args.runnable:
+        imported = [row for row in imported if _reaches_only_registries(row)]
     elif args.sample:
         imported = random.Random(args.seed).sample(imported, min(args.sample, len(imported)))
     for row in imported:
@@ -422,9 +424,33 @@ def write_table(out: Path) -> None:
         ),
         f"oracle: {sum(1 for o in oracles if o.get('passed'))} of {len(oracles)} run pass; "
         f"do-nothing: {sum(1 for o in nothings if o.get('passed'))} of {len(nothings)} run pass",
+        _runnable_summary(rows, done),
         "",
     ]
     (out / "table.md").write_text("\n".join(summary + lines) + "\n")
+
+
+def _reaches_only_registries(row: dict[str, Any]) -> bool:
+    """Whether an imported task's solution and image build reach no host but the registries."""
+    return not any(
+        str(row.get(key, "")).startswith("other") for key in ("internet", "build_internet")
+    )
+
+
+def _runnable_summary(
+    rows: list[dict[str, Any]], done: dict[tuple[str, str], dict[str, Any]]
+) -> str:
+    """The target's figure: the oracle on the imported tasks whose solution and image build
+    reach no host beyond the package registries (the only ones these machines reach)."""
+    runnable = [r["task"] for r in rows if r["imported"] and _reaches_only_registries(r)]
+    measured = [t for t in runnable if (t, "oracle") in done or (t, "build") in done]
+    passed = [t for t in measured if (done.get((t, "oracle")) or {}).get("passed")]
+    nothing = [t for t in measured if (done.get((t, "nothing")) or {}).get("passed")]
+    share = f" ({100 * len(passed) / len(measured):.0f}%)" if measured else ""
+    return (
+        f"tasks that reach only the registries: {len(runnable)}, measured {len(measured)}: "
+        f"oracle passes {len(passed)}{share}, do-nothing passes {len(nothing)}"
+    )
 
 
 def main() -> None:
@@ -436,6 +462,11 @@ def main() -> None:
     parser.add_argument("--tasks", help="Comma-separated task folder names (or ids) to measure.")
     parser.add_argument("--sample", type=int, help="Measure this many imported tasks, drawn.")
     parser.add_argument("--seed", type=int, default=0, help="The draw of --sample.")
+    parser.add_argument(
+        "--runnable",
+        action="store_true",
+        help="Measure only the tasks whose solution and build reach no host but the registries.",
+    )
     parser.add_argument("--import-only", action="store_true")
     parser.add_argument(
         "--redo",

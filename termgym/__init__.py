@@ -11,15 +11,14 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from termgym.agents._base import REPORT_CONFLICT, SUBMIT, report_conflict
+from termgym._actions import REPORT_CONFLICT, SUBMIT, report_conflict
+from termgym._version import __version__
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
     from termgym.env import TerminalEnv
     from termgym.run import Trajectory
     from termgym.tasks import Task
-
-__version__ = "0.1.0"
 
 __all__ = [
     "REPORT_CONFLICT",
@@ -43,14 +42,14 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
 
 def rollout(policy: Any, tasks: Any = "*", **options: Any) -> list[Trajectory]:
     """Run episodes of a policy function and return trajectories; see `termgym.run.rollout`."""
-    from termgym.run._rollout import rollout as _rollout
+    from termgym.run import rollout as _rollout
 
     return _rollout(policy, tasks, **options)
 
 
 async def arollout(policy: Any, tasks: Any = "*", **options: Any) -> list[Trajectory]:
     """`rollout` from a running event loop; see `termgym.run.arollout`."""
-    from termgym.run._rollout import arollout as _arollout
+    from termgym.run import arollout as _arollout
 
     return await _arollout(policy, tasks, **options)
 

@@ -1,5 +1,5 @@
-"""What every layer shares, defined here once: variant names, episode classes, terminal size,
-and the wording of errors (a class name once, a did-you-mean hint)."""
+"""What every layer shares, defined here once: variant names, episode classes and statuses,
+terminal size, and the wording of errors (a class name once, a did-you-mean hint)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,17 @@ INFRA_ERROR: Literal["error"] = "error"
 EpisodeClass = Literal["adapted", "stale", "both", "neither", "grader-error"]
 CLASSES: tuple[EpisodeClass, ...] = (*SHADOW_CLASSES, GRADER_ERROR)
 """Every class a counted episode can have (original episodes graded cleanly have none)."""
+
+EndClass = EpisodeClass | Literal["error"]
+"""The class an episode ends with, in its final info and its recording: an EpisodeClass, or
+INFRA_ERROR when termgym's machinery failed."""
+
+EpisodeStatus = Literal["ok", "agent-error", "infra-error"]
+EPISODE_STATUSES: tuple[EpisodeStatus, ...] = ("ok", "agent-error", "infra-error")
+"""What came of a run's episode (`status` in results.jsonl): "ok" (graded; a grader-error
+is ok, and counted), "agent-error" (the agent raised: counted, its final state graded), or
+"infra-error" (termgym's machinery failed after every retry: left out of every rate; its
+recorded class is INFRA_ERROR)."""
 
 
 def describe_error(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym._vocabulary import IMPOSSIBLE, STATED
+from termgym._vocabulary import IMPOSSIBLE, STATED, EndClass
 from termgym.env import collect_tamper, episode_class_of, sandbox_config, tamper_baseline
 from termgym.errors import TermgymError
 from termgym.grading import (
@@ -63,7 +63,7 @@ class CheckRow:
     expected: str
     own: bool | None
     original: bool | None
-    episode_class: str | None
+    episode_class: EndClass | None
     ok: bool | None
     why: str = ""
     seconds: float = 0.0

@@ -31,10 +31,8 @@ from datasets import Dataset
 from verifiers.utils.message_utils import normalize_messages
 
 from termgym.chat import ChatEnv, ObservationBudget, tool_schemas
-from termgym.env._async import run_blocking
-from termgym.env._env import TerminalEnv
-from termgym.env._task_set import resolve_task_set
-from termgym.run._jobs import plan_jobs
+from termgym.env import TerminalEnv, resolve_task_set, run_blocking
+from termgym.run import plan_jobs
 
 STATE_KEY = "termgym"
 

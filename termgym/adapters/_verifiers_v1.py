@@ -30,10 +30,8 @@ from typing import Any
 import verifiers.v1 as vf
 
 from termgym.chat import ChatEnv, ObservationBudget, system_prompt
-from termgym.env._async import run_blocking
-from termgym.env._env import TerminalEnv
-from termgym.env._task_set import resolve_task_set
-from termgym.run._jobs import plan_jobs
+from termgym.env import TerminalEnv, resolve_task_set, run_blocking
+from termgym.run import plan_jobs
 
 METRICS = ("stale", "adapted", "passed_original", "grader_error")
 """Per-episode metrics recorded on each trace (1.0 or 0.0)."""

@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from termgym._task_paths import task_dirs
 from termgym.chat import ChatEnv, ObservationBudget
-from termgym.env._multi import MultiTaskEnv
+from termgym.env import MultiTaskEnv
 
 PREFIX = "termgym:"
 ALL_TASKS = f"{PREFIX}all"

@@ -37,9 +37,8 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from termgym.adapters._metrics import aggregate, episode_metrics
 from termgym.chat import ChatEnv, ObservationBudget
-from termgym.env._multi import MultiTaskEnv
-from termgym.env._task_set import resolve_task_set
-from termgym.run._jobs import plan_jobs
+from termgym.env import MultiTaskEnv, resolve_task_set
+from termgym.run import plan_jobs
 
 ENV_ID = "termgym"
 ENV_OPTIONS = (

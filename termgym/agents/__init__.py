@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from termgym.agents._base import (
-    REPORT_CONFLICT,
-    SUBMIT,
-    Agent,
-    EpisodeContext,
-    Reference,
-    conflict_reason,
-    ends_episode,
-    report_conflict,
-)
+from termgym._actions import REPORT_CONFLICT, SUBMIT, conflict_reason, ends_episode, report_conflict
+from termgym.agents._base import Agent, EpisodeContext, Reference
 from termgym.agents._registry import (
     ENTRY_POINT_GROUP,
     AgentSpec,

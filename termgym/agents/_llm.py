@@ -13,7 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from termgym.agents._base import EpisodeContext, ends_episode
+from termgym._actions import ends_episode
+from termgym.agents._base import EpisodeContext
 from termgym.agents._probe import (
     check_probe_options,
     continuation,

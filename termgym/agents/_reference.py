@@ -10,7 +10,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from termgym.agents._base import SUBMIT, EpisodeContext, Reference, report_conflict
+from termgym._actions import SUBMIT, as_keystrokes, report_conflict
+from termgym.agents._base import EpisodeContext, Reference
 from termgym.errors import AgentError
 from termgym.tasks import parse_solution
 
@@ -45,11 +46,6 @@ def script_oneliner(script: str, *, workdir: str, withheld_rules: Mapping[str, A
         f"cd {shlex.quote(workdir)} && TERMGYM_WITHHELD_RULES={shlex.quote(rules_json)} "
         f'bash -c "$(echo {encoded} | base64 -d)" script </dev/null'
     )
-
-
-def as_keystrokes(command: str) -> str:
-    """The keys-mode notation that types `command` and presses Enter."""
-    return command.replace("<", "<lt>").replace("\n", "<Enter>") + "<Enter>"
 
 
 def typed_step(command: str) -> str:

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from termgym.agents._base import SUBMIT, EpisodeContext
+from termgym._actions import SUBMIT
+from termgym.agents._base import EpisodeContext
 from termgym.errors import AgentError, RecordingError
 from termgym.recording import EpisodeHeader, read_episode
 

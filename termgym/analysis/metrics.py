@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from termgym._vocabulary import CLASSES, GRADER_ERROR, IMPOSSIBLE, VARIANTS
+from termgym._vocabulary import CLASSES, GRADER_ERROR, IMPOSSIBLE, VARIANTS, EndClass
 from termgym.errors import RecordingError
 from termgym.grading import GradeReport
 from termgym.recording import EpisodeLog
@@ -71,7 +71,7 @@ class EpisodeSummary:
     variant: str
     agent: str
     passed: bool
-    episode_class: str | None = None
+    episode_class: EndClass | None = None
     reward: float = 0.0
     error: str | None = None
     agent_error: str | None = None

@@ -46,8 +46,7 @@ def _step_overhead(n: int) -> tuple[Row, Row, str]:
 
 def _resets(n: int) -> tuple[Row, Row, str]:
     """reset() with a warm pool (waiting for it to refill between resets) and with none."""
-    from termgym.env import make
-    from termgym.env._pool import shared_pool
+    from termgym.env import make, shared_pool
 
     rows = []
     for pool_size, label in ((1, "reset, warm pool"), (0, "reset, cold container start")):

@@ -20,9 +20,8 @@ from collections.abc import Sequence
 
 from termgym.bench import Section, timings_row
 from termgym.check import run_solution
-from termgym.env._pool import SandboxPool
-from termgym.grading import grade, grade_rulesets, prepare, verifier_config
-from termgym.grading._runner import grade_rulesets_in
+from termgym.env import SandboxPool
+from termgym.grading import grade, grade_rulesets, grade_rulesets_in, prepare, verifier_config
 from termgym.sandbox import CopyLimits, Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
     EpisodePlan,

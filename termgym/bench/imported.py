@@ -50,7 +50,7 @@ def _conversions(n: int, work: Path) -> tuple[Row, Row]:
 
 
 def _wait_refill(env: object) -> None:
-    from termgym.env._pool import shared_pool
+    from termgym.env import shared_pool
 
     options = env.options  # type: ignore[attr-defined]
     pool = shared_pool(options.backend, options.pool_size, False)

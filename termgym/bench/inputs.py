@@ -17,10 +17,8 @@ import time
 
 from termgym.bench import Section, timings_row
 from termgym.bench.grading import _contradicted, _make, _solved, _wait_warm
-from termgym.env._pool import SandboxPool
-from termgym.grading import report_inputs
-from termgym.grading._runner import grade_rulesets_in
-from termgym.grading._verdict import GradeReport
+from termgym.env import SandboxPool
+from termgym.grading import GradeReport, grade_rulesets_in, report_inputs
 from termgym.sandbox import CopyLimits
 from termgym.tasks import Task, list_tasks
 

@@ -90,14 +90,18 @@ def _cpu_per(meter: CpuMeter, action: Callable[[], object], n: int) -> float:
 def _floor(meter: CpuMeter, n: int) -> dict[str, float]:
     from termgym.bench.sandbox import _bare_exec
     from termgym.grading import verifier_config
-    from termgym.sandbox import SandboxConfig, make_sandbox
-    from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
-    from termgym.sandbox._seccomp import filter_fd
+    from termgym.sandbox import (
+        HOST_ENV,
+        BwrapSandbox,
+        SandboxConfig,
+        make_sandbox,
+        seccomp_filter_fd,
+    )
 
     def bare(box: BwrapSandbox, *program: str) -> str:
         import subprocess
 
-        fd = filter_fd(nesting=True)
+        fd = seccomp_filter_fd(nesting=True)
         try:
             argv = [*box._bwrap_argv(fd, session=True), "--", *program]  # noqa: SLF001
             done = subprocess.run(
@@ -234,8 +238,7 @@ def _verdict(met: bool) -> str:
 
 def bench_rl(quick: bool = False) -> Section:
     """The RL-loop section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works
-    from termgym.sandbox._engine import docker_answers
+    from termgym.sandbox import bwrap_works, docker_answers
 
     title = "RL loops: one-step episodes through vector envs, beside the floor"
     if not bwrap_works():

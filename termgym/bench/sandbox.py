@@ -11,9 +11,15 @@ import time
 from collections.abc import Callable
 
 from termgym.bench import Row, Section, timings_row
-from termgym.sandbox import SandboxConfig, _seccomp, bwrap_works, make_sandbox
-from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
-from termgym.sandbox._engine import docker_answers
+from termgym.sandbox import (
+    HOST_ENV,
+    BwrapSandbox,
+    SandboxConfig,
+    bwrap_works,
+    docker_answers,
+    make_sandbox,
+    seccomp_filter_fd,
+)
 
 
 def _time(action: Callable[[], object], n: int) -> list[float]:
@@ -98,7 +104,7 @@ def _cpu_seconds() -> float:
 
 def _bare_exec(box: BwrapSandbox) -> None:
     """The bwrap command line `box.exec(["true"])` runs, run by subprocess.run alone."""
-    fd = _seccomp.filter_fd()
+    fd = seccomp_filter_fd()
     try:
         argv = [*box._bwrap_argv(fd, session=True), "--", "true"]  # noqa: SLF001
         done = subprocess.run(

@@ -15,9 +15,7 @@ from typing import Any
 import numpy as np
 
 from termgym.bench import Row, Section, timings_row
-from termgym.run._episode import EpisodeResult
-from termgym.run._jobs import Job
-from termgym.run._ray import ShippedResult
+from termgym.run import EpisodeResult, Job, ShippedResult
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 TASK = str(EXAMPLES / "cargo-limit")  # one `file` check: the machinery, not a grader, costs
@@ -60,7 +58,7 @@ def _descendants(root: int, tree: dict[int, list[int]]) -> list[int]:
 
 def _container_pids(run_id: str) -> list[int]:
     """Every process of the run's containers (their cgroups) and each container's shim."""
-    from termgym.sandbox._engine import docker_client
+    from termgym.sandbox import docker_client
 
     pids: list[int] = []
     listed = docker_client().containers.list(filters={"label": f"io.termgym.run={run_id}"})
@@ -188,8 +186,7 @@ class TrivialWorker:
 
 def _ray_overhead(episodes: int, backend: str) -> tuple[list[str], dict[str, float]]:
     from termgym.cluster import connect
-    from termgym.run import RunConfig, Runner
-    from termgym.run._ray import run_on_ray
+    from termgym.run import RunConfig, Runner, run_on_ray
 
     os.environ["TERMGYM_TASKS_PATH"] = str(EXAMPLES)
     ray = connect("local", sandboxes=2)
@@ -274,8 +271,7 @@ def _load() -> str:
 
 def bench_scale(quick: bool = False) -> Section:
     """The scale section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works
-    from termgym.sandbox._engine import docker_answers
+    from termgym.sandbox import bwrap_works, docker_answers
 
     backends = [b for b, ok in (("docker", docker_answers()), ("bwrap", bwrap_works())) if ok]
     sizes = (1, 2, 4, 8) if quick else (1, 2, 4, 8, 16, 32, 64)

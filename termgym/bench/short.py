@@ -40,8 +40,7 @@ def _wait_warm(pool: Any, *configs: Any, limit: float = 10.0) -> None:
 
 
 def _verifier(env: Any) -> Any:
-    from termgym.grading._standby import standby_spec
-    from termgym.grading._verifier import verifier_config
+    from termgym.grading import standby_spec, verifier_config
 
     python = env.options.task.spec.grading.python
     return verifier_config(env.options.config, standby=standby_spec(python))
@@ -49,7 +48,7 @@ def _verifier(env: Any) -> Any:
 
 def _warm_episodes(episodes: int) -> list[Row]:
     import termgym
-    from termgym.env._pool import shared_pool
+    from termgym.env import shared_pool
 
     resets, steps, grades, totals = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="termgym-bench-") as tmp:
@@ -86,10 +85,8 @@ def _warm_episodes(episodes: int) -> list[Row]:
 
 def _grading_side_by_side(episodes: int, backend: str = "bwrap") -> tuple[list[Row], float]:
     """The same final state graded by the standby runner and by a cold exec, alternating."""
-    from termgym.env._pool import SandboxPool
-    from termgym.grading import grade, prepare
-    from termgym.grading._standby import standby_spec
-    from termgym.grading._verifier import verifier_config
+    from termgym.env import SandboxPool
+    from termgym.grading import grade, prepare, standby_spec, verifier_config
     from termgym.sandbox import SandboxConfig, make_sandbox
     from termgym.tasks import instantiate, load_task
 
@@ -152,8 +149,7 @@ def _back_to_back(episodes: int) -> tuple[float, float, float]:
 
 def bench_short(quick: bool = False) -> Section:
     """The short-episodes section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works
-    from termgym.sandbox._engine import docker_answers
+    from termgym.sandbox import bwrap_works, docker_answers
 
     if not bwrap_works():
         return Section(

@@ -7,8 +7,7 @@ import gc
 import time
 
 from termgym.bench import Row, Section, timings_row
-from termgym.sandbox import Sandbox, SandboxConfig, bwrap_works, make_sandbox
-from termgym.sandbox._engine import docker_answers
+from termgym.sandbox import Sandbox, SandboxConfig, bwrap_works, docker_answers, make_sandbox
 
 
 def _runs(box: Sandbox, n: int) -> list[float]:

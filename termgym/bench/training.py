@@ -71,8 +71,7 @@ def _hashing(n: int) -> Row:
     """HashedText's cost alone, on a screenful of text."""
     import gymnasium as gym
 
-    from termgym.env import HashedText
-    from termgym.env._spaces import TerminalText
+    from termgym.env import HashedText, TerminalText
 
     class Shape(gym.Env[dict[str, Any], str]):
         observation_space = gym.spaces.Dict(
@@ -97,8 +96,7 @@ def _hashing(n: int) -> Row:
 
 def bench_training(quick: bool = False) -> Section:
     """The training section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works
-    from termgym.sandbox._engine import docker_answers
+    from termgym.sandbox import bwrap_works, docker_answers
 
     episodes = 20 if quick else 60
     rows: list[Row] = [_hashing(200 if quick else 2000)]

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from termgym.agents._base import ends_episode
+from termgym._actions import ends_episode
 from termgym.chat._budget import ObservationBudget
 from termgym.chat._metadata import grading_metadata
 from termgym.chat._parse import ParsedReply, parse_message, split_reasoning, tool_schemas

@@ -21,8 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from termgym.agents._base import REPORT_CONFLICT, SUBMIT, report_conflict
-from termgym.agents._reference import as_keystrokes
+from termgym._actions import REPORT_CONFLICT, SUBMIT, as_keystrokes, report_conflict
 
 Source = Literal["tool_call", "text_tool_call", "code_block", "keyword", "none"]
 """Where an action was read from: a native tool call, a tool call written as text

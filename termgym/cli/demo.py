@@ -18,8 +18,7 @@ DEMO_AGENTS = ("oracle", "memorizer")
 
 def backend_choice(backend: str | None) -> tuple[str, str]:
     """The backend the demo runs on, and why (for the person watching)."""
-    from termgym.sandbox import bwrap_works, default_backend
-    from termgym.sandbox._engine import docker_answers
+    from termgym.sandbox import bwrap_works, default_backend, docker_answers
 
     if backend:
         return backend, "asked for with --backend"

@@ -112,8 +112,7 @@ def overlay() -> None:
 def suggest(task: Path, limit: int) -> None:
     """Propose candidate rules: numbers and quoted constants that occur both in what the agent
     sees and in the tests, each with a pattern unique in its file (a draft overlay.yaml)."""
-    from termgym.importing import suggest_overlay
-    from termgym.importing._suggest import as_overlay_yaml
+    from termgym.importing import as_overlay_yaml, suggest_overlay
 
     found = suggest_overlay(task, limit=limit)
     if not found:

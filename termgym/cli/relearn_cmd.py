@@ -35,7 +35,7 @@ def relearning_command(
     """Episodes-to-recover after the rule switch in LOG (JSONL lines {seed, episode, passed};
     see docs/metrics.md), per seed and as a mean with a bootstrap interval over seeds."""
     from termgym.analysis.relearning import read_training_log, recovery
-    from termgym.report._relearning import relearning_svg
+    from termgym.report import relearning_svg
 
     try:
         found = recovery(

@@ -43,7 +43,7 @@ def build_base_cmd(force: bool) -> None:
 def build_stand_in_cmd(images: tuple[str, ...]) -> None:
     """Build the local stand-ins of registry IMAGES (python:3.13-slim-bookworm, ubuntu:24.04 ...)
     that imported tasks are built FROM; cached, so a second call takes seconds."""
-    from termgym.sandbox._localbases import ensure_local_base, known_bases, map_base
+    from termgym.sandbox import ensure_local_base, known_bases, map_base
 
     for name in images:
         mapping = map_base(name)
@@ -63,8 +63,7 @@ def build_stand_in_cmd(images: tuple[str, ...]) -> None:
 @click.option("--all", "everything", is_flag=True, help="Also remove sandboxes still in use.")
 def gc(everything: bool) -> None:
     """Remove sandboxes termgym left behind (their starting process is gone)."""
-    from termgym.sandbox import collect_garbage
-    from termgym.sandbox._bwrap import collect_bwrap_garbage
+    from termgym.sandbox import collect_bwrap_garbage, collect_garbage
 
     try:
         removed = collect_bwrap_garbage()

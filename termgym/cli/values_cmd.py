@@ -32,7 +32,7 @@ def verify_values_command(
     """Re-derive every episode's enforced rule values from its seed, split and (with the
     secret) rotation period, and compare them with the recording. Exits 1 on a mismatch or
     an episode recorded under another secret."""
-    from termgym.run._verify import verify_values
+    from termgym.run import verify_values
 
     try:
         checks = verify_values(run_dir, secret, paths)

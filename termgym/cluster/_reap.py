@@ -22,7 +22,7 @@ def reap_run_here(run_id: str) -> list[str]:
     the engine) are never touched. Returns the names removed; without a Docker engine, none.
     """
     from termgym.errors import BackendUnavailable
-    from termgym.sandbox._docker import collect_garbage
+    from termgym.sandbox import collect_garbage
 
     try:
         return collect_garbage(labels={"io.termgym.run": run_id})

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from termgym._registration import env_id, register_tasks, registered_ids
-from termgym.env._async import AsyncEnvMixin, set_io_threads
+from termgym.env._async import AsyncEnvMixin, run_blocking, set_io_threads
 from termgym.env._env import TerminalEnv, make
 from termgym.env._episode import episode_class_of, sandbox_config
 from termgym.env._evidence import baseline as tamper_baseline
 from termgym.env._evidence import collect as collect_tamper
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys, typed_text
 from termgym.env._multi import MultiTaskEnv
-from termgym.env._pool import PoolLease, PoolStats, SandboxPool
+from termgym.env._pool import PoolLease, SandboxPool, close_all_pools, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import SharedTexts, TerminalText
-from termgym.env._task_set import TaskSchedule, resolve_task_set
+from termgym.env._task_set import TaskSchedule, TaskSource, resolve_task_set
 from termgym.env._wrappers import DiscreteCommands, HashedText
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "HashedText",
     "MultiTaskEnv",
     "PoolLease",
-    "PoolStats",
     "SandboxPool",
     "SharedTexts",
     "TaskSchedule",
@@ -43,4 +42,8 @@ __all__ = [
     "set_io_threads",
     "tamper_baseline",
     "typed_text",
+    "close_all_pools",
+    "run_blocking",
+    "TaskSource",
+    "shared_pool",
 ]

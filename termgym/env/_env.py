@@ -12,7 +12,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from termgym.agents._base import SUBMIT, Reference, conflict_reason
+from termgym._actions import SUBMIT, conflict_reason
+from termgym.agents import Reference
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._keys import parse_keys

@@ -12,8 +12,15 @@ from typing import Any
 
 import numpy as np
 
-import termgym
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, STATED, describe_error
+from termgym._version import __version__
+from termgym._vocabulary import (
+    GRADER_ERROR,
+    INFRA_ERROR,
+    STATED,
+    EndClass,
+    ShadowClass,
+    describe_error,
+)
 from termgym.env import _evidence
 from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
@@ -121,10 +128,6 @@ class EpisodeOptions:
             **rest,
         )
 
-    def pick_variant(self, rng: np.random.Generator, episode_index: int) -> str:
-        """The variant of episode number `episode_index`, drawn from the schedule."""
-        return self.schedule.draw(rng, episode_index)
-
     def pick(
         self, rng: np.random.Generator, episode_index: int, steps: int
     ) -> tuple[str, RuleDraw, dict[str, Any]]:
@@ -144,7 +147,7 @@ class Outcome:
     variant: str
     rules_enforced: dict[str, Any]
     verdicts: dict[str, Any]
-    episode_class: str | None
+    episode_class: EndClass | None
     error: str | None
     episode_file: str | None
     grading_seconds: float
@@ -248,7 +251,7 @@ class Episode:
             seed=self.seed,
             agent=self.options.agent,
             backend=self.options.backend,
-            versions={"termgym": termgym.__version__, "python": platform.python_version()},
+            versions={"termgym": __version__, "python": platform.python_version()},
             started=time.time(),
             cols=self.options.config.cols,
             rows=self.options.config.rows,
@@ -310,7 +313,7 @@ class Episode:
         self.finished = True
         started = time.monotonic()
         verdicts: dict[str, Any] = {}
-        episode_class: str | None = None
+        episode_class: EndClass | None = None
         error: str | None = None
         reward = 0.0
         facts: dict[str, Any] = {}
@@ -406,7 +409,7 @@ class Episode:
                 None, "abandoned: the environment was reset or closed before the end"
             )
 
-    def _end_ungraded(self, episode_class: str | None, error: str) -> None:
+    def _end_ungraded(self, episode_class: EndClass | None, error: str) -> None:
         self.finished = True
         if self.writer is not None:
             end = EpisodeEnd(
@@ -441,7 +444,7 @@ class Episode:
         )
 
 
-def episode_class_of(plan: EpisodePlan, report: GradeReport) -> str | None:
+def episode_class_of(plan: EpisodePlan, report: GradeReport) -> ShadowClass | None:
     """The episode's class: shadow grading's, except on an impossible episode, whose class
     compares what it was told (the stated rule set) with the original rules."""
     if plan.compared == report.own or plan.compared not in report.verdicts:

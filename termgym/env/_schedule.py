@@ -17,8 +17,7 @@ import numpy as np
 import yaml
 
 from termgym._vocabulary import VARIANTS, did_you_mean
-from termgym.tasks._draw import SPLITS
-from termgym.tasks._spec import validation_message
+from termgym.tasks import SPLITS, validation_message
 
 FORMS = (
     "a variant name, a {variant: weight} mix or a list of stages "

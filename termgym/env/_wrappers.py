@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.spaces import Text
 
-from termgym.agents._base import SUBMIT
+from termgym._actions import SUBMIT
 
 _TOKEN = re.compile(r"[A-Za-z_]+|\d+|[^\sA-Za-z_\d]")
 

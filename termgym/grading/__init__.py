@@ -19,9 +19,11 @@ from termgym.grading._runner import (
     copy_limits,
     grade,
     grade_rulesets,
+    grade_rulesets_in,
     prepare,
     verifier_standby,
 )
+from termgym.grading._standby import standby_spec
 from termgym.grading._verdict import (
     EpisodeClass,
     GradeReport,
@@ -48,8 +50,10 @@ __all__ = [
     "copy_limits",
     "grade",
     "grade_rulesets",
+    "grade_rulesets_in",
     "prepare",
     "report_inputs",
+    "standby_spec",
     "verifier_config",
     "verifier_standby",
 ]

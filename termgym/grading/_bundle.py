@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from termgym.grading._plan import Manifest
-from termgym.sandbox import strict_filter
-from termgym.sandbox._userns import AGENT_UID
+from termgym.sandbox import AGENT_UID, strict_filter
 
 GRADE_ROOT = "var/lib/termgym-verifier"
 """Where grading folders go in a verifier (relative to its root; mode 0711)."""

@@ -39,6 +39,8 @@ from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classif
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
 from termgym.sandbox import (
+    CHANGED_LIMIT,
+    SNAPSHOT_PATH,
     CopyLimits,
     HoldsStandby,
     HoleSpool,
@@ -48,7 +50,6 @@ from termgym.sandbox import (
     StandbySpec,
     list_changes,
 )
-from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 

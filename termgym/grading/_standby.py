@@ -32,8 +32,7 @@ from termgym.grading._bundle import (
     folder_files,
 )
 from termgym.kinds import GraderSpec, grader_kind
-from termgym.sandbox import StandbySpec
-from termgym.sandbox._userns import AGENT_UID
+from termgym.sandbox import AGENT_UID, StandbySpec
 from termgym.tasks import Task
 
 BOOT = (

@@ -11,7 +11,7 @@ from termgym.importing._cache import converted, foreign_format
 from termgym.importing._convert import Converted, convert
 from termgym.importing._import import ImportReport, import_tasks, read_foreign
 from termgym.importing._model import FORMATS, ForeignTask, normalize_id
-from termgym.importing._suggest import Suggestion, suggest_overlay
+from termgym.importing._suggest import Suggestion, as_overlay_yaml, suggest_overlay
 
 __all__ = [
     "FORMATS",
@@ -19,6 +19,7 @@ __all__ = [
     "ForeignTask",
     "ImportReport",
     "Suggestion",
+    "as_overlay_yaml",
     "convert",
     "converted",
     "foreign_format",

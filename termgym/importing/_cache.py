@@ -45,7 +45,7 @@ def converted(folder: Path) -> Path:
     """
     from termgym.importing._convert import convert
     from termgym.importing._import import read_foreign
-    from termgym.sandbox._images import cache_dir
+    from termgym.sandbox import cache_dir
 
     home = cache_dir() / "imported" / _key(folder)
     done = home / ".complete"

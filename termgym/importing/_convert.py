@@ -131,10 +131,21 @@ def _state_paths(tests: Path | None, workdir: str) -> list[str]:
     return sorted(found)[:64]
 
 
+_LIVE_SCAN_BYTES = 1 << 20
+"""Files of the tests larger than this are data, not code that reaches a service."""
+
+
 def _live(tests: Path | None, script: str) -> bool:
+    """Whether the tests reach a service the agent left running: the test script, and every
+    text file the tests ship (pytest modules, and the shell or expect scripts they start:
+    configure-git-webserver's verify.sh clones over ssh from localhost)."""
     texts = [script]
     if tests is not None and tests.is_dir():
-        for path in tests.rglob("*.py"):
+        for path in sorted(tests.rglob("*")):
+            if path.is_symlink() or not path.is_file():
+                continue
+            if path.stat().st_size > _LIVE_SCAN_BYTES:
+                continue
             try:
                 texts.append(path.read_text(encoding="utf-8"))
             except UnicodeDecodeError:
@@ -284,6 +295,7 @@ def convert(
         apt=apt,
         pip=pip,
         with_ca=bool(bundle),
+        apt_recommends=plan.apt_recommends,
     )
     approximate.extend(rewritten.differences)
     if task.format == "terminal-bench":

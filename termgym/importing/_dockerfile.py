@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass
 
 from termgym.errors import ImportRefused
-from termgym.sandbox._localbases import known_bases, map_base
+from termgym.sandbox import known_bases, map_base
 
 CA_FILE = "termgym-ca.pem"
 """The CA bundle in the build context (the host's plus the user's)."""
@@ -99,6 +99,7 @@ def rewrite(
     apt: tuple[str, ...],
     pip: tuple[str, ...],
     with_ca: bool,
+    apt_recommends: bool = True,
 ) -> Rewritten:
     """Map every FROM to a local base (unless `registry`), add the CA steps after each FROM,
     and append the moved installs to the final stage.
@@ -196,9 +197,13 @@ def rewrite(
             tail.append("USER root")
     if apt:
         names = " ".join(shlex.quote(a) for a in apt)
+        # As the test script's own lines installed them (apt's Recommends included unless
+        # they said otherwise: `apt-get install gcc` brings libc6-dev, which a test compiling
+        # C needs).
+        flags = "" if apt_recommends else "--no-install-recommends "
         tail.append(
             "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
-            f"--no-install-recommends {names} && rm -rf /var/lib/apt/lists/*"
+            f"{flags}{names} && rm -rf /var/lib/apt/lists/*"
         )
     if pip:
         # Into the verifier's /usr/bin/python3 (a clean verifier runs the tests with it) and

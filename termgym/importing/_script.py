@@ -77,6 +77,10 @@ class ScriptPlan:
     Attributes:
         script: The script as the verifier runs it (installs removed, pytest rewritten).
         apt: Debian packages its installs named (installed at build time).
+        apt_recommends: Whether apt-get installs them with their Recommends, as the script's
+            own lines did (apt's default; False when every install line said
+            --no-install-recommends). gcc's Recommends are libc6-dev: a test that compiles C
+            needs them.
         pip: Python packages its installs named (installed at build time).
         protection: clean | agent-user.
         why: The first line that made it agent-user.
@@ -85,6 +89,7 @@ class ScriptPlan:
 
     script: str
     apt: tuple[str, ...] = ()
+    apt_recommends: bool = True
     pip: tuple[str, ...] = ()
     protection: str = "clean"
     why: str = ""
@@ -177,6 +182,7 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
             cannot move to build time (grading runs offline).
     """
     apt: list[str] = []
+    apt_lines: list[bool] = []  # per install line: did it say --no-install-recommends
     pip: list[str] = []
     notes: list[str] = []
     out: list[str] = []
@@ -229,6 +235,7 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
                 apt_match, pip_match = _APT.match(part), _PIP.match(part)
                 if apt_match and apt_match.group(2) == "install":
                     apt.extend(_packages(apt_match.group(3)))
+                    apt_lines.append("--no-install-recommends" in part)
                 elif pip_match:
                     pip.extend(_packages(pip_match.group(2)))
             index = re.search(r"(--index-url|--extra-index-url|-i|--find-links|-f)[\s=]", code)
@@ -269,6 +276,7 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
     return ScriptPlan(
         script="\n".join(out) + "\n",
         apt=tuple(dict.fromkeys(apt)),
+        apt_recommends=not (apt_lines and all(apt_lines)),
         pip=tuple(dict.fromkeys(pip)),
         protection="agent-user" if why else "clean",
         why=why,

@@ -11,7 +11,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from termgym._vocabulary import CLASSES as CLASSES  # re-exported; defined there once
-from termgym._vocabulary import TERMINAL
+from termgym._vocabulary import TERMINAL, EndClass
 from termgym._vocabulary import EpisodeClass as EpisodeClass
 
 SCHEMA_VERSION = 1
@@ -130,7 +130,7 @@ class EpisodeEnd:
     terminated: bool
     truncated: bool
     verdicts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    episode_class: str | None = None
+    episode_class: EndClass | None = None
     error: str | None = None
     audit: Sequence[Mapping[str, Any]] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -6,7 +6,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from termgym._vocabulary import TERMINAL
+from termgym._vocabulary import TERMINAL, EndClass
 from termgym.recording._records import EpisodeEnd, EpisodeHeader, StepRecord
 from termgym.recording._writer import EpisodeWriter
 
@@ -76,7 +76,7 @@ def write_synthetic_episode(
     task: str = "fuel-planner",
     variant: str = "contradicted",
     agent: str = "synthetic",
-    episode_class: str | None = "adapted",
+    episode_class: EndClass | None = "adapted",
     error: str | None = None,
     finished: bool = True,
     seed: int = 0,

@@ -109,11 +109,6 @@ class EpisodeWriter:
         self._jsonl.flush()
         self._cast.flush()
 
-    @property
-    def steps_written(self) -> int:
-        """How many steps were recorded so far."""
-        return self._steps
-
     def _event(self, t: float, kind: str, data: str) -> None:
         if t < self._last_t:
             t = self._last_t

@@ -6,6 +6,7 @@ from termgym.report._compare import Check, compare_runs, parse_fraction
 from termgym.report._html import render_html, write_html
 from termgym.report._load import RunData, load_run, merge_runs
 from termgym.report._prometheus import prometheus_text, write_prometheus
+from termgym.report._relearning import relearning_svg
 from termgym.report._tables import print_report
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "render_html",
     "write_html",
     "write_prometheus",
+    "relearning_svg",
 ]

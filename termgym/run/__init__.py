@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult, run_episode
+from termgym.run._executor import RunSide
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
 from termgym.run._progress import (
     EpisodeDone,
@@ -14,9 +16,11 @@ from termgym.run._progress import (
     RunPlanned,
     StepTaken,
 )
+from termgym.run._ray import ShippedResult, run_on_ray
 from termgym.run._rollout import Policy, arollout, rollout
-from termgym.run._runner import RunConfig, Runner, RunSummary
+from termgym.run._runner import Runner, RunSummary
 from termgym.run._trajectory import Trajectory, load_trajectories, save_trajectories
+from termgym.run._verify import verify_values
 
 __all__ = [
     "EpisodeDone",
@@ -31,6 +35,7 @@ __all__ = [
     "RunPlanned",
     "StepTaken",
     "RunConfig",
+    "RunSide",
     "RunSummary",
     "Runner",
     "Trajectory",
@@ -42,4 +47,7 @@ __all__ = [
     "run_episode",
     "save_trajectories",
     "select_tasks",
+    "verify_values",
+    "ShippedResult",
+    "run_on_ray",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR
+from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR, EndClass, EpisodeStatus
 from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
@@ -26,9 +26,7 @@ class EpisodeResult:
 
     Attributes:
         job: The job.
-        status: "ok" (graded, or a grader-error: counted), "agent-error" (the agent raised:
-            counted, its final state graded), or "infra-error" (termgym's machinery failed:
-            retried, reported apart).
+        status: "ok", "agent-error" or "infra-error" (`termgym._vocabulary.EpisodeStatus`).
         reward: The grader's score (0 unless status is "ok").
         episode_class: adapted / stale / both / neither / grader-error, or None.
         steps: Steps the agent took.
@@ -47,9 +45,9 @@ class EpisodeResult:
     """
 
     job: Job
-    status: str
+    status: EpisodeStatus
     reward: float = 0.0
-    episode_class: str | None = None
+    episode_class: EndClass | None = None
     steps: int = 0
     phases: dict[str, float] = field(default_factory=dict)
     agent_timed_out: bool = False

@@ -18,7 +18,7 @@ import shutil
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from termgym.cluster import (
     SANDBOX_RESOURCE,
@@ -33,12 +33,12 @@ from termgym.cluster import (
     unpack_bundles,
 )
 from termgym.errors import ClusterError
+from termgym.run._attempts import Attempts, set_aside
+from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult
+from termgym.run._executor import RunSide
 from termgym.run._jobs import Job
 from termgym.run._progress import RanOnNode, Retrying
-
-if TYPE_CHECKING:
-    from termgym.run._runner import RunConfig, Runner
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class EpisodeWorker:
     """
 
     def __init__(self, config: RunConfig, bundles: tuple[TaskBundle, ...]) -> None:
-        from termgym.env._pool import PoolLease
+        from termgym.env import PoolLease
         from termgym.sandbox import default_backend
 
         unpack_bundles(bundles)
@@ -89,14 +89,12 @@ class EpisodeWorker:
 
     def run(self, job: Job) -> ShippedResult:
         """Run one job (with the run's retries of infrastructure errors on this node)."""
-        from termgym.run._runner import Runner
-
         reap_run_here(self.config.run_name)  # what a killed worker of this node left
         reap_scratch_here()
         episodes = self.config.out / "episodes"
         shutil.rmtree(episodes, ignore_errors=True)
         episodes.mkdir(parents=True)
-        result = Runner(self.config)._attempts(job)
+        result = Attempts(self.config)(job)
         files = {
             str(path.relative_to(episodes)): path.read_bytes()
             for path in sorted(episodes.rglob("*"))
@@ -111,7 +109,7 @@ class EpisodeWorker:
 
     def close(self) -> None:
         """Close the node's pools (every container this worker started) and its scratch."""
-        from termgym.env._pool import close_all_pools
+        from termgym.env import close_all_pools
 
         self.lease.release()
         close_all_pools()
@@ -120,9 +118,11 @@ class EpisodeWorker:
 
 
 def run_on_ray(
-    runner: Runner, todo: list[Job], worker_class: type = EpisodeWorker
+    runner: RunSide, todo: list[Job], worker_class: type = EpisodeWorker
 ) -> list[EpisodeResult]:
     """Run `todo` on the cluster at `runner.config.ray`; results in the order they finish.
+
+    The executor of a run on Ray: it uses the run only through `RunSide`.
 
     `worker_class` runs the episodes (`EpisodeWorker`; the scale benchmark passes one that
     returns at once, to measure what the driver itself can dispatch and collect).
@@ -162,7 +162,7 @@ def run_on_ray(
             while free and queue:
                 worker = free.popleft()
                 job, attempt = queue.popleft()
-                runner._set_aside(job, "interrupted")
+                set_aside(config.out, job, "interrupted")
                 pending[worker.run.remote(job)] = (worker, job, attempt)
             if not pending:  # every worker was lost: make new ones where sandboxes are left
                 workers = spawn(min(config.concurrency, sandbox_capacity()))
@@ -176,8 +176,8 @@ def run_on_ray(
                 except (RayActorError, RayError) as exc:
                     _lost(runner, job, attempt, exc, queue, results)
                     continue  # the worker is gone (or broken): not returned to `free`
-                runner._progress(RanOnNode(job, shipped.node_id))
-                runner._record(_write_home(config, shipped), results)
+                runner.report(RanOnNode(job, shipped.node_id))
+                runner.record(_write_home(config, shipped), results)
                 free.append(worker)
     except BaseException:
         for ref in pending:  # Ctrl-C: stop asking; the workers' close below ends their episodes
@@ -193,7 +193,7 @@ def run_on_ray(
 
 
 def _lost(
-    runner: Runner,
+    runner: RunSide,
     job: Job,
     attempt: int,
     exc: BaseException,
@@ -204,11 +204,11 @@ def _lost(
     retried on another worker while the run's retries last."""
     error = f"ClusterError: the Ray worker running the episode was lost ({type(exc).__name__})"
     if attempt <= runner.config.retries:
-        runner._progress(Retrying(job, attempt, error))
+        runner.report(Retrying(job, attempt, error))
         queue.appendleft((job, attempt + 1))
         return
     lost = EpisodeResult(job=job, status="infra-error", error=error, attempts=attempt)
-    runner._record(lost, results)
+    runner.record(lost, results)
 
 
 def _write_home(config: RunConfig, shipped: ShippedResult) -> EpisodeResult:

@@ -20,12 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import termgym
-from termgym._vocabulary import INFRA_ERROR, describe_error
+from termgym._version import __version__
+from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
-from termgym.env._async import run_blocking
-from termgym.env._env import TerminalEnv
-from termgym.env._task_set import TaskSource, resolve_task_set
+from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
 from termgym.run._jobs import Job, plan_jobs
 from termgym.run._trajectory import Status, Trajectory, save_trajectories
@@ -257,7 +255,7 @@ def _write_header(
         "episodes": episodes,
         "seed": seed,
         "total_episodes": len(jobs),
-        "termgym": termgym.__version__,
+        "termgym": __version__,
         "started": time.time(),
         "source": "termgym.rollout",
     }
@@ -266,7 +264,9 @@ def _write_header(
 
 def _append_result(folder: Path, trajectory: Trajectory) -> None:
     """One results.jsonl line, as the runner writes it (reports read the status from it)."""
-    status = {"ok": "ok", "policy-error": "agent-error", "infra-error": "infra-error"}
+    status: dict[Status, EpisodeStatus] = {
+        "ok": "ok", "policy-error": "agent-error", "infra-error": "infra-error",
+    }  # fmt: skip
     line = {
         "episode_id": trajectory.episode_id,
         "task": trajectory.task,

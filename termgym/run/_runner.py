@@ -3,104 +3,31 @@
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import termgym
-from termgym._vocabulary import describe_error
-from termgym.agents import make_agent
-from termgym.env import TerminalEnv
-from termgym.env._pool import PoolLease, close_all_pools
-from termgym.errors import ImageBuildFailed, RecordingError, TermgymError
+from termgym._version import __version__
+from termgym.env import PoolLease, close_all_pools
+from termgym.errors import RecordingError
 from termgym.recording import export_episode
-from termgym.run._episode import INFRA_ERRORS, EpisodeResult, describe, episode_path, run_episode
+from termgym.run._attempts import Attempts
+from termgym.run._config import RunConfig
+from termgym.run._episode import EpisodeResult, describe
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
 from termgym.run._live import LiveMetrics, MetricsServer, audit_recording
 from termgym.run._progress import (
     EpisodeDone,
     MetricsServing,
+    ProgressEvent,
     ProgressHook,
-    Retrying,
     RunPlanned,
-    StepTaken,
 )
-from termgym.tasks import ContradictMode, Rotation, RuleDraw, Split, TaskSpec, get_task, list_tasks
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """What a run is: which agent, on which tasks and variants, how many, how fast.
-
-    Attributes:
-        agent: Registered agent name (oracle, memorizer, replay, llm, ...).
-        tasks: Glob patterns over task ids.
-        variants: Variant names; a task that does not offer one skips it.
-        episodes: Episodes per (task, variant).
-        concurrency: Episodes run at once.
-        out: The run folder (recordings, results, run.json).
-        backend: Sandbox backend, or None for the best available.
-        seed: Run seed; each episode's seed derives from it.
-        agent_options: Keyword options for the agent factory.
-        agent_timeout: Seconds the agent may act per episode (None: the task's limit).
-        retries: Attempts beyond the first for infrastructure failures.
-        shadow: Shadow-grade every episode.
-        pool_size: Warm sandboxes per configuration.
-        runtime: Docker runtime of the sandboxes ("runsc" for gVisor), None for the default.
-        paths: Folders of tasks searched before $TERMGYM_TASKS_PATH and the bundled ones.
-        split: "train" or "eval": which values the shifted variants draw
-            (docs/held-out-values.md); with "eval", a shifted variant of a task without
-            held-out values is left out of the run (`Runner.left_out` says which).
-        contradict: "drawn" (a non-original value per episode) or "fixed" (the authored one).
-        rotation: The evaluator's secret and period (never written anywhere), or None.
-        metrics_port: Serve the run's metrics live on this port (None: no server; 0: any
-            free port, see `Runner.metrics_port`).
-        ray: Ray cluster address ("auto", "local", "ray://head:10001"); None runs here.
-            On Ray, `concurrency` episode workers spread over the nodes that advertise
-            sandboxes (docs/scaling.md), at most as many as those nodes hold.
-        run_id: Put on every container as `io.termgym.run` and into recordings; defaults to
-            the run folder's name.
-        atif: Also write each finished episode as an ATIF trajectory, `<out>/atif/<id>.json`
-            (docs/recording-format.md).
-    """
-
-    agent: str
-    tasks: tuple[str, ...] = ("*",)
-    variants: tuple[str, ...] = ("original", "contradicted", "withheld")
-    episodes: int = 1
-    concurrency: int = 2
-    out: Path = Path("runs/latest")
-    backend: str | None = None
-    seed: int = 0
-    agent_options: dict[str, Any] = field(default_factory=dict)
-    agent_timeout: float | None = None
-    retries: int = 2
-    shadow: bool = True
-    pool_size: int = 1
-    runtime: str | None = None
-    paths: tuple[str, ...] = ()
-    split: Split = "train"
-    contradict: ContradictMode = "drawn"
-    rotation: Rotation | None = None
-    metrics_port: int | None = None
-    ray: str | None = None
-    run_id: str = ""
-    atif: bool = False
-
-    @property
-    def rule_draw(self) -> RuleDraw:
-        """How the run's shifted variants draw their values."""
-        return RuleDraw(self.split, self.contradict, self.rotation)
-
-    @property
-    def run_name(self) -> str:
-        """The run id: `run_id`, or the run folder's name."""
-        return self.run_id or self.out.name
+from termgym.run._ray import run_on_ray
+from termgym.tasks import TaskSpec, get_task, list_tasks
 
 
 @dataclass(frozen=True)
@@ -118,26 +45,27 @@ class RunSummary:
         return sum(r.status == "infra-error" for r in self.results)
 
 
-def _unused(path: Path) -> Path:
-    """`path`, or the first of path.1, path.2 ... that does not exist yet."""
-    candidate, number = path, 0
-    while candidate.exists():
-        number += 1
-        candidate = path.with_name(f"{path.name}.{number}")
-    return candidate
-
-
 class Runner:
     """Runs a RunConfig's episodes with bounded concurrency, retries and resumption."""
 
     def __init__(self, config: RunConfig, progress: ProgressHook | None = None) -> None:
-        self.config = config
+        self._config = config
         self._progress: ProgressHook = progress or (lambda event: None)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.left_out: list[str] = []
         self.live = LiveMetrics(config.out.name, config.agent)
         self._server: MetricsServer | None = None
+        self._attempts = Attempts(config, self._progress, self.live, self._stop)
+
+    @property
+    def config(self) -> RunConfig:
+        """The run."""
+        return self._config
+
+    def report(self, event: ProgressEvent) -> None:
+        """Tell the run's progress hook of `event` (an executor's events too)."""
+        self._progress(event)
 
     @property
     def metrics_port(self) -> int | None:
@@ -180,8 +108,6 @@ class Runner:
         started = time.monotonic()
         results: list[EpisodeResult] = []
         if self.config.ray:
-            from termgym.run._ray import run_on_ray
-
             results = run_on_ray(self, todo)
             return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
         try:
@@ -196,7 +122,7 @@ class Runner:
                     while pending:
                         finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                         for future in finished:
-                            self._record(future.result(), results)
+                            self.record(future.result(), results)
                 except BaseException:
                     # Stop now: queued episodes never start and running ones lose their
                     # sandboxes, instead of the executor draining the whole queue first.
@@ -216,7 +142,9 @@ class Runner:
             self._server.close()
             self._server = None
 
-    def _record(self, result: EpisodeResult, results: list[EpisodeResult]) -> None:
+    def record(self, result: EpisodeResult, results: list[EpisodeResult]) -> None:
+        """Keep a finished job's result: results.jsonl, the ATIF export, live metrics and
+        progress; appended to `results`."""
         results.append(result)
         self._append_result(self.config.out, result)
         if self.config.atif and result.episode_file:
@@ -235,65 +163,6 @@ class Runner:
         from termgym.sandbox import default_backend
 
         return self.config.backend or default_backend(), self.config.pool_size
-
-    def _attempts(self, job: Job) -> EpisodeResult:
-        self._set_aside(job, "interrupted")  # a recording a crashed run left unfinished
-        last_error = ""
-        attempt = 0
-        for attempt in range(1, self.config.retries + 2):
-            if self._stop.is_set():
-                break
-            try:
-                result = self._once(job)
-                return replace(result, attempts=attempt)
-            except (*INFRA_ERRORS, Exception) as exc:  # noqa: BLE001 - a run never aborts
-                last_error = describe_error(exc)
-                self._set_aside(job, attempt)
-                if isinstance(exc, ImageBuildFailed) or (
-                    isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS)
-                ):
-                    break  # a task, image or agent that cannot be made fails the same way again
-                if attempt <= self.config.retries and not self._stop.is_set():
-                    self.live.retry(job.variant)
-                    self._progress(Retrying(job, attempt, last_error))
-        return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
-
-    def _once(self, job: Job) -> EpisodeResult:
-        agent = make_agent(self.config.agent, **self.config.agent_options)
-        env = TerminalEnv(
-            get_task(job.task, self.config.paths),
-            variant=job.variant,
-            backend=self.config.backend,
-            record_dir=self.config.out,
-            agent=self.config.agent,
-            shadow=self.config.shadow,
-            pool_size=self.config.pool_size,
-            run_id=self.config.run_name,
-            runtime=self.config.runtime,
-            rule_draw=self.config.rule_draw,
-        )
-        try:
-            return run_episode(
-                job,
-                env,
-                agent,
-                agent_timeout=self.config.agent_timeout,
-                on_step=lambda j, n: self._progress(StepTaken(j, n)),
-                on_act=lambda j, seconds: self.live.step(j.variant, seconds),
-            )
-        finally:
-            env.close()
-
-    def _set_aside(self, job: Job, attempt: int | str) -> None:
-        """Move a failed or unfinished attempt's recording out of the way, kept for a look."""
-        path = episode_path(self.config.out, job)
-        failed = self.config.out / "episodes" / "failed"
-        tag = f"attempt{attempt}" if isinstance(attempt, int) else attempt
-        for source in (path, path.with_suffix(".cast")):
-            if source.exists():
-                failed.mkdir(exist_ok=True)
-                target = failed / f"{source.stem}.{tag}{source.suffix}"
-                shutil.move(str(source), _unused(target))
 
     def _write_header(self, out: Path, total: int) -> None:
         header = {
@@ -315,7 +184,7 @@ class Runner:
             "draw": self.config.rule_draw.public(),
             "left_out": list(self.left_out),
             "total_episodes": total,
-            "termgym": termgym.__version__,
+            "termgym": __version__,
             "started": time.time(),
         }
         (out / "run.json").write_text(json.dumps(header, indent=2) + "\n")

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from termgym._vocabulary import EndClass
 from termgym.errors import RecordingError
 
 FORMAT = "termgym-trajectory/1"
@@ -63,7 +64,7 @@ class Trajectory:
     reward: float = 0.0
     terminated: bool = False
     truncated: bool = False
-    episode_class: str | None = None
+    episode_class: EndClass | None = None
     verdicts: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
     status: Status = "ok"

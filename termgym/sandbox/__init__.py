@@ -21,9 +21,11 @@ from termgym.sandbox._base import (
     StandbyProgram,
     StandbySpec,
 )
+from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox, collect_bwrap_garbage
 from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._docker import collect_garbage
+from termgym.sandbox._engine import docker_answers, docker_client
 from termgym.sandbox._images import (
     RECIPE_LABEL,
     build_base,
@@ -33,6 +35,7 @@ from termgym.sandbox._images import (
     recipe_hash,
     rootfs_for,
 )
+from termgym.sandbox._localbases import ensure_local_base, is_local_base, known_bases, map_base
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
     BackendSpec,
@@ -43,7 +46,10 @@ from termgym.sandbox._registry import (
     registry,
     spec,
 )
+from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter
+from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
+from termgym.sandbox._userns import AGENT_UID
 from termgym.sandbox._zygote import close_zygotes
 
 __all__ = [
@@ -84,4 +90,17 @@ __all__ = [
     "rootfs_for",
     "spec",
     "strict_filter",
+    "ensure_local_base",
+    "is_local_base",
+    "known_bases",
+    "map_base",
+    "collect_bwrap_garbage",
+    "docker_answers",
+    "AGENT_UID",
+    "CHANGED_LIMIT",
+    "SNAPSHOT_PATH",
+    "HOST_ENV",
+    "BwrapSandbox",
+    "docker_client",
+    "seccomp_filter_fd",
 ]

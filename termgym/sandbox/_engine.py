@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 from typing import Any
 
 from termgym.errors import BackendUnavailable
@@ -59,8 +58,3 @@ def docker_answers() -> bool:
 def forget_clients() -> None:
     """Drop cached clients (after DOCKER_HOST changes, or an engine restart)."""
     _client_for.cache_clear()
-
-
-def run_quiet(argv: list[str], timeout: float = 30.0) -> subprocess.CompletedProcess[bytes]:
-    """Run a helper command, capturing its output; never raises on a non-zero exit."""
-    return subprocess.run(argv, capture_output=True, timeout=timeout, check=False)

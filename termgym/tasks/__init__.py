@@ -36,6 +36,7 @@ from termgym.tasks._spec import (
     RuleSpec,
     SurfaceSpec,
     TaskSpec,
+    validation_message,
 )
 from termgym.tasks._tamper import (
     SCRATCH,
@@ -121,4 +122,5 @@ __all__ = [
     "withheld_leaks",
     "image_tag",
     "task_image",
+    "validation_message",
 ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from termgym.errors import ImageError
@@ -14,13 +13,6 @@ from termgym.tasks._loader import Task
 
 HIDDEN = ("graders", "solution", "task.yaml")
 """Kept out of a task's image build context."""
-
-
-def _hidden(root: Path) -> Callable[[str, list[str]], list[str]]:
-    def ignore(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n in HIDDEN] if Path(folder) == root else []
-
-    return ignore
 
 
 def _context_hash(folder: Path) -> str:
@@ -43,7 +35,7 @@ def image_tag(task: Task) -> str:
 
 def _local_bases(dockerfile: Path) -> None:
     """Build the local stand-ins a Dockerfile's FROM lines name (imported tasks)."""
-    from termgym.sandbox._localbases import ensure_local_base, is_local_base
+    from termgym.sandbox import ensure_local_base, is_local_base
 
     for line in dockerfile.read_text(encoding="utf-8").splitlines():
         words = line.split()

@@ -278,9 +278,9 @@ def _factory(
     else:
         task = get_task(target)
         target = task.id
-        import termgym
+        from termgym.env import make as make_env
 
-        make = termgym.make
+        make = make_env
     factory = functools.partial(_apply, make, target, dict(kwargs), wrappers)
     from termgym._task_paths import BUNDLED
 

@@ -57,7 +57,8 @@ def test_tb_boilerplate_installs_move_to_build_time_and_pytest_is_rewritten(
     dockerfile = (tmp_path / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
     assert dockerfile.startswith("FROM termgym/tb-python-3.13-bookworm:")
     assert "pip install --no-cache-dir --break-system-packages pytest==8.4.1" in dockerfile
-    assert "apt-get install -y --no-install-recommends curl" in dockerfile
+    # as the script's own line installed it: with apt's Recommends (gcc's bring libc6-dev)
+    assert "apt-get install -y curl && rm -rf /var/lib/apt/lists/*" in dockerfile
     assert "COPY termgym-ca.pem /etc/termgym/ca-bundle.pem" in dockerfile
     assert not (tmp_path / "tb-weight-limit" / "environment" / "tests").exists()
     assert not (tmp_path / "tb-weight-limit" / "environment" / "solution.sh").exists()
@@ -291,3 +292,30 @@ def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
 def test_a_folder_without_tasks_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match="to be a harbor task or to hold some"):
         import_tasks([tmp_path], tmp_path / "out", "harbor")
+
+
+def test_tests_that_reach_a_service_from_a_shell_script_grade_live(tmp_path: Path, copy) -> None:
+    """A pytest module that only starts `bash /tests/verify.sh`, whose script reaches the
+    agent's server on localhost (TB 2.0's configure-git-webserver), grades while the agent's
+    processes still run; the same task without it grades a stopped sandbox."""
+    source = copy(FOREIGN / "harbor" / "harbor-top-words")
+    import_tasks([source], tmp_path / "before", "harbor")
+    assert load_task(tmp_path / "before" / "harbor-top-words").spec.grading.mode == "clean"
+    (source / "tests" / "verify.sh").write_text(
+        "#!/bin/bash\ncurl -s http://localhost:8080/hello.html\n"
+    )
+    import_tasks([source], tmp_path / "after", "harbor")
+    assert load_task(tmp_path / "after" / "harbor-top-words").spec.grading.mode == "live"
+
+
+def test_moved_installs_keep_the_scripts_recommends_choice(tmp_path: Path, copy) -> None:
+    source = copy(TB)
+    script = source / "run-tests.sh"
+    text = script.read_text()
+    assert "apt-get install -y curl" in text
+    script.write_text(
+        text.replace("apt-get install -y curl", "apt-get install -y --no-install-recommends curl")
+    )
+    import_tasks([source], tmp_path / "out", "terminal-bench")
+    dockerfile = (tmp_path / "out" / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
+    assert "apt-get install -y --no-install-recommends curl &&" in dockerfile

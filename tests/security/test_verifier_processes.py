@@ -66,7 +66,7 @@ def test_a_folder_swapped_for_a_link_mid_hand_over_never_hands_over_a_root_folde
     assert _result(info, "echo")["details"]["tests"] == 1  # the tests ran to the end
     owned = json.loads(_result(info, "owners")["message"])
     assert owned == {"owned": [], "count": 0}, owned
-    assert (reward, info["class"]) == (0.0, "stale")  # the echo it memorized, nothing more
+    assert (reward, info["class"]) == (0.0, "stale"), info["verdicts"]  # the memorized echo
 
 
 def test_a_root_process_that_ran_after_the_agent_cannot_reach_the_runner(attack) -> None:
@@ -81,4 +81,4 @@ def test_a_root_process_that_ran_after_the_agent_cannot_reach_the_runner(attack)
     assert found["runners"], found  # it found the runner ...
     assert found["environ"] == [] and found["mem"] == [], found  # ... read nothing of it
     assert found["wrote"] == [], found  # ... opened none of its descriptors (it may list them)
-    assert (reward, info["class"]) == (0.0, "stale")  # the echo it memorized, nothing more
+    assert (reward, info["class"]) == (0.0, "stale"), info["verdicts"]  # the memorized echo

@@ -1,0 +1,123 @@
+"""Grading cost of this checkout beside another one (an older commit), measured side by side
+in one run: `termgym run --agent oracle` over the bundled tasks, alternating the two checkouts
+round by round, comparing the grading phase every episode records (`phases.grading` in
+results.jsonl: freeze, export, verifier start, the graders of every rule set).
+
+    .venv/bin/python scripts/grading_versus.py BEFORE_CHECKOUT [--rounds 3]
+        [--backends docker,bwrap] [--tasks a,b] [--snapshot]
+
+BEFORE_CHECKOUT is a work tree of the older commit (`git worktree add ../before <commit>`);
+its package is imported from there (PYTHONPATH) with this checkout's interpreter. With
+`--snapshot`, the snapshot-graded imported fixture (tests/fixtures/foreign/snapshot) is also
+measured on this checkout against the same task graded by copy (`filesystem: work`), since
+the older commit cannot grade snapshots. Prints one Markdown table (p50 and p90 per
+checkout and backend, the ratio) and the load average around the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+SNAPSHOT_FIXTURE = HERE / "tests" / "fixtures" / "foreign" / "snapshot"
+
+
+def _run(
+    checkout: Path, backend: str, tasks: str, out: Path, extra_env: dict[str, str]
+) -> list[float]:
+    """One `termgym run` of the oracle on contradicted episodes; the grading seconds of each."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), **extra_env}
+    argv = [
+        sys.executable, "-c", "from termgym.cli import main; main()", "run", "--agent", "oracle",
+        "--tasks", tasks, "--variants", "contradicted", "--episodes", "1", "--concurrency", "1",
+        "--backend", backend, "--out", str(out), "--no-report",
+    ]  # fmt: skip
+    done = subprocess.run(argv, env=env, cwd=checkout, capture_output=True, text=True)
+    results = out / "results.jsonl"
+    if done.returncode not in (0, 1) or not results.exists():
+        raise SystemExit(f"run in {checkout} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    seconds = []
+    for line in results.read_text().splitlines():
+        row = json.loads(line)
+        grading = (row.get("phases") or {}).get("grading")
+        if row.get("status", "ok") == "ok" and grading:
+            seconds.append(float(grading))
+    return seconds
+
+
+def _row(name: str, values: list[float]) -> str:
+    if not values:
+        return f"| {name} | 0 | - | - |"
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return f"| {name} | {len(values)} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} |"
+
+
+def _snapshot_pair(root: Path) -> tuple[Path, Path]:
+    """The fixture imported twice: as the importer writes it (snapshot) and graded by copy."""
+    from termgym.importing import import_tasks
+
+    snap, work = root / "snapshot", root / "work"
+    import_tasks([SNAPSHOT_FIXTURE / "tb-installed-greeter"], snap, "terminal-bench")
+    import_tasks([SNAPSHOT_FIXTURE / "tb-installed-greeter"], work, "terminal-bench")
+    spec = work / "tb-installed-greeter" / "task.yaml"
+    spec.write_text(spec.read_text().replace("filesystem: snapshot", "filesystem: work"))
+    return snap, work
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", type=Path, help="a work tree of the older commit")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backends", default="docker,bwrap")
+    parser.add_argument("--tasks", default="*", help="globs over the bundled tasks' ids")
+    parser.add_argument("--snapshot", action="store_true")
+    args = parser.parse_args()
+    before = args.before.resolve()
+    if not (before / "termgym" / "__init__.py").is_file():
+        raise SystemExit(f"expected a termgym work tree at {before} (termgym/__init__.py)")
+    checkouts = {"before": before, "now": HERE}
+    out: dict[tuple[str, str], list[float]] = {}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="grading-versus-") as tmp:
+        root = Path(tmp)
+        pair = _snapshot_pair(root) if args.snapshot else None
+        for round_no in range(args.rounds):
+            order = list(checkouts.items())
+            if round_no % 2:
+                order.reverse()  # neither checkout always runs first
+            for backend in args.backends.split(","):
+                for name, checkout in order:
+                    folder = root / f"{name}-{backend}-{round_no}"
+                    out.setdefault((name, backend), []).extend(
+                        _run(checkout, backend, args.tasks, folder, {})
+                    )
+                if pair is not None:
+                    for mode, tasks in zip(("snapshot", "work"), pair, strict=True):
+                        folder = root / f"imported-{mode}-{backend}-{round_no}"
+                        env = {"TERMGYM_TASKS_PATH": str(tasks)}
+                        out.setdefault((f"imported {mode}", backend), []).extend(
+                            _run(HERE, backend, "tb-installed-greeter", folder, env)
+                        )
+    print("| grading of one contradicted episode (original shadow) | episodes | p50 ms | p90 ms |")
+    print("| --- | --- | --- | --- |")
+    for (name, backend), values in sorted(out.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        print(_row(f"{backend}: {name}", values))
+    for backend in args.backends.split(","):
+        pairs = [("now", "before"), ("imported snapshot", "imported work")]
+        for a, b in pairs:
+            if out.get((a, backend)) and out.get((b, backend)):
+                ratio = statistics.median(out[(a, backend)]) / statistics.median(out[(b, backend)])
+                print(f"\n{backend}: {a} / {b} at p50: {ratio:.2f}x")
+    print(f"\n1-minute load average: {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+
+
+if __name__ == "__main__":
+    main()

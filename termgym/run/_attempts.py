@@ -1,0 +1,118 @@
+"""One job run on this machine, with the run's retries of infrastructure errors.
+
+A local run's worker threads and each Ray worker run their jobs here, so both retry,
+set recordings aside and report steps the same way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from termgym._vocabulary import describe_error
+from termgym.agents import make_agent
+from termgym.env import TerminalEnv
+from termgym.errors import ImageBuildFailed, TermgymError
+from termgym.run._config import RunConfig
+from termgym.run._episode import INFRA_ERRORS, EpisodeResult, episode_path, run_episode
+from termgym.run._jobs import Job
+from termgym.run._live import LiveMetrics
+from termgym.run._progress import ProgressHook, Retrying, StepTaken
+from termgym.tasks import get_task
+
+
+class Attempts:
+    """Runs a job's attempts: the first, then one per retry the run allows, until one is
+    not an infrastructure error.
+
+    Args:
+        config: The run.
+        progress: Told of each step and retry (nothing, when None).
+        live: The run's live metrics (a private set, when None).
+        stop: Once set, no further attempt starts.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        progress: ProgressHook | None = None,
+        live: LiveMetrics | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.config = config
+        self.progress: ProgressHook = progress or (lambda event: None)
+        self.live = live or LiveMetrics(config.out.name, config.agent)
+        self.stop = stop or threading.Event()
+
+    def __call__(self, job: Job) -> EpisodeResult:
+        """The job's result: its first attempt that is not an infrastructure error, or the
+        last error once the retries are spent."""
+        set_aside(self.config.out, job, "interrupted")  # what a crashed run left unfinished
+        last_error = ""
+        attempt = 0
+        for attempt in range(1, self.config.retries + 2):
+            if self.stop.is_set():
+                break
+            try:
+                result = self._once(job)
+                return replace(result, attempts=attempt)
+            except (*INFRA_ERRORS, Exception) as exc:  # noqa: BLE001 - a run never aborts
+                last_error = describe_error(exc)
+                set_aside(self.config.out, job, attempt)
+                if isinstance(exc, ImageBuildFailed) or (
+                    isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS)
+                ):
+                    break  # a task, image or agent that cannot be made fails the same way again
+                if attempt <= self.config.retries and not self.stop.is_set():
+                    self.live.retry(job.variant)
+                    self.progress(Retrying(job, attempt, last_error))
+        return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
+
+    def _once(self, job: Job) -> EpisodeResult:
+        agent = make_agent(self.config.agent, **self.config.agent_options)
+        env = TerminalEnv(
+            get_task(job.task, self.config.paths),
+            variant=job.variant,
+            backend=self.config.backend,
+            record_dir=self.config.out,
+            agent=self.config.agent,
+            shadow=self.config.shadow,
+            pool_size=self.config.pool_size,
+            run_id=self.config.run_name,
+            runtime=self.config.runtime,
+            rule_draw=self.config.rule_draw,
+        )
+        try:
+            return run_episode(
+                job,
+                env,
+                agent,
+                agent_timeout=self.config.agent_timeout,
+                on_step=lambda j, n: self.progress(StepTaken(j, n)),
+                on_act=lambda j, seconds: self.live.step(j.variant, seconds),
+            )
+        finally:
+            env.close()
+
+
+def set_aside(out: Path, job: Job, attempt: int | str) -> None:
+    """Move a failed or unfinished attempt's recording out of the way, kept for a look."""
+    path = episode_path(out, job)
+    failed = out / "episodes" / "failed"
+    tag = f"attempt{attempt}" if isinstance(attempt, int) else attempt
+    for source in (path, path.with_suffix(".cast")):
+        if source.exists():
+            failed.mkdir(exist_ok=True)
+            target = failed / f"{source.stem}.{tag}{source.suffix}"
+            shutil.move(str(source), _unused(target))
+
+
+def _unused(path: Path) -> Path:
+    """`path`, or the first of path.1, path.2 ... that does not exist yet."""
+    candidate, number = path, 0
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.{number}")
+    return candidate
