@@ -305,44 +305,13 @@ def _reports(path):
     return results
 
 
-class AgentCodeRefused(ImportError):
-    """A clean-mode test tried to run the agent's code inside the test process (as root)."""
-
-
-def _refusal(path, what="ran"):
-    return AgentCodeRefused(
-        f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
-        "runs no code of the agent's as root (this task's tests must be imported as "
-        "protection agent-user)"
-    )
-
-
-def _owned_by(uid):
-    """Whether a path is a file of the agent's on a clean verifier (its work is unpacked
-    owned by its uid)."""
-
-    def agents(path):
-        try:
-            return isinstance(path, (str, bytes)) and os.stat(path).st_uid == uid
-        except (OSError, ValueError):
-            return False
-
-    return agents
-
-
-def guard_agent_code(agent_uid):
-    """From now on this process refuses to import, compile or run a file the agent owns:
-    clean-mode tests run as root, and only programs they start run as the agent's user."""
-    import termgym_agentexec
-
-    termgym_agentexec.watch_agent_code(_owned_by(agent_uid), refuse=_refusal)
-
-
 def pytest_main(args):
     """pytest in this process, as root: the programs the tests start run as the agent's
     user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
     folder) as the short test summary would list it."""
     sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())] + [HERE]
+    import termgym_agentexec
+
     snapshot = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
     if snapshot:  # the snapshot's packages importable, pytest the toolchain's, and what of
         # the agent's its tests load recorded; its work itself refused, as on a clean
@@ -351,10 +320,8 @@ def pytest_main(args):
 
         work = os.environ.get("TERMGYM_WORKDIR", "/app").rstrip("/") + "/"
         termgym_snapshot.prepare_python(
-            lambda path: _refusal(path) if str(path).startswith(work) else None
+            lambda path: termgym_agentexec.refusal(path) if str(path).startswith(work) else None
         )
-    import termgym_agentexec
-
     termgym_agentexec.install()
     if os.environ.get("TERMGYM_PROTECTION") == "clean":  # its programs see no tests, no logs
         termgym_agentexec.hide([TESTS, LOGS])
@@ -395,7 +362,7 @@ def pytest_main(args):
 
     recorder = Recorder()
     if not snapshot:  # on a snapshot its code loaded here is recorded, and the verdict marked
-        guard_agent_code(termgym_agentexec.AGENT_UID)
+        termgym_agentexec.guard_agent_code()
     # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
     # left there must not configure the tests (the tests folder's own ini still does).
     own_ini = any(

@@ -17,6 +17,14 @@ temporary folders of `tmp_path` (named after the test id) do not tell the agent'
 which rule set it is run under. When the grading records inputs, each test (and rule set)
 tells `termgym_agentexec` which starts are its own, and starts made while a fixture wider
 than a function is set up are marked shared by every rule set.
+
+The test process loads no code of the agent's: a file its user owns is refused to import,
+compile or run here (`termgym_agentexec.guard_agent_code`); only programs the tests start
+run the agent's code, as its user.
+
+A standby runner may load the job before any work exists (`termgym_pytest_prepare`):
+then TERMGYM_PREPARE_RULESETS names the rule sets the tests are collected for, and the
+values, the temporary folders and the guard come when the collected tests run.
 """
 
 import contextlib
@@ -26,8 +34,14 @@ import os
 import pytest
 import termgym_agentexec
 
+PREPARING = "TERMGYM_PREPARE_RULESETS"
+"""While a job is prepared: the names of the rule sets its tests will run under (JSON)."""
+
 
 def _load():
+    names = os.environ.get(PREPARING)
+    if names is not None:
+        return {name: {} for name in json.loads(names)}  # the values come with the work
     for variable, wrap in (("TERMGYM_RULESETS_FILE", False), ("TERMGYM_RULES_FILE", True)):
         path = os.environ.get(variable)
         if path:
@@ -41,12 +55,21 @@ def _load():
 
 RULESETS = _load()
 termgym_agentexec.install()
+_SNAPSHOT = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
+"""Snapshot grading: the agent's code its tests load is recorded there (termgym_snapshot)."""
+if PREPARING not in os.environ and not _SNAPSHOT:
+    termgym_agentexec.guard_agent_code()
+
+
+def _share_basetemp(config):
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        termgym_agentexec.share(str(factory.getbasetemp()))
 
 
 def pytest_sessionstart(session):
-    factory = getattr(session.config, "_tmp_path_factory", None)
-    if factory is not None:
-        termgym_agentexec.share(str(factory.getbasetemp()))
+    if PREPARING not in os.environ:  # a prepared session makes its folders when it runs
+        _share_basetemp(session.config)
 
 
 def pytest_generate_tests(metafunc):
@@ -114,3 +137,22 @@ def rules(termgym_ruleset):
 def workdir():
     """The task's working directory (where the agent worked)."""
     return os.environ.get("TERMGYM_WORKDIR", os.getcwd())
+
+
+def begin(config):
+    """A session collected before the work existed (`termgym_pytest_prepare`), about to run
+    in a fork with its job's environment: the rule sets' values (under the names collected
+    for), the agent's user's temporary folders, the guard."""
+    fresh = _load()
+    if list(fresh) != list(RULESETS):
+        raise RuntimeError(
+            f"the rule sets {list(fresh)!r} differ from those the tests were collected for "
+            f"{list(RULESETS)!r}"
+        )
+    RULESETS.clear()
+    RULESETS.update(fresh)
+    termgym_agentexec.install()
+    termgym_agentexec.reconfigure()
+    if not _SNAPSHOT:
+        termgym_agentexec.guard_agent_code()
+    _share_basetemp(config)

@@ -11,6 +11,7 @@ from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
 from termgym.kinds import tail as output_tail
 
 _PLUGIN = Path(__file__).with_name("_pytest_runtime.py")
+_PREPARE = Path(__file__).with_name("_pytest_prepare.py")
 _INI = b"[pytest]\njunit_family = xunit1\n"
 # pytest exit codes: 0 all passed, 1 some failed; anything else is not a verdict.
 _VERDICT_CODES = (0, 1)
@@ -57,6 +58,7 @@ class PytestGrader(BaseGrader):
             "{results}/junit.xml",
             "--basetemp",
             "{scratch}/tmp",
+            "--tb=native",
             *args,
             *(f"{{graders}}/{t}" for t in targets),
         )
@@ -65,8 +67,13 @@ class PytestGrader(BaseGrader):
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTHONSAFEPATH": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            "TERMGYM_PREPARE": "termgym_pytest_prepare",  # a standby may collect it early
         }
-        files = {"termgym_pytest.py": _PLUGIN.read_bytes(), "termgym_pytest.ini": _INI}
+        files = {
+            "termgym_pytest.py": _PLUGIN.read_bytes(),
+            "termgym_pytest_prepare.py": _PREPARE.read_bytes(),
+            "termgym_pytest.ini": _INI,
+        }
         return Job(argv=argv, env=env, batch=True, files=files)
 
     def read(self, spec: GraderSpec, output: JobOutput) -> Mapping[str, Outcome]:

@@ -15,7 +15,14 @@ from termgym.grading._inputs import (
     compare_inputs,
     report_inputs,
 )
-from termgym.grading._runner import copy_limits, grade, grade_rulesets, grade_rulesets_in, prepare
+from termgym.grading._runner import (
+    copy_limits,
+    grade,
+    grade_rulesets,
+    grade_rulesets_in,
+    prepare,
+    verifier_standby,
+)
 from termgym.grading._standby import standby_spec
 from termgym.grading._verdict import (
     EpisodeClass,
@@ -43,9 +50,10 @@ __all__ = [
     "copy_limits",
     "grade",
     "grade_rulesets",
+    "grade_rulesets_in",
     "prepare",
     "report_inputs",
-    "verifier_config",
-    "grade_rulesets_in",
     "standby_spec",
+    "verifier_config",
+    "verifier_standby",
 ]

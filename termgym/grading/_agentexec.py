@@ -434,6 +434,21 @@ def install() -> None:
         record_into(os.path.join(results, ".termgym-inputs.jsonl"))
 
 
+def reconfigure() -> None:
+    """Take the nest spec and the input recording from this process's environment again (a
+    job run in a fork of a process that installed this module earlier: termgym_prepare)."""
+    import json
+
+    raw = os.environ.get(NEST_ENV)
+    configure_nest(json.loads(raw) if raw else None)
+    del _shared[:]
+    results = os.environ.get("TERMGYM_RESULT_DIR")
+    if os.environ.get("TERMGYM_RECORD_INPUTS") == "1" and results:
+        record_into(os.path.join(results, ".termgym-inputs.jsonl"))
+    elif _recorder:
+        record_into(None)
+
+
 _CODE_FILES = (".pyc", ".pyo", ".so")
 """Opened by an import of compiled code: cached bytecode (whose code object may claim any
 co_filename) and extension modules."""
@@ -497,6 +512,44 @@ def watch_agent_code(
     sys.meta_path.insert(0, Finder)
     if hasattr(sys, "addaudithook"):
         sys.addaudithook(audit)
+
+
+# -- no code of the agent's in a root process of the grading ---------------------------------
+
+_guarded = [-1]
+"""The uid whose files `guard_agent_code` refuses (-1: no guard yet)."""
+
+
+def _agents(path: Any) -> bool:
+    """Whether `path` is a file of the agent's (its work is unpacked owned by its uid)."""
+    try:
+        return isinstance(path, (str, bytes)) and os.stat(path).st_uid == _guarded[0]
+    except (OSError, ValueError):
+        return False
+
+
+class AgentCodeRefused(ImportError):
+    """A test tried to run the agent's code inside the test process (as root)."""
+
+
+def refusal(path: Any, what: str = "ran") -> AgentCodeRefused:
+    """The error a test gets that loads a file of the agent's (`what`: how) into its process."""
+    return AgentCodeRefused(
+        f"the tests {what} {path}, a file of the agent's, inside the test process: termgym "
+        "runs no code of the agent's as root (this task's tests must run it as a program, "
+        "or be imported as protection agent-user)"
+    )
+
+
+def guard_agent_code(agent_uid: int | None = None) -> None:
+    """From now on this process refuses to import, compile or run a file the agent (uid
+    `agent_uid`, by default AGENT_UID) owns (`watch_agent_code`): tests run as root, and only
+    programs they start run as the agent's user. Idempotent (a prepared runner's fork calls
+    it again for its job)."""
+    first = _guarded[0] < 0
+    _guarded[0] = AGENT_UID if agent_uid is None else agent_uid
+    if first:
+        watch_agent_code(_agents, refuse=refusal)
 
 
 def stop_agent_processes() -> None:

@@ -2,21 +2,24 @@
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
 manifest (jobs and rule sets), the runner, `termgym_agentexec`, `termgym_inputprint`,
-`termgym_nest` and the seccomp program the nests apply to the agent's programs.
-It lands in a fresh folder with a random name under GRADE_ROOT, which every user may pass
-through but not list: mode 0700, root's. The agent's work keeps its paths; every entry of
-it becomes the agent's user's (AGENT_UID), loses setuid, setgid and sticky bits, and
-devices are left out, as is anything below a symlink of the work itself (it would land
-where the agent's symlink points).
+`termgym_nest`, `termgym_prepare` and the seccomp program the nests apply to the agent's
+programs. It lands in a folder under GRADE_ROOT, which every user may pass through but not
+list: mode 0700, root's; its name is random, or, for a verifier whose standby unpacked the
+same folder before the work arrived (`termgym.grading._standby`), the digest of its files.
+The agent's work keeps its paths; every entry of it becomes the agent's user's
+(AGENT_UID), loses setuid, setgid and sticky bits, and devices are left out, as is anything
+below a symlink of the work itself (it would land where the agent's symlink points).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import io
 import json
 import secrets
-import shutil
 import tarfile
-import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,7 @@ AGENTEXEC = _HERE / "_agentexec.py"
 INPUTPRINT = _HERE / "_inputprint.py"
 NEST = _HERE / "_nest.py"
 SNAPSHOT = _HERE / "_snapshot_runtime.py"
+PREPARE = _HERE / "_prepare.py"
 CHANGED = "termgym_changed.txt"
 """Snapshot grading: what the agent made or changed, one sandbox path a line."""
 AGENT_CODE = ".termgym-agent-code"
@@ -53,9 +57,63 @@ class GradingFolder:
         return [python, "-I", "-B", "termgym_run.py", "manifest.json"]
 
 
+GRADED = "graded"
+"""The one rule set's name inside every verifier: the same under every rule set, so nothing
+a program could find there (a test id, a folder, a report) tells which one it is."""
+
+
 def new_folder() -> GradingFolder:
     """A fresh random grading folder path."""
     return GradingFolder("/" + GRADE_ROOT + "/" + secrets.token_hex(16))
+
+
+FolderFiles = dict[str, tuple[bytes | None, int]]
+"""A grading folder but its manifest: relative path -> (content, or None for a folder; mode)."""
+
+
+def folder_files(task_graders: Path | None, files: Mapping[str, bytes]) -> FolderFiles:
+    """The grading folder's files: the task's graders/, the kinds' `files`, the runner and
+    its support modules; root's, 0700 for folders and programs, 0600 for the rest."""
+    out: FolderFiles = {}
+    if task_graders is not None and task_graders.is_dir():
+        out["graders"] = (None, 0o700)
+        for path in sorted(task_graders.rglob("*")):
+            rel = "graders/" + path.relative_to(task_graders).as_posix()
+            if path.is_dir():
+                out[rel] = (None, 0o700)
+            else:
+                out[rel] = (path.read_bytes(), 0o700 if path.stat().st_mode & 0o100 else 0o600)
+    for rel, content in files.items():
+        parts = rel.split("/")
+        for end in range(1, len(parts)):
+            out.setdefault("/".join(parts[:end]), (None, 0o700))
+        out[rel] = (content, 0o600)
+    out.update(_support())
+    return out
+
+
+@functools.cache
+def _support() -> FolderFiles:
+    """The runner, its support modules and the nests' seccomp program (read once)."""
+    sources = (
+        ("termgym_run.py", RUNNER), ("termgym_agentexec.py", AGENTEXEC),
+        ("termgym_inputprint.py", INPUTPRINT), ("termgym_nest.py", NEST),
+        ("termgym_snapshot.py", SNAPSHOT), ("termgym_prepare.py", PREPARE),
+    )  # fmt: skip
+    out: FolderFiles = {name: (source.read_bytes(), 0o600) for name, source in sources}
+    out[FILTER] = (strict_filter(), 0o600)
+    return out
+
+
+def digest_folder(files: FolderFiles) -> GradingFolder:
+    """The grading folder named by the digest of its files: the same task graders and
+    support files, the same folder, in every verifier (and the standby that unpacked it)."""
+    digest = hashlib.sha256()
+    for rel, (content, mode) in sorted(files.items()):
+        size = -1 if content is None else len(content)
+        digest.update(b"%s\0%o\0%d\0" % (rel.encode(), mode, size))
+        digest.update(content or b"")
+    return GradingFolder("/" + GRADE_ROOT + "/" + digest.hexdigest()[:32])
 
 
 def write_bundle(
@@ -85,24 +143,20 @@ def write_bundle(
         _dir(tar, GRADE_ROOT, 0o711)
         base = folder.path.lstrip("/")
         _dir(tar, base, 0o700)
-        with tempfile.TemporaryDirectory(prefix="termgym-grade-") as tmp:
-            staging = Path(tmp)
-            if task_graders is not None and task_graders.is_dir():
-                shutil.copytree(task_graders, staging / "graders")
-            for rel, content in files.items():
-                target = staging / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-            shutil.copy(RUNNER, staging / "termgym_run.py")
-            shutil.copy(AGENTEXEC, staging / "termgym_agentexec.py")
-            shutil.copy(INPUTPRINT, staging / "termgym_inputprint.py")
-            shutil.copy(NEST, staging / "termgym_nest.py")
-            shutil.copy(SNAPSHOT, staging / "termgym_snapshot.py")
-            (staging / FILTER).write_bytes(strict_filter())
-            (staging / "manifest.json").write_text(json.dumps(manifest))
-            for path in sorted(staging.rglob("*")):
-                rel = path.relative_to(staging).as_posix()
-                tar.add(str(path), arcname=f"{base}/{rel}", recursive=False, filter=_private)
+        now = time.time()
+        contents = folder_files(task_graders, files)
+        contents["manifest.json"] = (json.dumps(manifest).encode(), 0o600)
+        for rel, (content, mode) in sorted(contents.items()):
+            member = tarfile.TarInfo(f"{base}/{rel}")
+            member.uid = member.gid = 0
+            member.uname = member.gname = "root"
+            member.mode, member.mtime = mode, now
+            if content is None:
+                member.type = tarfile.DIRTYPE
+                tar.addfile(member)
+            else:
+                member.size = len(content)
+                tar.addfile(member, io.BytesIO(content))
 
 
 def _under_a_link(name: str, links: set[str]) -> bool:
@@ -119,10 +173,3 @@ def _dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
     member.mode = mode
     member.uid = member.gid = 0
     tar.addfile(member)
-
-
-def _private(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uid = info.gid = 0
-    info.uname = info.gname = "root"
-    info.mode = 0o700 if info.isdir() else (0o700 if info.mode & 0o100 else 0o600)
-    return info

@@ -40,11 +40,16 @@ class RunnerReport:
             a root process there could read its memory (docs/security.md).
         nest: Why the agent's programs could not run in nests of their own there ("": they
             did; docs/security.md).
+        prepared: The jobs whose program the standby runner had loaded before the work
+            arrived (termgym.grading._standby), run in a fork of it.
+        forked: The runner was a standby forked from a zygote (termgym.sandbox._zygote).
     """
 
     jobs: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     dumpable: bool = False
     nest: str = ""
+    prepared: tuple[str, ...] = ()
+    forked: bool = False
 
 
 def new_key() -> str:
@@ -126,6 +131,9 @@ def _decode(payload: str) -> RunnerReport:
         not isinstance(runner, Mapping)
         or not isinstance(runner.get("dumpable"), bool)
         or not isinstance(runner.get("nest", ""), str)
+        or not isinstance(runner.get("prepared", []), list)
+        or not all(isinstance(j, str) for j in runner.get("prepared", []))
+        or not isinstance(runner.get("forked", False), bool)
     ):
         raise GraderError(f"the grading report: malformed runner facts {runner!r:.200}")
     jobs: dict[str, list[dict[str, Any]]] = {}
@@ -136,7 +144,10 @@ def _decode(payload: str) -> RunnerReport:
         if not isinstance(runs, list) or not all(_valid_run(r) for r in runs):
             raise GraderError(f"the grading report: malformed runs of job {job['id']!r}")
         jobs[job["id"]] = list(runs)
-    return RunnerReport(jobs=jobs, dumpable=runner["dumpable"], nest=runner.get("nest", ""))
+    return RunnerReport(
+        jobs=jobs, dumpable=runner["dumpable"], nest=runner.get("nest", ""),
+        prepared=tuple(runner.get("prepared", [])), forked=runner.get("forked", False),
+    )  # fmt: skip
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {

@@ -23,11 +23,18 @@ from termgym.errors import (
     SandboxStartError,
     TaskError,
 )
-from termgym.grading._bundle import AGENT_CODE, CHANGED, GradingFolder, new_folder, write_bundle
+from termgym.grading._bundle import (
+    AGENT_CODE,
+    CHANGED,
+    GRADED,
+    GradingFolder,
+    new_folder,
+    write_bundle,
+)
 from termgym.grading._inputs import RECORD, parse_starts
 from termgym.grading._plan import GradingPlan, plan_grading
 from termgym.grading._report import RunnerReport, new_key, read_report
-from termgym.grading._standby import ENV, go, standby_spec
+from termgym.grading._standby import ENV, go, preparation_for, standby_spec
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail
@@ -40,6 +47,7 @@ from termgym.sandbox import (
     RunResult,
     Sandbox,
     SandboxConfig,
+    StandbySpec,
     list_changes,
 )
 from termgym.tasks import EpisodePlan, RuleSet, Task
@@ -134,6 +142,7 @@ def grade(
             network_of=network, record_inputs=record_inputs, snapshot_of=snapshot_of,
             changed=changed,
             standby=isinstance(sandbox, HoldsStandby) if standby is None else standby,
+            zygote=source is verifiers,
         )  # fmt: skip
         verdicts = graded.verdicts
         timings.update(graded.timings)
@@ -257,16 +266,14 @@ class RulesetGrading:
             verifiers that ran side by side.
         isolation: Which of the verifier's defences did not hold (`isolation_gaps`); empty
             when all did.
+        runners: Each verifier's runner facts (`RunnerReport`, without its jobs), in the
+            order of the rule sets they graded.
     """
 
     verdicts: dict[str, Verdict]
     timings: dict[str, float]
     isolation: tuple[str, ...] = ()
-
-
-GRADED = "graded"
-"""The one rule set's name inside every verifier: the same under every rule set, so nothing
-a program could find there (a test id, a folder, a report) tells which one it is."""
+    runners: tuple[RunnerReport, ...] = ()
 
 
 def grade_rulesets_in(
@@ -281,6 +288,7 @@ def grade_rulesets_in(
     standby: bool = False,
     snapshot_of: str = "",
     changed: bytes = b"",
+    zygote: bool = False,
 ) -> RulesetGrading:
     """Grade `work` (a tar of the agent's files) under each of `rulesets`, each in a fresh
     verifier of its own from `source`, at the same time.
@@ -291,14 +299,22 @@ def grade_rulesets_in(
     sets that grade alike (the same rule values and graders) share one verifier.
 
     `standby`: the backend's verifiers keep a standby runner (`HoldsStandby`); the grading
-    goes to it when it waits, else to a cold exec of the runner. `snapshot_of`: grade the
-    agent's whole filesystem (its sandbox's `snapshot_handle()`; `work` is then None), and
-    `changed` lists what the agent made or changed there.
+    goes to it when it waits, else to a cold exec of the runner. The standby is prepared for
+    the task (its grading folder unpacked and its jobs loaded before the work arrives:
+    `preparation_for`) but on a snapshot or under an engine runtime such as gVisor's (it
+    would not see the work copied into a folder it made), and with `zygote` (verifiers from
+    a pool) forked
+    from a zygote where the backend can. `snapshot_of`: grade the agent's whole filesystem
+    (its sandbox's `snapshot_handle()`; `work` is then None), and `changed` lists what the
+    agent made or changed there.
     """
     groups = _alike(rulesets)
+    # gVisor (a runtime of the engine's) keeps the files its sandbox made in an overlay of
+    # its own: a folder the standby unpacked there would hide the work the host copies in
+    prepared = standby and not snapshot_of and agent.runtime is None
     config = verifier_config(
         agent, network_of=network_of, snapshot_of=snapshot_of,
-        standby=standby_spec(task.spec.grading.python) if standby else None,
+        standby=verifier_standby(task, prepared=prepared, zygote=zygote) if standby else None,
     )  # fmt: skip
     with contextlib.ExitStack() as stack:
         bundles = []
@@ -307,7 +323,7 @@ def grade_rulesets_in(
                 task, [_renamed(group[0])], record_inputs=record_inputs,
                 snapshot=SNAPSHOT_PATH if snapshot_of else "",
             )  # fmt: skip
-            folder = new_folder()
+            folder = preparation_for(task).folder if prepared else new_folder()
             bundle = stack.enter_context(_spool())
             files = {**plan.files, CHANGED: changed} if snapshot_of else plan.files
             write_bundle(
@@ -330,7 +346,20 @@ def grade_rulesets_in(
         for name, seconds in outcome.timings.items():
             timings[name] = max(timings.get(name, 0.0), seconds)
         gaps += [gap for gap in outcome.isolation if gap not in gaps]
-    return RulesetGrading({r.name: verdicts[r.name] for r in rulesets}, timings, tuple(gaps))
+    runners = tuple(r for outcome in outcomes for r in outcome.runners)
+    return RulesetGrading(
+        {r.name: verdicts[r.name] for r in rulesets}, timings, tuple(gaps), runners
+    )
+
+
+def verifier_standby(task: Task, *, prepared: bool = True, zygote: bool = False) -> StandbySpec:
+    """The standby runner of `task`'s verifiers: with `prepared`, prepared for its graders
+    (never on a snapshot, whose jobs run on the agent's files) and forked from a zygote with
+    `zygote`; else one that only waits."""
+    python = task.spec.grading.python
+    if not prepared:
+        return standby_spec(python)
+    return standby_spec(python, preparation_for(task), zygote=zygote)
 
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="termgym-grade")
@@ -401,7 +430,8 @@ def _grade_one(
         "run": ran - injected,
         "read": time.perf_counter() - ran,
     }
-    return RulesetGrading({r.name: _as_ruleset(graded, r) for r in group}, timings, gaps)
+    facts = dataclasses.replace(report, jobs={})
+    return RulesetGrading({r.name: _as_ruleset(graded, r) for r in group}, timings, gaps, (facts,))
 
 
 def _as_ruleset(verdict: Verdict, ruleset: RuleSet) -> Verdict:

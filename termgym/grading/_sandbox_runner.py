@@ -11,9 +11,12 @@ first, so no job ever sees it). The host believes no other line.
 
 As a verifier's standby (termgym.grading._standby) the same source is compiled from stdin
 by a bootstrap, with __name__ "termgym_standby", before the verifier holds any file of the
-agent's: it imports what grading needs, prints STANDBY_READY, and waits for one line on
-stdin, the JSON
-{"manifest": path relative to its cwd, "key": the report key}, then does as above.
+agent's. It reads its preparation from stdin next (its length, a newline, the JSON), which
+may name a grading folder to unpack and jobs to load early (`termgym_prepare`); it imports
+what grading needs, prints STANDBY_READY, and waits for one line on stdin, the JSON
+{"manifest": path relative to its cwd, "key": the report key}, then does as above. Forked
+from a zygote (TERMGYM_ZYGOTE in its environment: `termgym.sandbox._zygote`), it prepares
+once, prints STANDBY_READY, and each verifier's child prints it again and waits so.
 """
 
 from __future__ import annotations
@@ -138,10 +141,31 @@ def _python_launch(argv: list[str]) -> tuple[list[str], dict[str, Any] | None]:
     return [sys.executable, "-I", "-B", "-c", _LAUNCH], {"module": module, "argv": args}
 
 
+def _prepared(job: dict[str, Any], ctx: dict[str, Any]) -> tuple[Any, str, str]:
+    """The job's prepared program, result folder and scratch folder (termgym_prepare), or
+    (None, a fresh result folder, a fresh scratch folder)."""
+    prepare = sys.modules.get("termgym_prepare")
+    entry = None
+    if prepare is not None and not ctx.get("snapshot"):
+        entry = prepare.prepared(job, job["argv"], job.get("env") or {})
+    if entry is not None:
+        try:
+            os.mkdir(entry["job"]["results"], 0o700)
+            os.mkdir(entry["job"]["scratch"], 0o711)
+            os.chmod(entry["job"]["scratch"], 0o711)
+            return entry, entry["job"]["results"], entry["job"]["scratch"]
+        except OSError:  # the work holds something there: the job runs as usual
+            entry = None
+    results = tempfile.mkdtemp(prefix="results-", dir=ctx["graders"])
+    scratch = tempfile.mkdtemp(prefix=".termgym-io-", dir="/tmp")
+    os.chmod(scratch, 0o711)  # the agent's user passes through to what is shared with it
+    return None, results, scratch
+
+
 def run_exec(
     job: dict[str, Any], names: list[str], rulesets: dict[str, Any], ctx: dict[str, Any]
 ) -> dict[str, Any]:
-    results = tempfile.mkdtemp(prefix="results-", dir=ctx["graders"])
+    entry, results, scratch = _prepared(job, ctx)
     env = dict(os.environ)
     rules = rulesets[names[0]]
     rules_file = os.path.join(results, ".rules.json")
@@ -168,9 +192,6 @@ def run_exec(
             json.dump({n: rulesets[n] for n in names}, handle)
         env["TERMGYM_RULESETS_FILE"] = sets_file
 
-    scratch = tempfile.mkdtemp(prefix=".termgym-io-", dir="/tmp")
-    os.chmod(scratch, 0o711)  # the agent's user passes through to what is shared with it
-
     def sub(text: str) -> str:
         for name, value in (
             ("graders", ctx["graders"]),
@@ -193,34 +214,14 @@ def run_exec(
     start = time.monotonic()
     out: dict[str, Any] = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
     with open(log_path, "wb") as log:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=ctx["cwd"],
-                start_new_session=True,
-                stdin=subprocess.PIPE if spec is not None else subprocess.DEVNULL,
-                user=os.geteuid(),  # the grader itself: root, not the agent's user
-                preexec_fn=preexec,
+        if entry is not None:  # loaded before the work existed: run in a fork of this process
+            ctx["prepared"].append(job["id"])
+            env.pop("PYTHONPATH", None)
+            out["exit_code"], out["timed_out"] = sys.modules["termgym_prepare"].run_in_fork(
+                entry, env, ctx["cwd"], log.fileno(), job["timeout"]
             )
-        except OSError as exc:
-            out["error"] = f"could not start {argv[0]}: {exc}"
-            proc = None
-        if proc is not None:
-            if spec is not None:
-                assert proc.stdin is not None
-                with contextlib.suppress(OSError):
-                    proc.stdin.write(json.dumps(spec).encode())
-                    proc.stdin.close()
-            try:
-                out["exit_code"] = proc.wait(timeout=job["timeout"])
-            except subprocess.TimeoutExpired:
-                out["timed_out"] = True
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        else:
+            _popen_job(out, argv, env, ctx["cwd"], spec, preexec, log, job["timeout"])
     ctx["agentexec"].stop_agent_processes()
     if nest is not None:
         nest.close()
@@ -232,6 +233,46 @@ def run_exec(
                 os.remove(private)
     out["files"] = _read_results(results)
     return out
+
+
+def _popen_job(
+    out: dict[str, Any],
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    spec: dict[str, Any] | None,
+    preexec: Any,
+    log: Any,
+    timeout: float,
+) -> None:
+    """Run the job's program (its `spec` on stdin, for a python job) into `out`."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            stdin=subprocess.PIPE if spec is not None else subprocess.DEVNULL,
+            user=os.geteuid(),  # the grader itself: root, not the agent's user
+            preexec_fn=preexec,
+        )
+    except OSError as exc:
+        out["error"] = f"could not start {argv[0]}: {exc}"
+        return
+    if spec is not None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.write(json.dumps(spec).encode())
+            proc.stdin.close()
+    try:
+        out["exit_code"] = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out["timed_out"] = True
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _on_snapshot(
@@ -384,6 +425,7 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         "agentexec": termgym_agentexec,
         "as_agent": sys.executable + " -I -B " + os.path.join(graders, "termgym_agentexec.py"),
         "record_inputs": bool(manifest.get("record_inputs")),
+        "prepared": [],
     }
     if manifest.get("snapshot"):
         import termgym_snapshot
@@ -404,7 +446,9 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         else:
             runs = [run_exec(job, [n], rulesets, ctx) for n in names]
         jobs.append({"id": job["id"], "runs": runs})
-    return {"jobs": jobs, "runner": {"dumpable": _DUMPABLE[0], "nest": why}}
+    facts = {"dumpable": _DUMPABLE[0], "nest": why, "prepared": ctx["prepared"]}
+    facts["forked"] = "termgym_zygote" in sys.modules
+    return {"jobs": jobs, "runner": facts}
 
 
 GRADE_ROOT = "/var/lib/termgym-verifier"
@@ -427,6 +471,8 @@ def _nest_spec(manifest: dict[str, Any], graders: str) -> tuple[dict[str, Any] |
         import termgym_nest
     except ImportError as exc:  # no ctypes in the image
         return None, "the image's Python cannot make namespaces: " + str(exc)
+    if "termgym_zygote" in sys.modules:  # forked from a zygote, which made this verifier's
+        return spec, ""  # user, mount and pid namespaces itself: a nest needs no more
     why = termgym_nest.probe(spec)
     return (None, why) if why else (spec, "")
 
@@ -484,6 +530,9 @@ def grade(manifest_path: str, key: bytes) -> None:
     else:
         _not_dumpable()
         channel = _take_channel()
+        prepare = sys.modules.get("termgym_prepare")
+        if prepare is not None:  # its forks close the channel first
+            prepare.take_channel(channel)
     try:
         report = main(manifest, os.path.dirname(os.path.abspath(manifest_path)))
         packed = base64.b64encode(zlib.compress(json.dumps(report).encode("utf-8")))
@@ -494,16 +543,109 @@ def grade(manifest_path: str, key: bytes) -> None:
 
 WARM = ("collections.abc", "pickle", "runpy", "shlex", "stat", "typing")
 """Imported by a standby before it waits: the stdlib the grading support modules use."""
+ZYGOTE_REFUSED = "TERMGYM-ZYGOTE-REFUSED "
+"""What a zygote prints instead of STANDBY_READY when its forks would share something."""
 
 
 def standby() -> None:
-    """Wait for the go line on stdin (see the module docstring), then grade."""
+    """Prepare (the module docstring), then wait for the go line and grade; or, forked from
+    a zygote, serve a fork per verifier that does so."""
     os.environ.pop("TERMGYM_REPORT_KEY", None)
+    stdin = sys.stdin.buffer
+    preparation = json.loads(_blob(stdin) or b"{}")
+    control = os.environ.get("TERMGYM_ZYGOTE", "")
+    runtime = _blob(stdin) if control else b""
     for name in WARM:
         __import__(name)
+    folder = preparation.get("folder")
+    serve = (lambda: _serve(runtime, int(control))) if control else _wait_and_grade
+    if not folder:
+        serve()
+        return
+    _unpack(folder, preparation.get("files") or {})
+    sys.path.insert(0, folder)
+    import termgym_prepare
+
+    quiet = _quiet()  # what preparing prints (or keeps a descriptor of) reaches nobody
+
+    def then() -> None:
+        _speak(quiet)
+        serve()
+
+    termgym_prepare.prepare(preparation, folder, then)
+
+
+def _quiet() -> int:
+    """Point fds 1 and 2 at /dev/null; the descriptor of the old fd 1, to `_speak` again."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1)  # not inheritable
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return saved
+
+
+def _speak(saved: int) -> None:
+    """Fds 1 and 2 back to what `_quiet` kept."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd in (1, 2):
+        os.dup2(saved, fd)
+    os.close(saved)
+
+
+def _blob(stream: Any) -> bytes:
+    """One length-prefixed blob of `stream`: its length in digits, a newline, the bytes."""
+    line = stream.readline()
+    return stream.read(int(line)) if line.strip() else b""
+
+
+def _unpack(folder: str, files: dict[str, Any]) -> None:
+    """The grading folder at `folder` (root's, 0700, as the host's bundle makes it), from
+    {relative path: [base64 content, or None for a folder; mode]}; the task's files, no
+    manifest, no rule."""
+    os.makedirs(GRADE_ROOT, 0o711, exist_ok=True)
+    os.chmod(GRADE_ROOT, 0o711)
+    os.makedirs(folder, 0o700, exist_ok=True)
+    for rel, (content, mode) in sorted(files.items()):
+        path = os.path.join(folder, rel)
+        if content is None:
+            os.makedirs(path, mode, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as handle:
+            handle.write(base64.b64decode(content))
+
+
+def _serve(runtime: bytes, control: int) -> None:
+    """As a zygote: say it is ready (or why its forks would not be single-use), speak no
+    more, and fork a standby per verifier (termgym_zygote)."""
+    prepare = sys.modules.get("termgym_prepare")
+    why = prepare.check_forkable(control) if prepare is not None else ""
+    if why:
+        sys.stdout.write(ZYGOTE_REFUSED + why + "\n")
+        sys.stdout.flush()
+        os._exit(1)
     sys.stdout.write(STANDBY_READY + "\n")
     sys.stdout.flush()
-    line = sys.stdin.buffer.readline()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    zygote = type(sys)("termgym_zygote")
+    exec(compile(runtime, "termgym_zygote.py", "exec"), zygote.__dict__)  # noqa: S102
+    sys.modules["termgym_zygote"] = zygote
+    zygote.serve(_wait_and_grade)
+
+
+def _wait_and_grade() -> None:
+    """Say it waits, read the go line, grade (what each standby does, once)."""
+    sys.stdout.write(STANDBY_READY + "\n")
+    sys.stdout.flush()
+    with open(0, "rb", closefd=False) as stdin:  # a reader of its own: the zygote's was copied
+        line = stdin.readline()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # nothing started from here on reads the host's pipe
     os.close(null)
@@ -513,8 +655,10 @@ def standby() -> None:
         manifest, key = go["manifest"], go["key"]
     except (ValueError, KeyError, TypeError):
         sys.stdout.write(f"the standby runner expected a go line, got {line[:200]!r}\n")
-        sys.exit(2)
+        sys.stdout.flush()
+        os._exit(2)
     grade(manifest, key.encode("ascii"))
+    _exit()
 
 
 def _exit() -> None:

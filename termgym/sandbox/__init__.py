@@ -50,6 +50,7 @@ from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.sandbox._userns import AGENT_UID
+from termgym.sandbox._zygote import close_zygotes
 
 __all__ = [
     "BASE_IMAGE",
@@ -77,6 +78,7 @@ __all__ = [
     "build_image",
     "bwrap_works",
     "cache_dir",
+    "close_zygotes",
     "collect_garbage",
     "default_backend",
     "list_changes",

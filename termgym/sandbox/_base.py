@@ -49,6 +49,15 @@ class StandbySpec:
         ready: The line it prints once it waits: `start()` returns after it (within
             `ready_timeout` seconds), so a pooled verifier is ready when its standby is. A
             standby that never prints it is stopped and not used. Empty: no wait.
+        zygote: Where the backend can (bwrap as root), fork the standby from a zygote
+            instead of starting it anew (`termgym.sandbox._zygote`): the program is started
+            once per process and spec, in a sandbox of its own over the clean image; it
+            finds TERMGYM_ZYGOTE in its environment and, on its stdin after `first`, the
+            source of the module `termgym_zygote` (its length in digits and a newline, then
+            the source); once it has loaded what it loads before any work exists, it prints
+            `ready` and calls `termgym_zygote.serve(child)`, and each verifier's standby is
+            a child that runs `child()` in that verifier. Without TERMGYM_ZYGOTE it is the
+            verifier's own standby, as with `zygote` False.
     """
 
     argv: tuple[str, ...]
@@ -57,6 +66,7 @@ class StandbySpec:
     workdir: str = "/"
     ready: bytes = b""
     ready_timeout: float = 30.0
+    zygote: bool = False
 
 
 @dataclass(frozen=True)

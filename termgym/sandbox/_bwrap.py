@@ -22,12 +22,17 @@ What keeps the sandbox from the host (docs/security.md):
 
 The agent's shell is a bwrap process running bash: when it exits or is restarted its pid
 namespace ends, so background jobs end with it; files stay. A verifier
-(`role="verifier"`) has no shell; its execs keep the capabilities grading needs.
+(`role="verifier"`) has no shell; its execs keep the capabilities grading needs. A
+verifier whose standby is a zygote's (`StandbySpec.zygote`, termgym as root) runs no bwrap
+process of its own: its standby is forked from the zygote into namespaces made over the
+verifier's root (`termgym.sandbox._zygote`); its execs (a cold grading) are bwrap's as usual.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
 import secrets
 import shutil
@@ -40,7 +45,7 @@ from typing import BinaryIO
 
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy, _seccomp, _userns
-from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig
+from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig, StandbyProgram
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
@@ -50,6 +55,9 @@ from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
 from termgym.sandbox._usernet import UserNet, resolv_conf
+from termgym.sandbox._zygote import CONTROL_ENV, RUNTIME, ZygoteProcess, zygote_for
+
+log = logging.getLogger(__name__)
 
 WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 """Folders made writable when no overlay root can be mounted (plus the workdir)."""
@@ -83,6 +91,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         self.snapshot: SnapshotMount | None = None
         self.net: UserNet | None = None
         """The sandbox's own network (`limits.network`), entered by every process of it."""
+        self.zygote_control = -1
+        """A zygote's own sandbox: the descriptor of its program's control socket."""
 
     @property
     def limits(self) -> list[str]:
@@ -288,7 +298,10 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             argv += ["--bind", str(self.snapshot.merged), SNAPSHOT_PATH]
         if self.net is not None:
             argv += ["--bind", str(self.home / "resolv.conf"), "/etc/resolv.conf"]
-        argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+        argv += ["--proc", "/proc"]
+        if self.zygote_control < 0:  # a zygote's children mount a /proc of their own, which
+            argv += ["--ro-bind", "/proc/sys", "/proc/sys"]  # a mount over its /proc forbids
+        argv += ["--dev", "/dev"]
         if not config.network_of:
             argv += ["--hostname", "sandbox"]
         argv.append("--clearenv")
@@ -421,19 +434,77 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         finally:
             os.close(fd)
 
-    def _spawn_standby(self) -> HostProcess:
-        """The config's standby, in a new bwrap over the same root, as an exec would be."""
+    def _spawn_standby(self) -> StandbyProgram:
+        """The config's standby: forked from its zygote where it has one, else in a new
+        bwrap over the same root, as an exec would be (a zygote's own program among them)."""
         standby = self.config.standby
         assert standby is not None
-        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
+        if standby.zygote and self._forks_standby():
+            forked = self._forked_standby()
+            if forked is not None:
+                return forked
+        zygote = self.zygote_control >= 0
+        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier", zygote=zygote)
         try:
-            argv = self._bwrap_argv(fd, standby.workdir, dict(standby.env), session=True)
+            env, first, fds = dict(standby.env), standby.first, [fd]
+            if zygote:
+                env[CONTROL_ENV] = str(self.zygote_control)
+                runtime = RUNTIME.read_bytes()
+                first += b"%d\n" % len(runtime) + runtime
+                fds.append(self.zygote_control)
+            argv = self._bwrap_argv(fd, standby.workdir, env, session=True)
             return HostProcess(
                 [*argv, "--", *standby.argv], env=HOST_ENV, limit=self.config.output_limit,
-                launch=self._launch(), pass_fds=(fd,), first=standby.first,
+                launch=self._launch(), pass_fds=fds, first=first,
             )  # fmt: skip
         finally:
             os.close(fd)
+
+    def _forks_standby(self) -> bool:
+        """Whether this verifier's standby may come from a zygote: termgym as root (the
+        overlay root), no snapshot, no network of another sandbox's or its own."""
+        config = self.config
+        return (
+            config.role == "verifier" and self.zygote_control < 0 and bool(self.uid_base)
+            and self.mode == "overlay" and not config.snapshot_of and not config.network_of
+            and self.net is None
+        )  # fmt: skip
+
+    def _forked_standby(self) -> StandbyProgram | None:
+        """A standby forked from this process's zygote of the standby's spec and image; None
+        (and a warning) if there is none or it could not fork."""
+        standby, home, cgroup = self.config.standby, self.home, self.cgroup
+        assert standby is not None and home is not None and cgroup is not None
+        zygote = zygote_for((str(self.rootfs), standby), self._launch_zygote)
+        if zygote is None:
+            return None
+        try:
+            return zygote.fork(
+                home / "merged", cgroup.procs_files(),
+                env={**self._shell_env(), **dict(standby.env)}, workdir=standby.workdir,
+                caps=(*VERIFIER_CAPS, *self.config.capabilities),
+                seccomp=_seccomp.verifier_filter(), limit=self.config.output_limit,
+                timeout=standby.ready_timeout,
+            )  # fmt: skip
+        except SandboxError as exc:
+            log.warning("the zygote gave no standby, one starts anew: %s", exc)
+            return None
+
+    def _launch_zygote(self, control: int) -> ZygoteProcess:
+        """The zygote of this verifier's standby: a sandbox of its own over the same clean
+        image, whose standby program is the zygote (termgym.sandbox._zygote); it maps its
+        children's root (SETFCAP, as a snapshot verifier's nests do)."""
+        config = dataclasses.replace(
+            self.config, capabilities=("SETFCAP",),
+            labels={**self.config.labels, "io.termgym.role": "zygote"},
+        )  # fmt: skip
+        sandbox = BwrapSandbox(config)
+        sandbox.zygote_control = control
+        sandbox.start()
+        if sandbox._standby is None:
+            sandbox.close()
+            raise SandboxStartError("the zygote's program never said it was ready")
+        return _ZygoteSandbox(sandbox)
 
     def close(self) -> None:
         """Stop every process, unmount and delete the episode's folder (idempotent)."""
@@ -451,6 +522,20 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             self.snapshot.close()
         if self.home is not None:
             remove_episode(self.home)
+
+
+class _ZygoteSandbox:
+    """A zygote (`termgym.sandbox._zygote.ZygoteProcess`): its sandbox, whose standby is it."""
+
+    def __init__(self, sandbox: BwrapSandbox) -> None:
+        self.sandbox = sandbox
+
+    def alive(self) -> bool:
+        standby = self.sandbox._standby  # noqa: SLF001 - the zygote's program, never taken
+        return standby is not None and standby.alive()
+
+    def close(self) -> None:
+        self.sandbox.close()
 
 
 @contextlib.contextmanager

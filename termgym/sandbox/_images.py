@@ -12,6 +12,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -112,6 +113,7 @@ def build_base(*, force: bool = False, log: Log = _quiet) -> str:
     if steps:
         dockerfile = dockerfile.replace("\nLABEL", "\n" + steps + "LABEL", 1)
     log(f"Building {BASE_IMAGE} from {parent} ...")
+    _forget_rootfs(BASE_IMAGE)
     image = _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=BASE_IMAGE)
     log(f"Built {BASE_IMAGE} ({image.short_id}).")
     return str(image.id)
@@ -211,6 +213,7 @@ def build_image(context_dir: Path, tag: str, *, log: Log = _quiet) -> str:
         ImageError: the Dockerfile is missing or the build failed; the message has the log tail.
     """
     context_dir = Path(context_dir)
+    _forget_rootfs(tag)
     if not (context_dir / "Dockerfile").is_file():
         raise ImageError(f"Expected a Dockerfile in {context_dir}, found none.")
     client = docker_client()
@@ -256,15 +259,36 @@ def _build(client: Any, log: Log, **kwargs: Any) -> Any:
     return image
 
 
+ROOTFS_TTL = 5.0
+"""Seconds a process trusts its last look-up of an image's root filesystem: a bwrap start
+asks the engine which image a tag names at most that often (an RL loop starts tens a
+second); an image this process builds is looked up afresh."""
+_rootfs_seen: dict[str, tuple[Path, float]] = {}
+
+
 def rootfs_for(image: str, *, log: Log = _quiet) -> Path:
     """The root filesystem of `image` as a folder, for bubblewrap (exported once, then cached).
 
     With a Docker engine the image is `docker export`ed to the cache folder under its id;
-    without one, only the base image is available, from debootstrap.
+    without one, only the base image is available, from debootstrap. The tag's image is
+    looked up at most every ROOTFS_TTL seconds.
 
     Raises:
         ImageError: the image is unknown, or there is no engine to export a non-base image.
     """
+    seen = _rootfs_seen.get(image)
+    if seen is not None and time.monotonic() < seen[1] and seen[0].is_dir():
+        return seen[0]
+    found = _rootfs_for(image, log=log)
+    _rootfs_seen[image] = (found, time.monotonic() + ROOTFS_TTL)
+    return found
+
+
+def _forget_rootfs(tag: str) -> None:
+    _rootfs_seen.pop(tag, None)
+
+
+def _rootfs_for(image: str, *, log: Log = _quiet) -> Path:
     try:
         client = docker_client()
     except BackendUnavailable as exc:

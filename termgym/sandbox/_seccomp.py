@@ -123,9 +123,18 @@ agent's programs run in during grading (termgym/grading/_nest.py), which apply t
 filter to every such program before it starts. Nothing of the agent's runs unnested there."""
 
 
-def build_filter(machine: str | None = None, *, nesting: bool = False) -> bytes:
+ZYGOTE: tuple[str, ...] = (*NESTING, "move_mount")
+"""What a zygote's filter allows besides NESTING: attaching the root the host made for each
+verifier it forks (termgym/sandbox/_zygote_runtime.py), which then applies the verifier's
+filter (without it) before anything runs there."""
+
+
+def build_filter(
+    machine: str | None = None, *, nesting: bool = False, zygote: bool = False
+) -> bytes:
     """The filter for `machine` (default: this one) as the bytes of a `struct sock_filter[]`;
-    `nesting`: a verifier's, which allows NESTING and `clone` into new namespaces.
+    `nesting`: a verifier's, which allows NESTING and `clone` into new namespaces; `zygote`:
+    a zygote's, which allows ZYGOTE as well.
 
     Raises:
         ValueError: no syscall table for the architecture (x86_64 and aarch64 are known).
@@ -143,11 +152,11 @@ def build_filter(machine: str | None = None, *, nesting: bool = False) -> bytes:
     program.add(_LD_W_ABS, 0)  # seccomp_data.nr
     if machine == "x86_64":
         program.add(_JGE_K, _X32_BIT, "enosys", 0)
-    for name in refused(nesting=nesting):
+    for name in refused(nesting=nesting or zygote, zygote=zygote):
         if name in numbers:
             program.add(_JEQ_K, numbers[name], "eperm", 0)
     program.add(_JEQ_K, numbers["clone3"], "enosys", 0)
-    if not nesting:  # a verifier's clones may make namespaces
+    if not (nesting or zygote):  # a verifier's clones may make namespaces
         program.add(_JEQ_K, numbers["clone"], 0, "allow")
         program.add(_LD_W_ABS, 16)  # low 32 bits of args[0]: clone's flags on both architectures
         program.add(_JSET_K, _CLONE_NAMESPACES, "eperm", "allow")
@@ -160,14 +169,21 @@ def build_filter(machine: str | None = None, *, nesting: bool = False) -> bytes:
     return program.assemble()
 
 
-def refused(*, nesting: bool = False) -> tuple[str, ...]:
-    """The syscalls refused with EPERM (a verifier's list, with `nesting`, allows NESTING)."""
-    return tuple(n for n in REFUSED if not (nesting and n in NESTING))
+def refused(*, nesting: bool = False, zygote: bool = False) -> tuple[str, ...]:
+    """The syscalls refused with EPERM (a verifier's list, with `nesting`, allows NESTING;
+    a zygote's, with `zygote`, ZYGOTE)."""
+    allowed = ZYGOTE if zygote else NESTING if nesting else ()
+    return tuple(n for n in REFUSED if n not in allowed)
 
 
-@functools.lru_cache(maxsize=2)
-def _cached(nesting: bool = False) -> bytes:
-    return build_filter(nesting=nesting)
+@functools.lru_cache(maxsize=3)
+def _cached(nesting: bool = False, zygote: bool = False) -> bytes:
+    return build_filter(nesting=nesting, zygote=zygote)
+
+
+def verifier_filter() -> bytes:
+    """This machine's verifier filter, as bytes (what a zygote's child applies)."""
+    return _cached(True)
 
 
 def strict_filter() -> bytes:
@@ -175,14 +191,14 @@ def strict_filter() -> bytes:
     return _cached()
 
 
-def filter_fd(*, nesting: bool = False) -> int:
+def filter_fd(*, nesting: bool = False, zygote: bool = False) -> int:
     """A fresh readable fd holding this machine's filter (for `bwrap --seccomp FD`); with
-    `nesting`, a verifier's.
+    `nesting`, a verifier's; with `zygote`, a zygote's.
 
     The caller passes it to the child (`pass_fds`) and closes its own copy after the spawn;
     it is never inheritable here, so no other process spawned meanwhile gets it.
     """
-    data = _cached(nesting)
+    data = _cached(nesting, zygote)
     read, write = os.pipe()
     os.write(write, data)  # a few hundred bytes: far below a pipe's buffer
     os.close(write)

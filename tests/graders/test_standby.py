@@ -17,11 +17,12 @@ import pytest
 
 import termgym.grading._runner as runner_module
 from termgym.errors import SandboxStartError
-from termgym.grading import grade, prepare
+from termgym.grading import grade, prepare, verifier_standby
 from termgym.grading._standby import standby_spec
 from termgym.grading._verifier import ColdStarts, verifier_config
 from termgym.sandbox import HoldsStandby, Sandbox, SandboxConfig, make_sandbox
 from termgym.sandbox._common import HostProcess
+from termgym.sandbox._zygote import ZygoteStandby
 from termgym.tasks import instantiate, load_task
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
@@ -83,7 +84,9 @@ def test_a_bwrap_grading_goes_to_the_standby_that_waited_before_the_work_arrived
     monkeypatch.setattr(runner_module, "new_key", lambda: KEY)
     source = Watched(box.backend)
     report = grade(box, plan, shadow=False, verifiers=source)
-    assert source.configs[0].standby == standby_spec("/usr/bin/python3")
+    # prepared for the task (its grading folder, its support modules), forked from a zygote
+    # where the backend can (bwrap as root)
+    assert source.configs[0].standby == verifier_standby(plan.task, zygote=True)
     assert source.alive_at_import == [True]  # started and waiting before any file came in
     (standby,) = source.standbys
     assert not standby.alive()  # it graded, then ended
@@ -109,6 +112,12 @@ def test_a_standby_that_died_before_its_grading_is_never_used_and_the_grading_ru
         if isinstance(standby, HostProcess):
             os.killpg(standby.proc.pid, signal.SIGKILL)
             standby.proc.wait(timeout=60)
+            return
+        if isinstance(standby, ZygoteStandby):  # the process the host placed in its cgroups
+            signal.pidfd_send_signal(standby.pidfd, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while standby.alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
             return
         api = standby.sandbox.container.client.api
         pid = int(api.exec_inspect(standby.exec_id)["Pid"])

@@ -1,0 +1,328 @@
+"""Runs inside a zygote: forks each verifier's standby into a fresh verifier of its own.
+
+Injected as the module `termgym_zygote` (stdlib and ctypes, Python 3.7+) into a zygote
+(`termgym.sandbox._zygote`): the standby program of a `StandbySpec(zygote=True)`, started
+once, which loads what it loads before any work exists and then calls `serve(child)`.
+
+Each request on the control socket (TERMGYM_ZYGOTE, SOCK_SEQPACKET, from the host alone) is
+one message: a JSON object {"env", "workdir", "caps", "hostname", "filter"} and two descriptors, the
+verifier's root (a detached clone of the overlay the host made for it: `open_tree`) and its
+channel (a unix stream socket whose other end the host holds). For each, the zygote forks a
+child that makes the verifier out of namespaces of its own, under the zygote's:
+
+1. a user namespace, its ids mapped one for one by the zygote (the zygote's root is the
+   sandboxes' unprivileged host uid: a capability in it reaches nothing outside);
+2. the host moves it into the verifier's cgroups (it says who it is on the channel, where
+   the kernel tells the host its pid) and answers;
+3. mount, pid, IPC, UTS, network and cgroup namespaces; the root is attached, and the
+   verifier's first process (pid 1 of its pid namespace) mounts a fresh /proc and /dev
+   (with a fresh /dev/shm and devpts) into it, names the host "sandbox", brings its
+   loopback up, pivots into it and lets the zygote's filesystem go;
+4. it keeps the capabilities the request names (a verifier's), applies the verifier's
+   seccomp program (no_new_privs), starts a session of its own, takes the request's
+   environment and working folder, and has only the channel open, on fds 0, 1 and 2 (and
+   what it loaded keeps its descriptors of /dev/null, which carry nothing). Then
+   `child()` runs: the standby, from here as a standby of a verifier started by bwrap.
+
+So nothing of one verifier reaches another: each has its own root (the host's fresh overlay
+of the clean image), processes, IPC, network and cgroup; what the zygote loaded is copied
+into each child at its fork and nothing returns to the zygote from a child. The zygote
+reads nothing but its control socket, and never holds a verifier's channel past the fork.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import signal
+import socket
+import stat
+import struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds to import: for the checkers only
+    from collections.abc import Callable
+    from typing import Any
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
+CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = (
+    0x08000000, 0x10000000, 0x20000000, 0x40000000,
+)  # fmt: skip
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+SECCOMP_MODE_FILTER = 2
+_SYSCALLS = {
+    "x86_64": {"pivot_root": 155, "capset": 126, "move_mount": 429},
+    "aarch64": {"pivot_root": 41, "capset": 91, "move_mount": 429},
+}.get(os.uname().machine, {})
+MOVE_MOUNT_F_EMPTY_PATH = 4
+AT_FDCWD = -100
+ID_RANGE = 65536
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+"""The device nodes a verifier gets, as bwrap's --dev gives them."""
+CHILD = b"TERMGYM-ZYGOTE-CHILD\n"
+"""The child's first line on its channel: the host reads its pid off the message."""
+PLACED = b"placed\n"
+"""The host's answer once the child is in the verifier's cgroups."""
+ERROR = "TERMGYM-ZYGOTE-ERROR "
+"""The line a child prints instead of its standby's output when it could not be made."""
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+_libc = []  # type: list[Any]
+
+
+def _c() -> Any:
+    if not _libc:
+        _libc.append(ctypes.CDLL(None, use_errno=True))
+    return _libc[0]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, what + ": " + os.strerror(code))
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:  # fmt: skip
+    _check(
+        _c().mount(
+            None if source is None else source.encode(), target.encode(),
+            None if fstype is None else fstype.encode(), ctypes.c_ulong(flags),
+            None if data is None else data.encode(),
+        ),
+        "mount " + (source or fstype or "") + " on " + target,
+    )  # fmt: skip
+
+
+def serve(child: Callable[[], None]) -> None:
+    """Fork a verifier per request on the control socket, until the host closes it (module
+    docstring); each child runs `child()` there and leaves with its status."""
+    control = socket.socket(fileno=int(os.environ.pop("TERMGYM_ZYGOTE")))
+    _c().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its children start non-dumpable too
+    signal.signal(signal.SIGCHLD, _reap)
+    size = socket.CMSG_SPACE(2 * array.array("i").itemsize)
+    while True:
+        try:
+            message, ancillary, _, _ = control.recvmsg(65536, size)
+        except InterruptedError:
+            continue
+        if not message:
+            os._exit(0)  # the host let the zygote go
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        try:
+            if len(fds) == 2:
+                _fork(json.loads(message), fds[0], fds[1], control.fileno(), child)
+        except (OSError, ValueError):
+            pass  # that verifier's host sees its channel close without a ready line
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+def _reap(signum: int, frame: object) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def _fork(request: dict[str, Any], root: int, channel: int, control: int,
+          child: Callable[[], None]) -> None:  # fmt: skip
+    """Fork the verifier's maker; map its user namespace once it has made one."""
+    told, tell = os.pipe()
+    heard, hear = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(told)
+            os.close(hear)
+            _maker(request, root, channel, control, tell, heard, child)
+        except BaseException as exc:  # noqa: B036 - said on the channel, then out
+            with contextlib.suppress(OSError):
+                os.write(channel, (ERROR + str(exc)[:500] + "\n").encode("utf-8", "replace"))
+        finally:
+            os._exit(1)
+    os.close(tell)
+    os.close(heard)
+    try:
+        if os.read(told, 1) == b"u":
+            line = f"0 0 {ID_RANGE}\n"
+            for name in ("uid_map", "gid_map"):
+                with open(f"/proc/{pid}/{name}", "w") as handle:
+                    handle.write(line)
+            os.write(hear, b"m")
+    finally:
+        os.close(told)
+        os.close(hear)
+
+
+def _maker(request: dict[str, Any], root: int, channel: int, control: int, tell: int,
+           heard: int, child: Callable[[], None]) -> None:  # fmt: skip
+    """In the verifier's maker (the zygote's child): steps 1 to 3 of the module docstring."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    keep = {root, channel, tell, heard}
+    null = os.stat("/dev/null").st_rdev
+    for fd in _open_fds():
+        if fd not in keep and not _is_null(fd, null):  # what it loaded may hold a /dev/null
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    del control
+    _check(_c().unshare(CLONE_NEWUSER), "unshare(user)")
+    os.write(tell, b"u")
+    if os.read(heard, 1) != b"m":
+        raise OSError(errno.EPERM, "the zygote did not map the verifier's ids")
+    os.close(tell)
+    os.close(heard)
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    os.write(channel, CHILD)
+    if _read_line(channel) != PLACED:
+        raise OSError(errno.EPERM, "the host did not place the verifier in its cgroups")
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+    _check(_c().unshare(flags | CLONE_NEWCGROUP), "unshare(mount, pid, ipc, uts, net, cgroup)")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    target = f"/tmp/.termgym-root-{os.getpid()}"
+    os.mkdir(target, 0o700)
+    _check(
+        _c().syscall(_SYSCALLS["move_mount"], root, b"", AT_FDCWD, target.encode(),
+                     MOVE_MOUNT_F_EMPTY_PATH),
+        "attaching the verifier's root",
+    )  # fmt: skip
+    os.close(root)
+    first = os.fork()
+    if first == 0:
+        try:
+            _first(request, target, channel)
+            child()
+        except BaseException as exc:  # noqa: B036 - said on the channel, then out
+            with contextlib.suppress(OSError):
+                os.write(channel, (ERROR + str(exc)[:500] + "\n").encode("utf-8", "replace"))
+            os._exit(1)
+        os._exit(0)
+    os.close(channel)
+    while True:
+        try:
+            _, status = os.waitpid(first, 0)
+            break
+        except InterruptedError:
+            continue
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _read_line(fd: int) -> bytes:
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 256:
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        line += chunk
+    return line
+
+
+def _open_fds() -> list[int]:
+    return [int(name) for name in os.listdir("/proc/self/fd")]
+
+
+def _is_null(fd: int, null: int) -> bool:
+    """Whether `fd` is open on /dev/null (it carries nothing from one fork to another)."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == null
+
+
+def _first(request: dict[str, Any], root: str, channel: int) -> None:
+    """In the verifier's pid 1: step 3's mounts, then step 4 (module docstring)."""
+    _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount(root + "/proc/sys", root + "/proc/sys", None, MS_BIND | MS_REC)
+    _mount(None, root + "/proc/sys", None,
+           MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)  # fmt: skip
+    _lay_out_dev(root + "/dev")
+    socket.sethostname(request.get("hostname") or "sandbox")
+    _loopback_up()
+    os.chdir(root)
+    _check(_c().syscall(_SYSCALLS["pivot_root"], b".", b"."), "pivot_root")
+    _check(_c().umount2(b".", MNT_DETACH), "letting the zygote's root go")
+    os.chdir("/")
+    _keep_only(request.get("caps") or [])
+    os.setsid()
+    os.umask(0o022)
+    for number in range(1, signal.NSIG):
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            signal.signal(number, signal.SIG_DFL)
+    for fd in (0, 1, 2):
+        os.dup2(channel, fd)
+    if channel > 2:
+        os.close(channel)
+    os.environ.clear()
+    os.environ.update(request.get("env") or {})
+    os.chdir(request.get("workdir") or "/")
+    if request.get("filter"):
+        _apply_filter(bytes.fromhex(request["filter"]))
+
+
+def _lay_out_dev(dev: str) -> None:
+    """A fresh /dev, as bwrap's --dev makes it: the zygote's device nodes bound in, a new
+    devpts, an empty /dev/shm, the usual links."""
+    _mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for name in DEVICES:
+        path = dev + "/" + name
+        open(path, "w").close()
+        _mount("/dev/" + name, path, None, MS_BIND)
+    for name in ("pts", "shm"):
+        os.mkdir(dev + "/" + name, 0o755)
+    os.chmod(dev + "/shm", 0o1777)
+    _mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+           "newinstance,ptmxmode=0666,mode=620")  # fmt: skip
+    for name, target in (("ptmx", "pts/ptmx"), ("fd", "/proc/self/fd"),
+                         ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2"), ("core", "/proc/kcore")):  # fmt: skip
+        os.symlink(target, dev + "/" + name)
+
+
+def _loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
+
+
+def _keep_only(caps: list[int]) -> None:
+    """Keep only `caps` (a verifier's): dropped from every set, the bounding set included."""
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last = int(handle.read())
+    for cap in range(last + 1):
+        if cap not in caps:
+            _check(_c().prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap}")
+    _c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    mask = sum(1 << cap for cap in caps)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    low, high = mask & 0xFFFFFFFF, mask >> 32
+    data = (ctypes.c_uint32 * 6)(low, low, 0, high, high, 0)  # effective, permitted, inheritable
+    _check(_c().syscall(_SYSCALLS["capset"], header, data), "capset")
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _apply_filter(program: bytes) -> None:
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(_c().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_c().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
