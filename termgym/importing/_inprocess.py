@@ -42,11 +42,28 @@ _OWN = re.compile(r"__file__|\$?TEST_DIR|[\"']/tests\b")
 """A sys.path entry that is the tests' own folder is not the agent's."""
 
 
+_CHDIR = re.compile(r"^os\.chdir\s*\(([^\n]*)")
+_IMPORT = re.compile(r"^(?:from\s+[\w.]+\s+import\b|import\s+\w)")
+"""A module-level `os.chdir` into a folder of the agent's, then an import: `python -m pytest`
+(the test scripts' usual line) puts the working folder on sys.path, so the import finds the
+agent's module there (largest-eigenval: `os.chdir("/app")`, then `from eigen import ...`)."""
+
+
 def _scan(text: str, name: str) -> str:
+    changed_into = False
     for number, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0]
         if not code.strip():
             continue
+        moved = _CHDIR.search(code)
+        if moved and not _OWN.search(moved.group(1)):
+            changed_into = True
+        elif changed_into and _IMPORT.search(code):
+            return (
+                f"{name} line {number} imports from the folder it changed into "
+                f"(`{code.strip()[:100]}`): the agent's module would be imported into the "
+                "test process"
+            )
         path_change = _SYS_PATH.search(code)
         if path_change and not _OWN.search(path_change.group(1)):
             return (

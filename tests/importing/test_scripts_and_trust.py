@@ -81,6 +81,7 @@ def test_index_urls_are_not_taken_for_packages() -> None:
         ('np.load("/app/x.npy", allow_pickle=True)', "unpickles data"),
         ('torch.load("/app/w.pt", weights_only=False)', "unpickles data"),
         ('mlflow.sklearn.load_model("models:/m/1")', "loads a pickled model"),
+        ('os.chdir("/app")\nfrom eigen import top', "imports from the folder it changed into"),
     ],
 )
 def test_tests_that_run_the_agents_code_in_process_are_found(
@@ -99,6 +100,8 @@ def test_tests_that_run_the_agents_code_in_process_are_found(
         "model.eval()",
         'subprocess.run(["python3", "/app/solution.py"])',
         "# sys.path.append('/app') in a comment",
+        'def test_x():\n    os.chdir("/app")\n    import json',  # in a test: a folder to run in
+        "os.chdir(os.path.dirname(__file__))\nimport helpers",  # the tests' own folder
     ],
 )
 def test_tests_that_only_start_or_read_the_agents_work_stay_clean(
