@@ -26,7 +26,7 @@ from termgym.env._pool import SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
-from termgym.grading import GradeReport, classify, grade, prepare
+from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 from termgym.sandbox import (
     DOCKER_DEFAULT_CAPS,
@@ -217,9 +217,12 @@ class Episode:
         try:
             prepare(sandbox, plan)
             laid_out = _evidence.baseline(sandbox, plan)
+            warm = pooled_verifiers(sandbox, plan, shadow=options.shadow)
         except BaseException:
             pool.release(sandbox)
             raise
+        if warm is not None:  # the verifiers its grading takes start while the agent works
+            pool.prefill(*warm)
         screen = TerminalScreen(options.config.cols, options.config.rows)
         episode = cls(options, plan, sandbox, pool, episode_id, seed, screen)
         episode.laid_out = laid_out

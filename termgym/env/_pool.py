@@ -153,9 +153,15 @@ class SandboxPool:
                 return
         self._close_one(sandbox)
 
-    def prefill(self, config: SandboxConfig) -> None:
-        """Start warming sandboxes for `config` before the first acquire."""
+    def prefill(self, config: SandboxConfig, count: int = 1) -> None:
+        """Start warming sandboxes for `config` before the first acquire: at least `count`
+        kept ready from now on (the pool's size or deeper)."""
         self._queue(config)
+        if count > 1 and self._size:
+            key = _key(config)
+            with self._lock:
+                depth = self._depth.get(key, self._size)
+                self._depth[key] = max(depth, min(count, self._size + self.EXTRA))
         self._refill(config)
 
     def close(self) -> None:

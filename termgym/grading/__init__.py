@@ -20,6 +20,7 @@ from termgym.grading._runner import (
     grade,
     grade_rulesets,
     grade_rulesets_in,
+    pooled_verifiers,
     prepare,
     verifier_standby,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "grade",
     "grade_rulesets",
     "grade_rulesets_in",
+    "pooled_verifiers",
     "prepare",
     "report_inputs",
     "standby_spec",

@@ -352,6 +352,26 @@ def grade_rulesets_in(
     )
 
 
+def pooled_verifiers(
+    sandbox: Sandbox, plan: EpisodePlan, shadow: bool = True
+) -> tuple[SandboxConfig, int] | None:
+    """The verifier configuration `grade(sandbox, plan, shadow, verifiers=POOL)` will take
+    from a pool, and how many of them (one per group of rule sets that grade alike), so a
+    caller can warm them while the agent works; None where grading starts its verifiers
+    itself (live state and snapshots: made for this agent's sandbox)."""
+    task = plan.task
+    if task.spec.grading.mode == "live" or task.spec.grading.filesystem == "snapshot":
+        return None
+    agent = _agent_config(sandbox)
+    rulesets = plan.rulesets if shadow else plan.rulesets[:1]
+    standby = isinstance(sandbox, HoldsStandby)
+    prepared = standby and agent.runtime is None
+    config = verifier_config(
+        agent, standby=verifier_standby(task, prepared=prepared, zygote=True) if standby else None
+    )
+    return config, len(_alike(rulesets))
+
+
 def verifier_standby(task: Task, *, prepared: bool = True, zygote: bool = False) -> StandbySpec:
     """The standby runner of `task`'s verifiers: with `prepared`, prepared for its graders
     (never on a snapshot, whose jobs run on the agent's files) and forked from a zygote with
