@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -36,26 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tb2_measure import append, load  # the same results.jsonl, one row per phase
+
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS = ROOT / "docs" / "overlays" / "tb2"
-
-
-def load(out: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    found: dict[tuple[str, str], dict[str, Any]] = {}
-    path = out / "results.jsonl"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                found[(row["task"], row["phase"])] = row
-    return found
-
-
-def append(out: Path, row: dict[str, Any]) -> None:
-    with (out / "results.jsonl").open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def import_overlaid(source: str, out: Path, overlays: Path) -> list[str]:
