@@ -58,11 +58,18 @@ def _descendants(root: int, tree: dict[int, list[int]]) -> list[int]:
 
 def _container_pids(run_id: str) -> list[int]:
     """Every process of the run's containers (their cgroups) and each container's shim."""
+    import docker.errors
+
     from termgym.sandbox import docker_client
 
     pids: list[int] = []
-    listed = docker_client().containers.list(filters={"label": f"io.termgym.run={run_id}"})
-    for container in listed:
+    client = docker_client()
+    listed = client.containers.list(filters={"label": f"io.termgym.run={run_id}"}, sparse=True)
+    for sparse in listed:
+        try:  # a container the pool removes between the list and this look is not counted
+            container = client.containers.get(sparse.id)
+        except docker.errors.NotFound:
+            continue
         init = int(container.attrs["State"]["Pid"] or 0)
         if not init:
             continue

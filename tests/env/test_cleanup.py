@@ -27,7 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def containers_of(run_id: str) -> list:
-    return docker_client().containers.list(all=True, filters={"label": f"io.termgym.run={run_id}"})
+    # sparse: one list call; a full list inspects each container after listing, which fails
+    # with NotFound when the pool removes one in between (a recycled standby)
+    return docker_client().containers.list(
+        all=True, filters={"label": f"io.termgym.run={run_id}"}, sparse=True
+    )
 
 
 def _script(run_id: str, ending: str, record_dir: str = "") -> str:

@@ -155,10 +155,10 @@ def test_ctrl_c_stops_the_run_and_leaves_no_container(tmp_path, base_image) -> N
     client = docker_client()
     label = {"label": f"io.termgym.run={out.name}"}
     deadline = time.monotonic() + 120
-    while not client.containers.list(filters=label) and time.monotonic() < deadline:
+    while not client.containers.list(filters=label, sparse=True) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert client.containers.list(filters=label), "the run never started a container"
+    assert client.containers.list(filters=label, sparse=True), "the run never started a container"
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=600)
     assert proc.returncode != 0
-    assert client.containers.list(all=True, filters=label) == []
+    assert client.containers.list(all=True, filters=label, sparse=True) == []
