@@ -4,7 +4,7 @@ do-nothing agent through `termgym run`, and write one table (docs/importing.md, 
 
     .venv/bin/python scripts/tb2_measure.py SOURCE OUT [--tasks a,b | --sample N]
         [--import-only] [--runnable] [--redo a,b|failed] [--backend docker] [--build-timeout S]
-        [--max-agent-timeout S]
+        [--max-agent-timeout S] [--drop-images]
     .venv/bin/python scripts/tb2_measure.py --table OUT
 
 SOURCE is a folder of Harbor task folders (a checkout of a public copy: termgym vendors
@@ -351,6 +351,18 @@ def measure(out: Path, args: argparse.Namespace) -> None:
             done[(task, which)] = record
             print(f"{task}: {which}: {_cell(record)}", flush=True)
             write_table(out)
+        if args.drop_images:
+            drop_images(task_id)
+
+
+def drop_images(task_id: str) -> None:
+    """Remove the task's built images (TB 2.0's images total more disk than a machine may have)."""
+    from termgym.sandbox import docker_client
+
+    client = docker_client()
+    for image in client.images.list(name=f"termgym/task-{task_id}"):
+        for tag in image.tags:
+            client.images.remove(tag, force=True)
 
 
 def redo(out: Path, which: str) -> None:
@@ -486,6 +498,11 @@ def main() -> None:
         "--redo",
         help="Comma-separated tasks (or `failed`) whose build, oracle and do-nothing results "
         "are dropped and measured again.",
+    )
+    parser.add_argument(
+        "--drop-images",
+        action="store_true",
+        help="Remove each task's image once its phases are measured (bounds the disk used).",
     )
     parser.add_argument("--table", metavar="OUT", help="Only rewrite OUT/table.md.")
     parser.add_argument("--backend", default="docker")
