@@ -73,7 +73,10 @@ class ImportedTestsGrader(BaseGrader):
         }
         return Job(
             argv=("python3", "{graders}/termgym_imported.py"),
-            env={"PYTHONPATH": "{graders}", "PYTHONDONTWRITEBYTECODE": "1"},
+            # no bytecode switch in the environment: the job and its pytest run with -B, and
+            # the programs the tests start inherit the image's environment, as under the
+            # harness (they cache bytecode)
+            env={"PYTHONPATH": "{graders}"},
             files=files,
         )
 

@@ -253,10 +253,12 @@ def read_recording(path: str | None) -> dict[str, Any]:
 def build_cause(log: str) -> str:
     """A failed build, in one line: what it could not reach, or its last line."""
     host = re.search(
-        r"Could not resolve host:? '?([\w.-]+)|Failed to download https?://([\w.-]+)", log
+        r"Could not resolve host:? '?([\w.-]+)|Failed to download https?://([\w.-]+)|"
+        r"Name or service not known'? thrown while requesting \w+ https?://([\w.-]+)",
+        log,
     )
     if host:
-        name = host.group(1) or host.group(2)
+        name = host.group(1) or host.group(2) or host.group(3)
         step = re.findall(r"The command '/bin/sh -c ([^']{0,80})", log)
         return f"the build fetches from {name} (not reachable here)" + (
             f": `{step[-1]}`" if step else ""

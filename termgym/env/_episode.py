@@ -30,6 +30,7 @@ from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prep
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 from termgym.sandbox import (
     DOCKER_DEFAULT_CAPS,
+    NO_BYTECODE,
     Changes,
     RunResult,
     Sandbox,
@@ -72,6 +73,8 @@ def sandbox_config(
         runtime=runtime,
         interactive=interactive,
         capabilities=DOCKER_DEFAULT_CAPS if limits.capabilities == "default" else (),
+        # an imported task runs in its image's environment, as under its harness
+        env={} if task.spec.provenance else NO_BYTECODE,
     )
 
 

@@ -33,6 +33,7 @@ call it through `$TERMGYM_AS_AGENT program args...` (see docs/task-format.md).
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import pickle
 import re
@@ -454,6 +455,31 @@ _CODE_FILES = (".pyc", ".pyo", ".so")
 co_filename) and extension modules."""
 
 
+def _compiled_from_source(spec: Any, is_agents: Callable[[Any], bool]) -> None:
+    """A module whose source is clean but whose cached bytecode is the agent's (its programs
+    cache bytecode, as on its machine) is compiled from the source: its code is not the
+    agent's, so the verdict is not marked, and the agent's bytecode never loads."""
+    import importlib.machinery
+
+    loader = spec.loader
+    if type(loader) is not importlib.machinery.SourceFileLoader or not spec.cached:
+        return
+    if not is_agents(spec.cached) or is_agents(spec.origin):
+        return
+    agents_bytecode = spec.cached
+
+    class SourceOnly(importlib.machinery.SourceFileLoader):
+        def get_data(self, path: str) -> bytes:
+            if path == agents_bytecode:
+                raise OSError("the agent's bytecode is not loaded")
+            return super().get_data(path)
+
+        def set_data(self, path: str, data: Any, *, _mode: int = 0o666) -> None:
+            return None
+
+    spec.loader = SourceOnly(loader.name, loader.path)
+
+
 def watch_agent_code(
     is_agents: Callable[[Any], bool],
     record: str | None = None,
@@ -493,6 +519,7 @@ def watch_agent_code(
                 if spec is None:
                     continue
                 met(spec.origin)
+                _compiled_from_source(spec, is_agents)
                 return spec
             return None
 

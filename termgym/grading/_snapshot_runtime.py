@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
@@ -120,10 +121,15 @@ def _which(name: str) -> str:
 
 
 def changed_files(listing: str) -> Callable[[Any], bool]:
-    """Whether a path is a file of the agent's: one it made or changed (the host's listing,
-    one sandbox path a line), outside termgym's folders and the task's tests."""
+    """Whether a path is a file of the agent's, outside termgym's folders and the task's
+    tests: one it made or changed before grading (the host's listing, one sandbox path a
+    line), or one anything changed since the listing was laid out in this verifier (its
+    status-change time: a program of the agent's the tests started wrote it, and no process
+    without the clock's capability can set that time back)."""
     changed: set[str] = set()
+    since = time.time()
     if os.path.isfile(listing):
+        since = os.stat(listing).st_ctime
         with open(listing, encoding="utf-8", errors="replace") as handle:
             changed = {line.rstrip("\n") for line in handle if line.strip()}
 
@@ -132,7 +138,12 @@ def changed_files(listing: str) -> Callable[[Any], bool]:
             return False
         if path.startswith((NEST_ROOT + "/", "/tests/")):
             return False
-        return os.path.normpath(path) in changed
+        if os.path.normpath(path) in changed:
+            return True
+        try:
+            return os.stat(path).st_ctime >= since
+        except OSError:
+            return False
 
     return agents
 
@@ -161,6 +172,9 @@ def prepare_python(refuse: Any = None) -> None:
 
     sys.meta_path.insert(0, Pinned)
     results = os.environ.get("TERMGYM_RESULT_DIR", RESULTS)
+    # caches nothing (the environment the agent's programs inherit lets them cache, as on
+    # the agent's machine): a file this process wrote is not taken for the agent's
+    sys.dont_write_bytecode = True
     import termgym_agentexec
 
     termgym_agentexec.watch_agent_code(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol, runtime_checkable
 
-from termgym.sandbox import Sandbox, SandboxConfig, StandbySpec, make_sandbox
+from termgym.sandbox import NO_BYTECODE, Sandbox, SandboxConfig, StandbySpec, make_sandbox
 
 
 @runtime_checkable
@@ -48,13 +48,15 @@ def verifier_config(
 ) -> SandboxConfig:
     """The verifier of an agent's sandbox: the same clean image and limits, no shell, no
     network of its own (only the agent's, for live-state grading), the standby runner
-    where the backend keeps one, and the agent's final filesystem for snapshot grading
+    where the backend keeps one, of the agent's environment only termgym's bytecode
+    convention (`NO_BYTECODE`), and the agent's final filesystem for snapshot grading
     (whose nests map root: SETFCAP, which the kernel asks of whoever maps it). Its disk is
     twice the agent's: room for the work (at most the agent's limit) and as much again for
     grading, so work that kept to its limit always fits."""
     labels = {**agent.labels, "io.termgym.role": "verifier"}
     return dataclasses.replace(
-        agent, role="verifier", network=False, network_of=network_of, env={}, labels=labels,
+        agent, role="verifier", network=False, network_of=network_of, labels=labels,
+        env={k: v for k, v in agent.env.items() if k in NO_BYTECODE},
         interactive=False, standby=standby, snapshot_of=snapshot_of, disk_mb=agent.disk_mb * 2,
         capabilities=("SETFCAP",) if snapshot_of else (),
     )  # fmt: skip

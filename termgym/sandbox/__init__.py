@@ -12,6 +12,7 @@ from __future__ import annotations
 from termgym.sandbox._base import (
     BASE_IMAGE,
     DOCKER_DEFAULT_CAPS,
+    NO_BYTECODE,
     SANDBOX_LABEL,
     VERIFIER_CAPS,
     HoldsStandby,
@@ -55,6 +56,7 @@ from termgym.sandbox._zygote import close_zygotes
 __all__ = [
     "BASE_IMAGE",
     "DOCKER_DEFAULT_CAPS",
+    "NO_BYTECODE",
     "HOST_COPY",
     "ENTRY_POINT_GROUP",
     "RECIPE_LABEL",

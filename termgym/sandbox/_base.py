@@ -19,6 +19,12 @@ SANDBOX_LABEL = "io.termgym.sandbox"
 
 Role = Literal["agent", "verifier"]
 
+NO_BYTECODE: Mapping[str, str] = {"PYTHONDONTWRITEBYTECODE": "1"}
+"""termgym's own tasks' convention (their shells and verifiers write no bytecode caches;
+their base image sets it too). Not a default: an imported task runs in its image's
+environment, as under its harness, where Python caches bytecode (a program the tests start
+twice compiles its imports once)."""
+
 DOCKER_DEFAULT_CAPS: tuple[str, ...] = (
     "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
     "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",

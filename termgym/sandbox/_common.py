@@ -24,7 +24,6 @@ DEFAULT_ENV: Mapping[str, str] = {
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "TERM": "xterm-256color",
-    "PYTHONDONTWRITEBYTECODE": "1",
 }
 """Exported into every agent shell before the task's own variables."""
 

@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 import subprocess
+import time
 import warnings
 from typing import Any
 
@@ -50,14 +51,19 @@ def bwrap_works() -> bool:
     if path is None:
         return False
     probe = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
-    for patience in (15, 60):  # a loaded machine can take seconds to start a process
+    # a loaded machine can take seconds to start a process, and a namespace can fail to be
+    # made for a moment (the kernel still tearing down many others): asked again, not
+    # taken as an answer at once
+    for patience in (15, 60, 180):
         try:
             done = subprocess.run(probe, capture_output=True, timeout=patience, check=False)
         except subprocess.TimeoutExpired:
             continue
         except OSError:
             return False
-        return done.returncode == 0
+        if done.returncode == 0:
+            return True
+        time.sleep(1)
     return False
 
 
