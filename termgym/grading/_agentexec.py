@@ -459,8 +459,6 @@ def _compiled_from_source(spec: Any, is_agents: Callable[[Any], bool]) -> None:
     """A module whose source is clean but whose cached bytecode is the agent's (its programs
     cache bytecode, as on its machine) is compiled from the source: its code is not the
     agent's, so the verdict is not marked, and the agent's bytecode never loads."""
-    import importlib.machinery
-
     loader = spec.loader
     if type(loader) is not importlib.machinery.SourceFileLoader or not spec.cached:
         return
