@@ -15,7 +15,7 @@ import yaml
 from termgym._task_paths import SPEC_FILE
 from termgym.errors import TaskSpecError, TermgymError
 from termgym.kinds import GraderSpec
-from termgym.tasks._overlay import (
+from termgym.overlay import (
     OVERLAY_FILE,
     Span,
     check_disjoint,

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from termgym.cli import main
 from termgym.errors import TaskSpecError
 from termgym.importing import import_tasks, suggest_overlay
+from termgym.overlay import read_overlay
 from termgym.tasks import RuleDraw, instantiate, load_task
-from termgym.tasks._overlay import read_overlay
 
 FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 WORDS = FOREIGN / "harbor" / "harbor-top-words"
