@@ -26,7 +26,7 @@ from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
 from termgym.run._jobs import Job, plan_jobs
-from termgym.run._trajectory import Status, Trajectory, save_trajectories
+from termgym.run._trajectory import Trajectory, save_trajectories
 
 Reply = str | Message | Any
 Policy = Callable[[list[Message], list[dict[str, Any]]], Reply | Awaitable[Reply]]
@@ -173,14 +173,14 @@ async def _episode(
         )
         actions: list[str | None] = []
         rewards: list[float] = []
-        status: Status = "ok"
+        status: EpisodeStatus = "ok"
         policy_error: str | None = None
         result: tuple[Any, ...] = ([], 0.0, False, False, {})
         while not chat.done:
             try:
                 reply = await _ask(policy, list(chat.messages), chat.tools)
             except Exception as exc:  # noqa: BLE001 - the policy's failure is data, not a crash
-                status, policy_error = "policy-error", describe_error(exc)
+                status, policy_error = "agent-error", describe_error(exc)
                 result = await env.astop("policy error")
                 chat.done = True
                 rewards.append(float(result[1]))
@@ -264,16 +264,13 @@ def _write_header(
 
 def _append_result(folder: Path, trajectory: Trajectory) -> None:
     """One results.jsonl line, as the runner writes it (reports read the status from it)."""
-    status: dict[Status, EpisodeStatus] = {
-        "ok": "ok", "policy-error": "agent-error", "infra-error": "infra-error",
-    }  # fmt: skip
     line = {
         "episode_id": trajectory.episode_id,
         "task": trajectory.task,
         "variant": trajectory.variant,
         "index": trajectory.index,
         "seed": trajectory.seed,
-        "status": status[trajectory.status],
+        "status": trajectory.status,
         "reward": trajectory.reward,
         "class": trajectory.episode_class,
         "steps": trajectory.steps,
