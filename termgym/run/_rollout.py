@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,6 +24,7 @@ from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
+from termgym.recording import ResultLine, append_result, write_run_header
 from termgym.run._jobs import Job, plan_jobs
 from termgym.run._trajectory import Trajectory, save_trajectories
 
@@ -259,25 +259,22 @@ def _write_header(
         "started": time.time(),
         "source": "termgym.rollout",
     }
-    (folder / "run.json").write_text(json.dumps(header, indent=2) + "\n")
+    write_run_header(folder, header)
 
 
 def _append_result(folder: Path, trajectory: Trajectory) -> None:
     """One results.jsonl line, as the runner writes it (reports read the status from it)."""
-    line = {
-        "episode_id": trajectory.episode_id,
-        "task": trajectory.task,
-        "variant": trajectory.variant,
-        "index": trajectory.index,
-        "seed": trajectory.seed,
-        "status": trajectory.status,
-        "reward": trajectory.reward,
-        "class": trajectory.episode_class,
-        "steps": trajectory.steps,
-        "phases": {},
-        "agent_timed_out": False,
-        "error": trajectory.error,
-        "attempts": trajectory.attempts,
-    }
-    with (folder / "results.jsonl").open("a") as handle:
-        handle.write(json.dumps(line) + "\n")
+    line = ResultLine(
+        episode_id=trajectory.episode_id,
+        task=trajectory.task,
+        variant=trajectory.variant,
+        index=trajectory.index,
+        seed=trajectory.seed,
+        status=trajectory.status,
+        reward=trajectory.reward,
+        episode_class=trajectory.episode_class,
+        steps=trajectory.steps,
+        error=trajectory.error,
+        attempts=trajectory.attempts,
+    )
+    append_result(folder, line)
