@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from termgym.cli._options import task_paths
+from termgym._vocabulary import VARIANTS, Variant
+from termgym.cli._options import task_paths, variant_list
 from termgym.errors import TermgymError
 from termgym.run import RunConfig, RunSummary
-from termgym.tasks import VARIANTS
 
 DEMO_AGENTS = ("oracle", "memorizer")
 
@@ -34,7 +34,7 @@ def run_demo(
     *,
     backend: str | None = None,
     tasks: tuple[str, ...] = ("*",),
-    variants: tuple[str, ...] = VARIANTS,
+    variants: tuple[Variant, ...] = VARIANTS,
     concurrency: int = 2,
     console: Console | None = None,
     paths: tuple[str, ...] = (),
@@ -125,7 +125,7 @@ def demo(
             out,
             backend=backend,
             tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-            variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
+            variants=variant_list(variants),
             concurrency=concurrency,
             paths=paths,
         )

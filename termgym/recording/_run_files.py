@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import EPISODE_STATUSES, EndClass, EpisodeStatus
+from termgym._vocabulary import EPISODE_STATUSES, EndClass, EpisodeStatus, Variant, as_variant
 from termgym.recording._records import json_default
 
 RUN_FILE = "run.json"
@@ -50,7 +50,7 @@ class ResultLine:
 
     episode_id: str
     task: str
-    variant: str
+    variant: Variant
     index: int = 0
     seed: int | None = None
     status: EpisodeStatus = "ok"
@@ -100,7 +100,7 @@ class ResultLine:
             return cls(
                 episode_id=str(data["episode_id"]),
                 task=str(data.get("task", "")),
-                variant=str(data.get("variant", "")),
+                variant=as_variant(data.get("variant")),
                 index=int(data.get("index", 0)),
                 seed=None if seed is None else int(seed),
                 status=status,

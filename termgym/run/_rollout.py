@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym._version import __version__
-from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, describe_error
+from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
@@ -55,7 +55,7 @@ async def arollout(
     policy: Policy,
     tasks: TaskSource = "*",
     *,
-    variants: Sequence[str] = ("original",),
+    variants: Sequence[Variant] = ("original",),
     episodes: int = 1,
     concurrency: int = 8,
     seed: int = 0,
@@ -196,7 +196,7 @@ async def _episode(
         return Trajectory(
             episode_id=job.episode_id,
             task=job.task,
-            variant=str(info.get("variant", job.variant)),
+            variant=job.variant,
             seed=job.seed,
             index=job.index,
             messages=tuple(dict(m) for m in chat.messages),
@@ -241,7 +241,7 @@ def _write_header(
     folder: Path,
     agent: str,
     tasks: list[str],
-    variants: Sequence[str],
+    variants: Sequence[Variant],
     episodes: int,
     seed: int,
     jobs: list[Job],

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym._version import __version__
+from termgym._vocabulary import Variant
 from termgym.env import PoolLease, close_all_pools
 from termgym.errors import RecordingError
 from termgym.recording import append_result, export_episode, write_run_header
@@ -76,7 +77,7 @@ class Runner:
         paths = self.config.paths
         available = [task.id for task in list_tasks(paths)]
         task_ids = select_tasks(list(self.config.tasks), available)
-        variants: dict[str, list[str]] = {}
+        variants: dict[str, list[Variant]] = {}
         self.left_out = []
         for task_id in task_ids:
             spec = get_task(task_id, paths).spec
@@ -193,7 +194,7 @@ class Runner:
             append_result(out, result_line(result))
 
 
-def _has_held_out(spec: TaskSpec, variant: str) -> bool:
+def _has_held_out(spec: TaskSpec, variant: Variant) -> bool:
     """Whether split "eval" can shift `variant` of the task (unshifted variants always can)."""
     if variant == "sampled":
         return any(r.has_held_out for r in spec.rules.values())

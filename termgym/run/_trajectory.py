@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import EPISODE_STATUSES, EndClass, EpisodeStatus
+from termgym._vocabulary import EPISODE_STATUSES, EndClass, EpisodeStatus, Variant, as_variant
 from termgym.errors import RecordingError
 
 FORMAT = "termgym-trajectory/1"
@@ -56,7 +56,7 @@ class Trajectory:
 
     episode_id: str
     task: str
-    variant: str
+    variant: Variant
     seed: int
     index: int = 0
     messages: tuple[dict[str, Any], ...] = ()
@@ -103,7 +103,7 @@ class Trajectory:
             return cls(
                 episode_id=str(data["episode_id"]),
                 task=str(data["task"]),
-                variant=str(data["variant"]),
+                variant=as_variant(data["variant"]),
                 seed=int(data["seed"]),
                 index=int(data.get("index", 0)),
                 messages=tuple(dict(m) for m in data.get("messages", ())),

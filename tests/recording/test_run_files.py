@@ -39,7 +39,9 @@ def test_an_older_line_reads_with_defaults_and_a_broken_one_is_left_out_with_a_n
     (tmp_path / RESULTS_FILE).write_text(
         json.dumps({"episode_id": "a-0", "task": "a", "variant": "original", "status": "ok"})
         + "\n"
-        + json.dumps({"episode_id": "b-0", "task": "b", "status": "crashed"})
+        + json.dumps({"episode_id": "b-0", "task": "b", "variant": "original", "status": "x"})
+        + "\n"
+        + json.dumps({"episode_id": "d-0", "task": "d", "variant": "orignal"})
         + "\n"
         + '{"episode_id": "c-0", "ta'
     )
@@ -47,9 +49,10 @@ def test_an_older_line_reads_with_defaults_and_a_broken_one_is_left_out_with_a_n
     [old] = read_results(tmp_path, skipped)
     assert old == ResultLine("a-0", "a", "original")
     assert old.attempts == 1 and old.phases == {} and old.episode_class is None
-    assert len(skipped) == 2
+    assert len(skipped) == 3
     assert skipped[0].startswith(f"{RESULTS_FILE}:2: status: expected one of ok, agent-error")
-    assert skipped[1].startswith(f"{RESULTS_FILE}:3: ")
+    assert "expected a variant" in skipped[1] and "Did you mean 'original'?" in skipped[1]
+    assert skipped[2].startswith(f"{RESULTS_FILE}:4: ")
     assert read_results(tmp_path / "nothing-here") == []
 
 
