@@ -116,11 +116,11 @@ def demo(
     The memorizer applies the original rule values whatever the task says: its stale-rule
     rate should be near 100%, the oracle's adaptation rate 100%.
     """
-    from termgym.sandbox import spec
+    from termgym.sandbox import sandbox_spec
 
     try:
         if backend is not None:
-            spec(backend)
+            sandbox_spec(backend)
         run_demo(
             out,
             backend=backend,

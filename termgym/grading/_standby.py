@@ -31,7 +31,7 @@ from termgym.grading._bundle import (
     digest_folder,
     folder_files,
 )
-from termgym.kinds import GraderSpec, grader_kind
+from termgym.kinds import GraderSpec, make_grader
 from termgym.sandbox import AGENT_UID, StandbySpec
 from termgym.tasks import Task
 
@@ -102,7 +102,7 @@ def _preparation(
     jobs = []
     for raw in specs:
         spec = GraderSpec.model_validate_json(raw)
-        job = grader_kind(spec.kind).job(spec, Path(root))
+        job = make_grader(spec.kind).job(spec, Path(root))
         files.update(job.files)
         if job.call is None and job.env.get(PREPARE_ENV):
             jobs.append((spec.name, list(job.argv), dict(job.env)))
