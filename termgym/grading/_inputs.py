@@ -1,12 +1,13 @@
 """What the hidden tests gave the agent's programs, per rule set, and whether it differed.
 
-The verifier's recorder (`termgym_inputprint`, injected from `_inputprint.py`) writes one
-JSON line per program a grader started as the agent's user. Here, on the host, those
-lines become `ProgramStart` values (`_starts`, on each `GraderResult`), and `compare_inputs` matches
-the starts of the same test under the rule sets of one grading: the k-th program a test
-starts must get the same arguments, working folder, environment, named files, stdin and
-written files under every rule set. A difference means a program could read the enforced
-rule off its inputs (docs/security.md); `termgym check` fails the task on it.
+The verifier's recorder (`termgym_inputprint`, injected from termgym/verifier/inputprint.py)
+writes one JSON line per program a grader started as the agent's user. Here, on the host,
+those lines become `ProgramStart` values (`_starts`, on each `GraderResult`), and
+`compare_inputs` matches the starts of the same test under the rule sets of one grading:
+the k-th program a test starts must get the same arguments, working folder, environment,
+named files, stdin and written files under every rule set. A difference means a program
+could read the enforced rule off its inputs (docs/security.md); `termgym check` fails the
+task on it.
 
 The lines come from the grader's root process in the verifier, never from a program of the
 agent's (which can neither read nor write the result folder), and only `termgym check`

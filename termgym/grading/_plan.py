@@ -16,7 +16,7 @@ BUDGET_SLACK = 30.0
 
 
 class JobEntry(TypedDict):
-    """One grader's job as the runner reads it (termgym/grading/_sandbox_runner.py)."""
+    """One grader's job as the runner reads it (termgym/verifier/runner.py)."""
 
     id: str
     argv: list[str]

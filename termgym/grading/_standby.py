@@ -25,7 +25,6 @@ from pathlib import Path
 
 from termgym.grading._bundle import (
     GRADED,
-    RUNNER,
     FolderFiles,
     GradingFolder,
     digest_folder,
@@ -34,6 +33,7 @@ from termgym.grading._bundle import (
 from termgym.kinds import GraderSpec, make_grader
 from termgym.sandbox import AGENT_UID, StandbySpec
 from termgym.tasks import Task
+from termgym.verifier import RUNNER
 
 BOOT = (
     "import sys\n"
@@ -51,11 +51,11 @@ ENV = (
 
 
 READY = b"TERMGYM-STANDBY-READY"
-"""What the standby prints once it waits (termgym.grading._sandbox_runner.STANDBY_READY)."""
+"""What the standby prints once it waits (termgym.verifier.runner.STANDBY_READY)."""
 
 PREPARE_ENV = "TERMGYM_PREPARE"
 """In a job's environment: the grading folder's module that can load it early
-(termgym.grading._prepare.PREPARE_ENV)."""
+(termgym.verifier.prepare.PREPARE_ENV)."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """A grading job's record of the programs its hidden tests started, read into `ProgramStart`s.
 
-The verifier's recorder (`termgym_inputprint`, injected from `_inputprint.py`) writes one
-JSON line per program a grader started as the agent's user, into the job's result folder
-(which no program of the agent's can read or write). `parse_starts` reads those lines on
-the host; `GraderResult` carries them and `_inputs.compare_inputs` compares them.
+The verifier's recorder (`termgym_inputprint`, injected from termgym/verifier/inputprint.py)
+writes one JSON line per program a grader started as the agent's user, into the job's
+result folder (which no program of the agent's can read or write). `parse_starts` reads
+those lines on the host; `GraderResult` carries them and `_inputs.compare_inputs` compares
+them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RECORD = ".termgym-inputs.jsonl"
-"""The record's name in a job's result folder (written by `_inputprint.Recorder`)."""
+"""The record's name in a job's result folder (written by termgym.verifier.inputprint)."""
 
 
 @dataclass(frozen=True)

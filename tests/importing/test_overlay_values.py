@@ -40,7 +40,7 @@ def _rewritten_tests(task_dir: Path, variant: str, seed: int = 1) -> tuple[str, 
     text = (task_dir / "graders" / "tests" / "test_outputs.py").read_text()
     spans = sorted(grader.params["rewrite"], key=lambda s: s["start"])
     out, cursor = [], 0
-    for span in spans:  # what graders/_imported_runtime.py does for the enforced rule set
+    for span in spans:  # what termgym/verifier/imported.py does for the enforced rule set
         value = str(plan.rules_enforced[span["rule"]])
         out += [text[cursor : span["start"]], span["texts"][value] if "texts" in span else value]
         cursor = span["end"]
