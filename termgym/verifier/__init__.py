@@ -6,14 +6,15 @@ there before any program of the agent's ran: the clean image (its interpreter, s
 library and pytest), the grading folder (the manifest, the task's graders, these files:
 root's, mode 0700) and the report key, which reaches the runner on its stdin or exec
 environment. Everything else is the adversary's: the work, every file and folder the
-agent's user owns, every program the graders start, what those programs print and leave
-running, and the time they take.
+agent's user owns, every program of the agent's the graders start (anything but a grader's
+own file), what those programs print and leave running, and the time they take.
 
 What it must never do:
 - import termgym, or anything but the standard library (and pytest, for the pytest
   kind's files): none of termgym's host code is installed in a verifier;
-- run a program of the agent's as root, or with a rule value, a grader path or the key in
-  its arguments or environment (`agentexec`: uid 60000, in a `nest`);
+- run a program of the agent's as root, or with the rules or the key in its environment
+  (`agentexec`: uid 60000, TERMGYM_* and PYTEST_* stripped, in a `nest`), or put a grader
+  path on a command line every user can read;
 - act by path, as root, on anything below a folder the agent's user can write (it acts by
   descriptor, without following links);
 - let the report key reach a file or a job, or write anything but the one authenticated
