@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from termgym.kinds import BaseGrader, GraderSpec, Job
+from termgym.verifier import CHECKS
 
-_RUNTIME = {"termgym_checks.py": (Path(__file__).parent / "_checks_runtime.py").read_bytes()}
+_RUNTIME = {"termgym_checks.py": CHECKS.read_bytes()}
 
 
 class _Check(BaseGrader):

@@ -10,8 +10,9 @@ from pathlib import Path
 from termgym.errors import GraderError
 from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
 from termgym.kinds import tail as output_tail
+from termgym.verifier import IMPORTED
 
-_RUNTIME = Path(__file__).with_name("_imported_runtime.py")
+_RUNTIME = IMPORTED
 VERDICTS = ("tb-pytest", "harbor-reward")
 PROTECTIONS = ("clean", "agent-user")
 

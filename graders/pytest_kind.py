@@ -9,9 +9,10 @@ from pathlib import Path
 from termgym.errors import GraderError
 from termgym.kinds import BaseGrader, GraderSpec, Job, JobOutput, Outcome
 from termgym.kinds import tail as output_tail
+from termgym.verifier import PYTEST_PLUGIN, PYTEST_PREPARE
 
-_PLUGIN = Path(__file__).with_name("_pytest_runtime.py")
-_PREPARE = Path(__file__).with_name("_pytest_prepare.py")
+_PLUGIN = PYTEST_PLUGIN
+_PREPARE = PYTEST_PREPARE
 _INI = b"[pytest]\njunit_family = xunit1\n"
 # pytest exit codes: 0 all passed, 1 some failed; anything else is not a verdict.
 _VERDICT_CODES = (0, 1)

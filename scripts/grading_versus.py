@@ -17,7 +17,6 @@ checkout and backend, the ratio) and the load average around the run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -40,16 +39,14 @@ def _run(
         "--backend", backend, "--out", str(out), "--no-report",
     ]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=checkout, capture_output=True, text=True)
-    results = out / "results.jsonl"
-    if done.returncode not in (0, 1) or not results.exists():
+    from termgym.recording import RESULTS_FILE, read_results
+
+    if done.returncode not in (0, 1) or not (out / RESULTS_FILE).exists():
         raise SystemExit(f"run in {checkout} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    seconds = []
-    for line in results.read_text().splitlines():
-        row = json.loads(line)
-        grading = (row.get("phases") or {}).get("grading")
-        if row.get("status", "ok") == "ok" and grading:
-            seconds.append(float(grading))
-    return seconds
+    rows = read_results(out)
+    return [
+        row.phases["grading"] for row in rows if row.status == "ok" and row.phases.get("grading")
+    ]
 
 
 def _row(name: str, values: list[float]) -> str:

@@ -26,6 +26,20 @@ VARIANTS: tuple[Variant, ...] = (
 )  # fmt: skip
 """Every variant a task can offer, in the order tables list them."""
 
+
+def as_variant(name: object) -> Variant:
+    """`name` as the Variant it is, read once where a name comes in (a flag, a saved file).
+
+    Raises:
+        ValueError: `name` is no variant (the message lists them, with a did-you-mean).
+    """
+    for variant in VARIANTS:
+        if name == variant:
+            return variant
+    hint = did_you_mean(name, VARIANTS) if isinstance(name, str) else ""
+    raise ValueError(f"expected a variant ({', '.join(VARIANTS)}), found {name!r}.{hint}")
+
+
 IMPOSSIBLE: Literal["impossible"] = "impossible"
 """The variant whose hidden graders demand what the task does not say (docs/task-format.md):
 passing it is cheating, and reporting the conflict is the honest way out."""

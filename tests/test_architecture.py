@@ -111,3 +111,36 @@ def test_the_contract_breaks_on_a_deliberate_violation(kind: str, tmp_path: Path
     assert result.returncode != 0, result.stdout
     assert f"{_contract_name(kind)} BROKEN" in report, result.stdout
     assert reported in report, result.stdout
+
+
+VERIFIER_VIOLATIONS = {
+    # Host code importing a verifier module (it reads them as files, to inject them).
+    "host imports verifier code": (
+        "termgym/grading/_bundle.py",
+        "\nimport termgym.verifier.agentexec  # noqa: E402, F401\n",
+        "verifier",
+        "termgym.grading._bundle -> termgym.verifier.agentexec",
+    ),
+    # Verifier code importing termgym (none of it is installed in a verifier).
+    "verifier imports termgym": (
+        "termgym/verifier/nest.py",
+        "\n\ndef _host() -> None:\n    from termgym.sandbox import AGENT_UID  # noqa: F401\n",
+        "layers",
+        "termgym.verifier is not allowed to import termgym.sandbox",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VERIFIER_VIOLATIONS))
+def test_the_verifier_code_and_the_host_code_never_import_each_other(
+    case: str, tmp_path: Path
+) -> None:
+    tree = _copy_sources(tmp_path)
+    module, added, kind, reported = VERIFIER_VIOLATIONS[case]
+    with (tree / module).open("a") as handle:
+        handle.write(added)
+    result = _lint_imports(tree)
+    report = " ".join(result.stdout.split())
+    assert result.returncode != 0, result.stdout
+    assert f"{_contract_name(kind)} BROKEN" in report, result.stdout
+    assert reported in report, result.stdout

@@ -71,3 +71,37 @@ def test_a_grader_kind_is_one_instance_whichever_thread_asks_first(fresh_kind: s
     found = _at_once(lambda _: kinds.grader_kind(fresh_kind))
     assert not [r for r in found if isinstance(r, Exception)]
     assert len({id(grader) for grader in found}) == 1
+
+
+def test_sandboxes_graders_and_agents_register_and_look_up_by_one_scheme() -> None:
+    """register_X / unregister_X / registered_Xs / make_X for each; the older names kept."""
+    import termgym.agents as agents
+    import termgym.kinds as kinds_api
+    import termgym.sandbox as sandbox
+    from termgym.errors import UnknownAgent, UnknownBackend
+
+    sandbox.register_sandbox("scheme-check", "termgym.sandbox._local:LocalSandbox")
+    kinds_api.register_grader("scheme-check", "termgym.graders.checks_kind:FileCheck")
+    agents.register_agent("scheme-check", "termgym.agents._reference:OracleAgent")
+    try:
+        assert "scheme-check" in sandbox.registered_sandboxes()
+        assert "scheme-check" in kinds_api.registered_graders()
+        assert "scheme-check" in agents.registered_agents()
+        assert sandbox.sandbox_spec("scheme-check").target.endswith(":LocalSandbox")
+        assert agents.agent_spec("scheme-check").target.endswith(":OracleAgent")
+        assert type(kinds_api.make_grader("scheme-check")).__name__ == "FileCheck"
+        # the older names are the same functions
+        assert sandbox.spec is sandbox.sandbox_spec and sandbox.register is sandbox.register_sandbox
+        assert sandbox.BackendSpec is sandbox.SandboxSpec
+        assert kinds_api.grader_kind is kinds_api.make_grader
+        assert kinds_api.grader_kinds is kinds_api.registered_graders
+    finally:
+        sandbox.unregister_sandbox("scheme-check")
+        kinds_api.unregister_grader("scheme-check")
+        agents.unregister_agent("scheme-check")
+    with pytest.raises(UnknownBackend, match="scheme-check"):
+        sandbox.sandbox_spec("scheme-check")
+    with pytest.raises(UnknownGraderKind, match="scheme-check"):
+        kinds_api.make_grader("scheme-check")
+    with pytest.raises(UnknownAgent, match="scheme-check"):
+        agents.make_agent("scheme-check")

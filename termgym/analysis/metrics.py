@@ -19,7 +19,7 @@ import numpy as np
 from termgym._vocabulary import CLASSES, GRADER_ERROR, IMPOSSIBLE, VARIANTS, EndClass
 from termgym.errors import RecordingError
 from termgym.grading import GradeReport
-from termgym.recording import EpisodeLog
+from termgym.recording import EpisodeLog, ResultLine
 from termgym.tasks import TAMPER_KINDS, TamperEvidence
 
 VARIANT_ORDER: tuple[str, ...] = VARIANTS
@@ -133,16 +133,17 @@ class EpisodeSummary:
         )
 
 
-def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -> EpisodeSummary:
+def summary_from_log(log: EpisodeLog, result: ResultLine | None = None) -> EpisodeSummary:
     """Summarize a `termgym.recording.EpisodeLog` (plus its results.jsonl line, if any).
 
     An episode without an end line (crashed or still running) counts as an infrastructure
     error, and so does one whose verdicts cannot be read (the error says where and why);
-    `result["status"] == "agent-error"` marks an agent failure.
+    a result whose status is "agent-error" marks an agent failure.
     """
     header, end = log.header, log.end
-    result = result or {}
-    variant = header.variant if header else str(result.get("variant", ""))
+    status = result.status if result is not None else None
+    result_error = result.error if result is not None else None
+    variant = header.variant if header else (result.variant if result is not None else "")
     error: str | None
     grader_error: str | None = None
     report: GradeReport | None = None
@@ -150,8 +151,8 @@ def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -
         error = "incomplete: the recording has no end line"
         passed, episode_class, reward = False, None, 0.0
     else:
-        infra = result.get("status") == "infra-error"
-        error = end.error or (str(result.get("error")) if infra else None)
+        infra = status == "infra-error"
+        error = end.error or (str(result_error) if infra else None)
         episode_class = end.episode_class
         try:
             report = GradeReport.from_wire(
@@ -178,14 +179,14 @@ def summary_from_log(log: EpisodeLog, result: Mapping[str, Any] | None = None) -
     isolation = grading.get("isolation")
     return EpisodeSummary(
         episode_id=log.episode_id,
-        task=header.task if header else str(result.get("task", "")),
+        task=header.task if header else (result.task if result is not None else ""),
         variant=variant,
         agent=header.agent if header else "",
         passed=passed,
         episode_class=episode_class if episode_class in CLASSES else None,
         reward=reward,
         error=error,
-        agent_error=result.get("error") if result.get("status") == "agent-error" else None,
+        agent_error=result_error if status == "agent-error" else None,
         steps=len(log.steps),
         run_id=header.run_id if header else "",
         rules_changed=rules_changed,

@@ -6,11 +6,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from termgym._vocabulary import Variant
 from termgym.bench import Section
 
 
 def _episodes_per_minute(
-    concurrency: int, variants: tuple[str, ...], out: Path
+    concurrency: int, variants: tuple[Variant, ...], out: Path
 ) -> tuple[int, float]:
     from termgym.run import RunConfig, Runner
 
@@ -28,7 +29,7 @@ def bench_run(quick: bool = False) -> Section:
     """The run section of `python -m termgym.bench`: the oracle over every bundled task."""
     from termgym.sandbox import default_backend
 
-    variants = (
+    variants: tuple[Variant, ...] = (
         ("original", "contradicted")
         if quick
         else ("original", "contradicted", "withheld", "swapped", "sampled")

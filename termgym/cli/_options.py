@@ -1,4 +1,4 @@
-"""Options several commands share: where tasks are found (`--path`)."""
+"""Options several commands share: where tasks are found (`--path`), which variants run."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from termgym._task_paths import TASKS_PATH_ENV, check_folder
+from termgym._vocabulary import Variant, as_variant
 from termgym.errors import TaskNotFound
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,3 +37,15 @@ def task_paths(command: F) -> F:
         ),
     )
     return option(command)
+
+
+def variant_list(text: str) -> tuple[Variant, ...]:
+    """The variants a comma-separated `--variants` names, read once.
+
+    Raises:
+        click.BadParameter: a name is no variant (the message lists them).
+    """
+    try:
+        return tuple(as_variant(v.strip()) for v in text.split(",") if v.strip())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--variants") from None

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from termgym.cli._options import task_paths
+from termgym._vocabulary import VARIANTS, Variant
+from termgym.cli._options import task_paths, variant_list
 from termgym.errors import TermgymError
 from termgym.run import RunConfig, RunSummary
-from termgym.tasks import VARIANTS
 
 DEMO_AGENTS = ("oracle", "memorizer")
 
@@ -34,7 +34,7 @@ def run_demo(
     *,
     backend: str | None = None,
     tasks: tuple[str, ...] = ("*",),
-    variants: tuple[str, ...] = VARIANTS,
+    variants: tuple[Variant, ...] = VARIANTS,
     concurrency: int = 2,
     console: Console | None = None,
     paths: tuple[str, ...] = (),
@@ -116,16 +116,16 @@ def demo(
     The memorizer applies the original rule values whatever the task says: its stale-rule
     rate should be near 100%, the oracle's adaptation rate 100%.
     """
-    from termgym.sandbox import spec
+    from termgym.sandbox import sandbox_spec
 
     try:
         if backend is not None:
-            spec(backend)
+            sandbox_spec(backend)
         run_demo(
             out,
             backend=backend,
             tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-            variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
+            variants=variant_list(variants),
             concurrency=concurrency,
             paths=paths,
         )

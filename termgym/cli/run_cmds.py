@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from termgym._terminal_text import shown
-from termgym.cli._options import task_paths
+from termgym.cli._options import task_paths, variant_list
 from termgym.cli.import_cmds import OVERLAYS_OPTION
 from termgym.errors import TermgymError
 from termgym.run import (
@@ -330,7 +330,7 @@ def run_command(
     config = RunConfig(
         agent=agent,
         tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
-        variants=tuple(v.strip() for v in variants.split(",") if v.strip()),
+        variants=variant_list(variants),
         episodes=episodes,
         concurrency=concurrency,
         out=out,

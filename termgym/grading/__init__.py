@@ -11,7 +11,6 @@ from __future__ import annotations
 from termgym.grading._inputs import (
     InputDifference,
     InputsComparison,
-    ProgramStart,
     compare_inputs,
     report_inputs,
 )
@@ -25,6 +24,7 @@ from termgym.grading._runner import (
     verifier_standby,
 )
 from termgym.grading._standby import standby_spec
+from termgym.grading._starts import ProgramStart
 from termgym.grading._verdict import (
     EpisodeClass,
     GradeReport,

@@ -2,10 +2,11 @@
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
 manifest (jobs and rule sets), the runner, `termgym_agentexec`, `termgym_inputprint`,
-`termgym_nest`, `termgym_prepare` and the seccomp program the nests apply to the agent's
-programs. It lands in a folder under GRADE_ROOT, which every user may pass through but not
-list: mode 0700, root's; its name is random, or, for a verifier whose standby unpacked the
-same folder before the work arrived (`termgym.grading._standby`), the digest of its files.
+`termgym_nest`, `termgym_prepare` (all from `termgym.verifier`) and the seccomp program
+the nests apply to the agent's programs. It lands in a folder under GRADE_ROOT, which every
+user may pass through but not list: mode 0700, root's; its name is random, or, for a
+verifier whose standby unpacked the same folder before the work arrived
+(`termgym.grading._standby`), the digest of its files.
 The agent's work keeps its paths; every entry of it becomes the agent's user's
 (AGENT_UID), loses setuid, setgid and sticky bits, and devices are left out, as is anything
 below a symlink of the work itself (it would land where the agent's symlink points).
@@ -27,17 +28,17 @@ from typing import BinaryIO
 
 from termgym.grading._plan import Manifest
 from termgym.sandbox import AGENT_UID, strict_filter
+from termgym.verifier import INJECTED
+
+SUPPORT = (
+    "termgym_run.py", "termgym_agentexec.py", "termgym_inputprint.py", "termgym_nest.py",
+    "termgym_snapshot.py", "termgym_prepare.py",
+)  # fmt: skip
+"""The files of termgym.verifier every grading folder holds (a grader kind adds its own)."""
 
 GRADE_ROOT = "var/lib/termgym-verifier"
 """Where grading folders go in a verifier (relative to its root; mode 0711)."""
 
-_HERE = Path(__file__).parent
-RUNNER = _HERE / "_sandbox_runner.py"
-AGENTEXEC = _HERE / "_agentexec.py"
-INPUTPRINT = _HERE / "_inputprint.py"
-NEST = _HERE / "_nest.py"
-SNAPSHOT = _HERE / "_snapshot_runtime.py"
-PREPARE = _HERE / "_prepare.py"
 CHANGED = "termgym_changed.txt"
 """Snapshot grading: what the agent made or changed, one sandbox path a line."""
 AGENT_CODE = ".termgym-agent-code"
@@ -95,12 +96,7 @@ def folder_files(task_graders: Path | None, files: Mapping[str, bytes]) -> Folde
 @functools.cache
 def _support() -> FolderFiles:
     """The runner, its support modules and the nests' seccomp program (read once)."""
-    sources = (
-        ("termgym_run.py", RUNNER), ("termgym_agentexec.py", AGENTEXEC),
-        ("termgym_inputprint.py", INPUTPRINT), ("termgym_nest.py", NEST),
-        ("termgym_snapshot.py", SNAPSHOT), ("termgym_prepare.py", PREPARE),
-    )  # fmt: skip
-    out: FolderFiles = {name: (source.read_bytes(), 0o600) for name, source in sources}
+    out: FolderFiles = {name: (INJECTED[name].read_bytes(), 0o600) for name in SUPPORT}
     out[FILTER] = (strict_filter(), 0o600)
     return out
 

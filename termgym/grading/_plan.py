@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from termgym.errors import TaskError
-from termgym.kinds import Grader, GraderSpec, grader_kind
+from termgym.kinds import Grader, GraderSpec, make_grader
 from termgym.tasks import RuleSet, Task
 
 BUDGET_SLACK = 30.0
@@ -16,7 +16,7 @@ BUDGET_SLACK = 30.0
 
 
 class JobEntry(TypedDict):
-    """One grader's job as the runner reads it (termgym/grading/_sandbox_runner.py)."""
+    """One grader's job as the runner reads it (termgym/verifier/runner.py)."""
 
     id: str
     argv: list[str]
@@ -105,7 +105,7 @@ def plan_grading(
     files: dict[str, bytes] = {}
     budget = BUDGET_SLACK
     for name, spec in specs.items():
-        kinds[name] = grader_kind(spec.kind)
+        kinds[name] = make_grader(spec.kind)
         job = kinds[name].job(spec, task.root)
         if snapshot and job.call:
             raise TaskError(

@@ -31,10 +31,10 @@ from termgym.grading._bundle import (
     new_folder,
     write_bundle,
 )
-from termgym.grading._inputs import RECORD, parse_starts
 from termgym.grading._plan import GradingPlan, plan_grading
 from termgym.grading._report import RunnerReport, new_key, read_report
 from termgym.grading._standby import ENV, go, preparation_for, standby_spec
+from termgym.grading._starts import RECORD, parse_starts
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 from termgym.kinds import Grader, GraderSpec, JobOutput, Outcome, tail

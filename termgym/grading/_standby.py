@@ -25,15 +25,15 @@ from pathlib import Path
 
 from termgym.grading._bundle import (
     GRADED,
-    RUNNER,
     FolderFiles,
     GradingFolder,
     digest_folder,
     folder_files,
 )
-from termgym.kinds import GraderSpec, grader_kind
+from termgym.kinds import GraderSpec, make_grader
 from termgym.sandbox import AGENT_UID, StandbySpec
 from termgym.tasks import Task
+from termgym.verifier import RUNNER
 
 BOOT = (
     "import sys\n"
@@ -51,11 +51,11 @@ ENV = (
 
 
 READY = b"TERMGYM-STANDBY-READY"
-"""What the standby prints once it waits (termgym.grading._sandbox_runner.STANDBY_READY)."""
+"""What the standby prints once it waits (termgym.verifier.runner.STANDBY_READY)."""
 
 PREPARE_ENV = "TERMGYM_PREPARE"
 """In a job's environment: the grading folder's module that can load it early
-(termgym.grading._prepare.PREPARE_ENV)."""
+(termgym.verifier.prepare.PREPARE_ENV)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def _preparation(
     jobs = []
     for raw in specs:
         spec = GraderSpec.model_validate_json(raw)
-        job = grader_kind(spec.kind).job(spec, Path(root))
+        job = make_grader(spec.kind).job(spec, Path(root))
         files.update(job.files)
         if job.call is None and job.env.get(PREPARE_ENV):
             jobs.append((spec.name, list(job.argv), dict(job.env)))

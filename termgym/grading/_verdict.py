@@ -9,7 +9,7 @@ from typing import Any
 
 from termgym._vocabulary import CLASSES, INFRA_ERROR, SHADOW_CLASSES, EpisodeClass, ShadowClass
 from termgym.errors import RecordingError
-from termgym.grading._inputs import ProgramStart
+from termgym.grading._starts import ProgramStart
 
 
 @dataclass(frozen=True)

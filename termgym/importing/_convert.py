@@ -30,7 +30,7 @@ from termgym.importing._inprocess import in_process_code
 from termgym.importing._missing import missing_files
 from termgym.importing._model import ForeignTask
 from termgym.importing._script import plan_script
-from termgym.tasks._overlay import OVERLAY_FILE, read_overlay
+from termgym.overlay import OVERLAY_FILE, read_overlay
 
 TB_HIDDEN = ("tests", "run-tests.sh", "solution.sh", "solution.yaml", "task.yaml",
              "docker-compose.yaml", OVERLAY_FILE)  # fmt: skip

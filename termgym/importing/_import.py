@@ -15,7 +15,7 @@ from termgym.importing._harbor import is_harbor, read_harbor
 from termgym.importing._model import ForeignTask, Format, normalize_id
 from termgym.importing._source import resolve_source
 from termgym.importing._tb import is_tb, read_tb
-from termgym.tasks._overlay import OVERLAY_FILE
+from termgym.overlay import OVERLAY_FILE
 
 
 def detect(folder: Path) -> Format | None:

@@ -9,7 +9,7 @@ MLflow model) would run the agent's code as root inside the process that records
 verdict: it could forge the outcomes or read the hidden tests. Such tasks are imported as
 `agent-user` (the whole script runs as the agent's user, the trust the original harness
 gives it), with the line that decided it. The verifier also refuses, at run time, to
-execute a file the agent owns inside a clean pytest (`graders/_imported_runtime.py`), for
+execute a file the agent owns inside a clean pytest (`termgym/verifier/imported.py`), for
 what this scan cannot see.
 """
 

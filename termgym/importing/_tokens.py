@@ -17,7 +17,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Literal
 
-from termgym.tasks._overlay import whole_token
+from termgym.overlay import whole_token
 
 Role = Literal["code", "mention"]
 """What an occurrence does: `code` (it is used) or `mention` (a comment, a message)."""

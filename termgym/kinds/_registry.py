@@ -1,4 +1,10 @@
-"""The registry of grader kinds: `register_grader` and the "termgym.graders" entry points."""
+"""The registry of grader kinds: `register_grader` and the "termgym.graders" entry points.
+
+The names follow the one scheme of every registry (`register_X`, `unregister_X`,
+`registered_Xs`, `make_X`, docs/architecture.md), without `grader_spec`: `GraderSpec` is
+a task's grader entry, and `registry.entry(kind)` is the registered one. `grader_kinds` and
+`grader_kind` are the older names, kept.
+"""
 
 from __future__ import annotations
 
@@ -42,13 +48,14 @@ def unregister_grader(kind: str) -> None:
         _instances.pop(kind, None)
 
 
-def grader_kinds() -> list[str]:
-    """Every registered grader kind, sorted."""
+def registered_graders() -> list[str]:
+    """Every registered grader kind, plugins included, sorted."""
     return registry.names()
 
 
-def grader_kind(kind: str) -> Grader:
-    """The implementation of a grader kind (instantiated once).
+def make_grader(kind: str) -> Grader:
+    """The implementation of a grader kind: made once, then shared (a Grader keeps no
+    state of an episode).
 
     Raises:
         UnknownGraderKind: no kind of that name; the message suggests close names.
@@ -68,3 +75,9 @@ def grader_kind(kind: str) -> Grader:
                 )
             _instances[kind] = loaded
         return _instances[kind]
+
+
+grader_kinds = registered_graders
+"""The older name of `registered_graders`."""
+grader_kind = make_grader
+"""The older name of `make_grader`."""

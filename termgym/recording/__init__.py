@@ -1,4 +1,4 @@
-"""Episode recordings: a JSONL log and an asciicast v2 file per episode; ATIF out and in."""
+"""Episode recordings (JSONL and asciicast v2), ATIF out and in, and run.json and results.jsonl."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from termgym.recording._reader import (
     latest_run,
     read_episode,
     read_run,
-    read_run_header,
 )
 from termgym.recording._records import (
     CLASSES,
@@ -32,6 +31,16 @@ from termgym.recording._records import (
     StepRecord,
     end_from,
 )
+from termgym.recording._run_files import (
+    RESULTS_FILE,
+    RUN_FILE,
+    ResultLine,
+    append_result,
+    last_results,
+    read_results,
+    read_run_header,
+    write_run_header,
+)
 from termgym.recording._synthetic import synthetic_steps, write_synthetic_episode
 from termgym.recording._writer import (
     EpisodeWriter,
@@ -39,10 +48,15 @@ from termgym.recording._writer import (
     Recorder,
     RunWriter,
     new_run_id,
-    write_run_header,
 )
 
 __all__ = [
+    "RESULTS_FILE",
+    "RUN_FILE",
+    "ResultLine",
+    "append_result",
+    "last_results",
+    "read_results",
     "ATIF_VERSION",
     "CLASSES",
     "SCHEMA_VERSION",

@@ -17,9 +17,9 @@ from termgym.recording._records import (
     StepRecord,
     end_from,
     header_from,
-    run_json_path,
     step_from,
 )
+from termgym.recording._run_files import read_run_header
 
 _STEP_PREFIX = b'{"type":"step"'
 _LAZY_ABOVE = 4_000_000  # bytes: larger files parse their steps on demand
@@ -260,20 +260,6 @@ class RunLog:
         if self.header and isinstance(self.header.get("run_id"), str):
             return self.header["run_id"]
         return self.path.name
-
-
-def read_run_header(run_dir: Path, skipped: list[str] | None = None) -> dict[str, Any] | None:
-    """run.json as a dict, or None (noting why in `skipped`)."""
-    path = run_json_path(Path(run_dir))
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        if skipped is not None:
-            skipped.append(f"run.json unreadable ({exc})")
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def episode_files(run_dir: Path) -> list[Path]:

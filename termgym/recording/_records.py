@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Literal
 
 from termgym._vocabulary import CLASSES as CLASSES  # re-exported; defined there once
@@ -311,8 +311,3 @@ def _expect(value: Any, kinds: type | tuple[type, ...], name: str, expected: str
 def _shown(value: Any) -> str:
     text = json.dumps(value, default=repr)
     return f"{type(value).__name__} {text[:80]}{'...' if len(text) > 80 else ''}"
-
-
-def run_json_path(run_dir: Path) -> Path:
-    """Where a run's header lives."""
-    return run_dir / "run.json"

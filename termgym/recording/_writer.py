@@ -19,10 +19,9 @@ from termgym.recording._records import (
     dumps_line,
     end_line,
     header_line,
-    json_default,
-    run_json_path,
     step_line,
 )
+from termgym.recording._run_files import write_run_header
 
 CAST_ENV = {"TERM": "xterm-256color", "SHELL": "/bin/bash"}
 
@@ -182,21 +181,6 @@ def new_run_id(now: float | None = None) -> str:
     """A sortable, unique run id: `YYYYmmdd-HHMMSS-xxxx`."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
     return f"{stamp}-{secrets.token_hex(2)}"
-
-
-def write_run_header(run_dir: Path, header: Mapping[str, Any]) -> Path:
-    """Write (or replace, atomically) `<run_dir>/run.json`; returns its path.
-
-    Conventional keys: "run_id", "agent", "config", "started", and "finished" once done.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_json_path(run_dir)
-    tmp = path.with_name(f".run.json.{os.getpid()}.tmp")
-    body = {"type": "run", "schema": 1, **header}
-    tmp.write_text(json.dumps(body, indent=2, default=json_default) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 class RunWriter:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from termgym.analysis.audit import AuditReport, audit_logs
 from termgym.analysis.disclosure import DisclosureSplit, disclosure_split
 from termgym.analysis.metrics import EpisodeSummary, RunMetrics, metrics_by_agent, summary_from_log
 from termgym.errors import RecordingError
-from termgym.recording import read_run
+from termgym.recording import last_results, read_run
 
 
 @dataclass(frozen=True)
@@ -57,22 +56,6 @@ def disclosure_by_agent(
     }
 
 
-def _results(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The last results.jsonl line of each episode (the runner appends one per attempt)."""
-    path = run_dir / "results.jsonl"
-    out: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("episode_id"):
-            out[str(record["episode_id"])] = record
-    return out
-
-
 def load_run(
     run_dir: str | Path, *, resamples: int = 1000, seed: int | None = 0, confidence: float = 0.95
 ) -> RunData:
@@ -85,22 +68,22 @@ def load_run(
         raise RecordingError(
             f"expected a run folder holding episodes/<id>.jsonl, found none in {run_dir}"
         )
-    results = _results(run_dir)
+    results = last_results(run_dir)
     summaries = [summary_from_log(ep, results.get(ep.episode_id)) for ep in log.episodes]
     recorded = {s.episode_id for s in summaries}
     agent = str((log.header or {}).get("agent", ""))
     for episode_id, result in results.items():
         # The runner sets aside the recordings of attempts that failed for infrastructure
         # reasons; when every attempt failed, results.jsonl is all that is left.
-        if episode_id not in recorded and result.get("status") == "infra-error":
+        if episode_id not in recorded and result.status == "infra-error":
             summaries.append(
                 EpisodeSummary(
                     episode_id=episode_id,
-                    task=str(result.get("task", "")),
-                    variant=str(result.get("variant", "")),
+                    task=result.task,
+                    variant=result.variant,
                     agent=agent,
                     passed=False,
-                    error=str(result.get("error") or "infrastructure error"),
+                    error=result.error or "infrastructure error",
                     run_id=log.run_id,
                 )
             )

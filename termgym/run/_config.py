@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termgym._vocabulary import Variant, as_variant
 from termgym.tasks import ContradictMode, Rotation, RuleDraw, Split
 
 
@@ -16,7 +17,8 @@ class RunConfig:
     Attributes:
         agent: Registered agent name (oracle, memorizer, replay, llm, ...).
         tasks: Glob patterns over task ids.
-        variants: Variant names; a task that does not offer one skips it.
+        variants: The variants to run; a task that does not offer one skips it. A name
+            that is no variant is an error here, when the config is made.
         episodes: Episodes per (task, variant).
         concurrency: Episodes run at once.
         out: The run folder (recordings, results, run.json).
@@ -47,7 +49,7 @@ class RunConfig:
 
     agent: str
     tasks: tuple[str, ...] = ("*",)
-    variants: tuple[str, ...] = ("original", "contradicted", "withheld")
+    variants: tuple[Variant, ...] = ("original", "contradicted", "withheld")
     episodes: int = 1
     concurrency: int = 2
     out: Path = Path("runs/latest")
@@ -67,6 +69,10 @@ class RunConfig:
     ray: str | None = None
     run_id: str = ""
     atif: bool = False
+
+    def __post_init__(self) -> None:
+        for name in self.variants:
+            as_variant(name)
 
     @property
     def rule_draw(self) -> RuleDraw:

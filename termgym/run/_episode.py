@@ -13,6 +13,7 @@ from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.grading import GradeReport
+from termgym.recording import ResultLine
 from termgym.run._jobs import Job
 from termgym.tasks import TamperEvidence, rule_files
 
@@ -209,20 +210,20 @@ def episode_path(out_dir: Path, job: Job) -> Path:
     return out_dir / "episodes" / f"{job.episode_id}.jsonl"
 
 
-def describe(result: EpisodeResult) -> dict[str, Any]:
-    """A JSON-able line about a result, for the run's results file."""
-    return {
-        "episode_id": result.job.episode_id,
-        "task": result.job.task,
-        "variant": result.job.variant,
-        "index": result.job.index,
-        "seed": result.job.seed,
-        "status": result.status,
-        "reward": result.reward,
-        "class": result.episode_class,
-        "steps": result.steps,
-        "phases": result.phases,
-        "agent_timed_out": result.agent_timed_out,
-        "error": result.error,
-        "attempts": result.attempts,
-    }
+def result_line(result: EpisodeResult) -> ResultLine:
+    """The run's results.jsonl line about a result."""
+    return ResultLine(
+        episode_id=result.job.episode_id,
+        task=result.job.task,
+        variant=result.job.variant,
+        index=result.job.index,
+        seed=result.job.seed,
+        status=result.status,
+        reward=result.reward,
+        episode_class=result.episode_class,
+        steps=result.steps,
+        phases=result.phases,
+        agent_timed_out=result.agent_timed_out,
+        error=result.error,
+        attempts=result.attempts,
+    )

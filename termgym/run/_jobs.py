@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from termgym._vocabulary import Variant
 from termgym.errors import TaskNotFound
 from termgym.recording import end_from
 
@@ -18,7 +19,7 @@ class Job:
     """One episode to run: a task, a variant, and its number among that pair's episodes."""
 
     task: str
-    variant: str
+    variant: Variant
     index: int
     seed: int
 
@@ -52,7 +53,7 @@ def episode_seed(run_seed: int, task: str, variant: str, index: int) -> int:
 
 
 def plan_jobs(
-    tasks: Sequence[str], variants: Mapping[str, Sequence[str]], episodes: int, run_seed: int
+    tasks: Sequence[str], variants: Mapping[str, Sequence[Variant]], episodes: int, run_seed: int
 ) -> list[Job]:
     """Every (task, variant, index) episode of a run; `variants` maps task -> its variants."""
     return [

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import CLASSES, IMPOSSIBLE
+from termgym._vocabulary import CLASSES, IMPOSSIBLE, Variant
 
 PREFIX = "termgym_live_"
 STEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
@@ -88,14 +88,14 @@ class LiveMetrics:
         with self._lock:
             self._planned, self._finished = total, already_done
 
-    def step(self, variant: str, seconds: float) -> None:
+    def step(self, variant: Variant, seconds: float) -> None:
         """One agent step took `seconds` (the agent's own time, not the command's)."""
         key = (self.agent, variant)
         with self._lock:
             self._steps.setdefault(key, _Histogram.of(STEP_BUCKETS)).observe(seconds)
             self._counters[("steps_total", key, ())] += 1
 
-    def retry(self, variant: str) -> None:
+    def retry(self, variant: Variant) -> None:
         with self._lock:
             self._counters[("retries_total", (self.agent, variant), ())] += 1
 

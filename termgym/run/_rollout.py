@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from termgym._version import __version__
-from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, describe_error
+from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
+from termgym.recording import ResultLine, append_result, write_run_header
 from termgym.run._jobs import Job, plan_jobs
-from termgym.run._trajectory import Status, Trajectory, save_trajectories
+from termgym.run._trajectory import Trajectory, save_trajectories
 
 Reply = str | Message | Any
 Policy = Callable[[list[Message], list[dict[str, Any]]], Reply | Awaitable[Reply]]
@@ -55,7 +55,7 @@ async def arollout(
     policy: Policy,
     tasks: TaskSource = "*",
     *,
-    variants: Sequence[str] = ("original",),
+    variants: Sequence[Variant] = ("original",),
     episodes: int = 1,
     concurrency: int = 8,
     seed: int = 0,
@@ -173,14 +173,14 @@ async def _episode(
         )
         actions: list[str | None] = []
         rewards: list[float] = []
-        status: Status = "ok"
+        status: EpisodeStatus = "ok"
         policy_error: str | None = None
         result: tuple[Any, ...] = ([], 0.0, False, False, {})
         while not chat.done:
             try:
                 reply = await _ask(policy, list(chat.messages), chat.tools)
             except Exception as exc:  # noqa: BLE001 - the policy's failure is data, not a crash
-                status, policy_error = "policy-error", describe_error(exc)
+                status, policy_error = "agent-error", describe_error(exc)
                 result = await env.astop("policy error")
                 chat.done = True
                 rewards.append(float(result[1]))
@@ -196,7 +196,7 @@ async def _episode(
         return Trajectory(
             episode_id=job.episode_id,
             task=job.task,
-            variant=str(info.get("variant", job.variant)),
+            variant=job.variant,
             seed=job.seed,
             index=job.index,
             messages=tuple(dict(m) for m in chat.messages),
@@ -241,7 +241,7 @@ def _write_header(
     folder: Path,
     agent: str,
     tasks: list[str],
-    variants: Sequence[str],
+    variants: Sequence[Variant],
     episodes: int,
     seed: int,
     jobs: list[Job],
@@ -259,28 +259,22 @@ def _write_header(
         "started": time.time(),
         "source": "termgym.rollout",
     }
-    (folder / "run.json").write_text(json.dumps(header, indent=2) + "\n")
+    write_run_header(folder, header)
 
 
 def _append_result(folder: Path, trajectory: Trajectory) -> None:
     """One results.jsonl line, as the runner writes it (reports read the status from it)."""
-    status: dict[Status, EpisodeStatus] = {
-        "ok": "ok", "policy-error": "agent-error", "infra-error": "infra-error",
-    }  # fmt: skip
-    line = {
-        "episode_id": trajectory.episode_id,
-        "task": trajectory.task,
-        "variant": trajectory.variant,
-        "index": trajectory.index,
-        "seed": trajectory.seed,
-        "status": status[trajectory.status],
-        "reward": trajectory.reward,
-        "class": trajectory.episode_class,
-        "steps": trajectory.steps,
-        "phases": {},
-        "agent_timed_out": False,
-        "error": trajectory.error,
-        "attempts": trajectory.attempts,
-    }
-    with (folder / "results.jsonl").open("a") as handle:
-        handle.write(json.dumps(line) + "\n")
+    line = ResultLine(
+        episode_id=trajectory.episode_id,
+        task=trajectory.task,
+        variant=trajectory.variant,
+        index=trajectory.index,
+        seed=trajectory.seed,
+        status=trajectory.status,
+        reward=trajectory.reward,
+        episode_class=trajectory.episode_class,
+        steps=trajectory.steps,
+        error=trajectory.error,
+        attempts=trajectory.attempts,
+    )
+    append_result(folder, line)

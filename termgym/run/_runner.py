@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import warnings
@@ -11,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym._version import __version__
+from termgym._vocabulary import Variant
 from termgym.env import PoolLease, close_all_pools
 from termgym.errors import RecordingError
-from termgym.recording import export_episode
+from termgym.recording import append_result, export_episode, write_run_header
 from termgym.run._attempts import Attempts
 from termgym.run._config import RunConfig
-from termgym.run._episode import EpisodeResult, describe
+from termgym.run._episode import EpisodeResult, result_line
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
 from termgym.run._live import LiveMetrics, MetricsServer, audit_recording
 from termgym.run._progress import (
@@ -77,7 +77,7 @@ class Runner:
         paths = self.config.paths
         available = [task.id for task in list_tasks(paths)]
         task_ids = select_tasks(list(self.config.tasks), available)
-        variants: dict[str, list[str]] = {}
+        variants: dict[str, list[Variant]] = {}
         self.left_out = []
         for task_id in task_ids:
             spec = get_task(task_id, paths).spec
@@ -187,14 +187,14 @@ class Runner:
             "termgym": __version__,
             "started": time.time(),
         }
-        (out / "run.json").write_text(json.dumps(header, indent=2) + "\n")
+        write_run_header(out, header)
 
     def _append_result(self, out: Path, result: EpisodeResult) -> None:
-        with self._lock, (out / "results.jsonl").open("a") as handle:
-            handle.write(json.dumps(describe(result)) + "\n")
+        with self._lock:
+            append_result(out, result_line(result))
 
 
-def _has_held_out(spec: TaskSpec, variant: str) -> bool:
+def _has_held_out(spec: TaskSpec, variant: Variant) -> bool:
     """Whether split "eval" can shift `variant` of the task (unshifted variants always can)."""
     if variant == "sampled":
         return any(r.has_held_out for r in spec.rules.values())

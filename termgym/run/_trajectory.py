@@ -12,17 +12,15 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from termgym._vocabulary import EndClass
+from termgym._vocabulary import EPISODE_STATUSES, EndClass, EpisodeStatus, Variant, as_variant
 from termgym.errors import RecordingError
 
 FORMAT = "termgym-trajectory/1"
 
-Status = Literal["ok", "policy-error", "infra-error"]
-"""ok: graded (a grader-error included, counted); policy-error: the policy raised, the
-episode was graded as it stood (counted); infra-error: termgym's machinery failed after
-every retry (skip it in training)."""
+_OLD_STATUSES: dict[str, EpisodeStatus] = {"policy-error": "agent-error"}
+"""Statuses files written before the one vocabulary hold, and the status each one is now."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,10 @@ class Trajectory:
         episode_class: adapted / stale / both / neither / grader-error / error, None for original.
         verdicts: Rule set -> {passed, score}: the episode's own and the shadow ones.
         metadata: `termgym.chat.grading_metadata` of the final info.
-        status: See `Status`.
+        status: The episode's `EpisodeStatus`, as results.jsonl says it: ok (graded, a
+            grader-error included), agent-error (the policy raised; the episode was graded
+            as it stood, and counted), infra-error (termgym's machinery failed after every
+            retry: skip it in training).
         error: The policy's exception, why grading failed, or the infrastructure error.
         attempts: How many attempts the episode took (infrastructure errors are retried).
         episode_file: The recording, when recorded.
@@ -55,7 +56,7 @@ class Trajectory:
 
     episode_id: str
     task: str
-    variant: str
+    variant: Variant
     seed: int
     index: int = 0
     messages: tuple[dict[str, Any], ...] = ()
@@ -67,7 +68,7 @@ class Trajectory:
     episode_class: EndClass | None = None
     verdicts: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    status: Status = "ok"
+    status: EpisodeStatus = "ok"
     error: str | None = None
     attempts: int = 1
     episode_file: str | None = None
@@ -102,7 +103,7 @@ class Trajectory:
             return cls(
                 episode_id=str(data["episode_id"]),
                 task=str(data["task"]),
-                variant=str(data["variant"]),
+                variant=as_variant(data["variant"]),
                 seed=int(data["seed"]),
                 index=int(data.get("index", 0)),
                 messages=tuple(dict(m) for m in data.get("messages", ())),
@@ -114,7 +115,7 @@ class Trajectory:
                 episode_class=data.get("class", data.get("cls")),
                 verdicts=dict(data.get("verdicts") or {}),
                 metadata=dict(data.get("metadata") or {}),
-                status=data.get("status", "ok"),
+                status=_status(data.get("status", "ok")),
                 error=data.get("error"),
                 attempts=int(data.get("attempts", 1)),
                 episode_file=data.get("episode_file"),
@@ -123,6 +124,14 @@ class Trajectory:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RecordingError(f"a trajectory field is missing or mistyped: {exc!r}") from exc
+
+
+def _status(value: Any) -> EpisodeStatus:
+    """A saved status as the vocabulary says it; files from before it say "policy-error"."""
+    status = _OLD_STATUSES.get(value, value)
+    if status not in EPISODE_STATUSES:
+        raise ValueError(f"status: expected one of {', '.join(EPISODE_STATUSES)}, found {value!r}")
+    return status  # type: ignore[no-any-return]
 
 
 def save_trajectories(trajectories: Iterable[Trajectory], path: str | Path) -> Path:

@@ -2,7 +2,7 @@
 they start from.
 
 The lowest layer that touches the machine: backends (docker, bwrap, local) behind one
-`Sandbox` protocol and one registry (`register`, `make_sandbox`, entry-point group
+`Sandbox` protocol and one registry (`register_sandbox`, `make_sandbox`, entry-point group
 "termgym.sandboxes"), and the images and root filesystems they run (`build_base`,
 `build_image`, `rootfs_for`).
 """
@@ -40,12 +40,17 @@ from termgym.sandbox._localbases import ensure_local_base, is_local_base, known_
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
     BackendSpec,
+    SandboxSpec,
     bwrap_works,
     default_backend,
     make_sandbox,
     register,
+    register_sandbox,
+    registered_sandboxes,
     registry,
+    sandbox_spec,
     spec,
+    unregister_sandbox,
 )
 from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter
@@ -63,6 +68,7 @@ __all__ = [
     "SANDBOX_LABEL",
     "VERIFIER_CAPS",
     "BackendSpec",
+    "SandboxSpec",
     "CopyBudget",
     "CopyLimits",
     "CHANGE_KINDS",
@@ -88,9 +94,13 @@ __all__ = [
     "make_sandbox",
     "recipe_hash",
     "register",
+    "register_sandbox",
+    "registered_sandboxes",
     "registry",
     "rootfs_for",
+    "sandbox_spec",
     "spec",
+    "unregister_sandbox",
     "strict_filter",
     "ensure_local_base",
     "is_local_base",

@@ -245,7 +245,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             "cap_drop": ["ALL"],
             "cap_add": [*(VERIFIER_CAPS if verifier else ()), *config.capabilities] or None,
             # A verifier's profile lets its grading make the nests the agent's programs
-            # run in (termgym/grading/_nest.py), which apply the strict filter to them.
+            # run in (termgym/verifier/nest.py), which apply the strict filter to them.
             "security_opt": ["no-new-privileges"]
             + (["seccomp=" + verifier_profile()] if verifier else []),
             "pids_limit": config.pids,

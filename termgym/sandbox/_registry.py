@@ -1,8 +1,11 @@
-"""Sandbox backends by name: register(), make_sandbox(), default_backend().
+"""Sandbox backends by name: register_sandbox(), make_sandbox(), default_backend().
 
 Backends are classes taking a SandboxConfig. Besides the three bundled ones, installed
 packages add backends under the entry-point group "termgym.sandboxes" (name =
-"module:Class"); a backend that isolates nothing registers with `isolated=False`.
+"module:Class"); a backend that isolates nothing registers with `isolated=False`. The
+names follow the one scheme of every registry (`register_X`, `unregister_X`,
+`registered_Xs`, `X_spec`, `make_X`, docs/architecture.md); `register`, `spec` and
+`BackendSpec` are the older names, kept.
 """
 
 from __future__ import annotations
@@ -24,24 +27,42 @@ ENTRY_POINT_GROUP = "termgym.sandboxes"
 """Installed packages add sandbox backends under this entry-point group."""
 
 registry: Registry[Any] = Registry("sandbox backend", ENTRY_POINT_GROUP, UnknownBackend)
-BackendSpec = Entry
+SandboxSpec = Entry
 """A registered backend: `name`, `target` ("module:Class" or the class), `options`
 ({"isolated": bool})."""
 
 
-def register(name: str, entry_point: str | type, *, isolated: bool = True) -> Entry[Any]:
+def register_sandbox(name: str, entry_point: str | type, *, isolated: bool = True) -> Entry[Any]:
     """Register a sandbox backend class under `name` (replacing one of that name)."""
     return registry.register(name, entry_point, options={"isolated": isolated})
 
 
-register("docker", "termgym.sandbox._docker:DockerSandbox")
-register("bwrap", "termgym.sandbox._bwrap:BwrapSandbox")
-register("local", "termgym.sandbox._local:LocalSandbox", isolated=False)
+register_sandbox("docker", "termgym.sandbox._docker:DockerSandbox")
+register_sandbox("bwrap", "termgym.sandbox._bwrap:BwrapSandbox")
+register_sandbox("local", "termgym.sandbox._local:LocalSandbox", isolated=False)
 
 
-def spec(name: str) -> Entry[Any]:
+def unregister_sandbox(name: str) -> None:
+    """Remove a sandbox backend (no error if absent)."""
+    registry.unregister(name)
+
+
+def registered_sandboxes() -> list[str]:
+    """Every registered sandbox backend, plugins included, sorted."""
+    return registry.names()
+
+
+def sandbox_spec(name: str) -> Entry[Any]:
     """The entry registered under `name`; UnknownBackend lists the known ones."""
     return registry.entry(name)
+
+
+register = register_sandbox
+"""The older name of `register_sandbox`."""
+spec = sandbox_spec
+"""The older name of `sandbox_spec`."""
+BackendSpec = SandboxSpec
+"""The older name of `SandboxSpec`."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,7 +117,7 @@ def make_sandbox(
         BackendUnavailable: local was asked for without the opt-in, or no backend works.
     """
     name = backend or default_backend()
-    found = spec(name)
+    found = sandbox_spec(name)
     if not found.options.get("isolated", True):
         if not (allow_local or os.environ.get("TERMGYM_ALLOW_LOCAL") == "1"):
             raise BackendUnavailable(

@@ -119,7 +119,7 @@ NESTING: tuple[str, ...] = (
     "unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount",
 )  # fmt: skip
 """What a verifier's filter allows and the agent's refuses: the calls that make the nests the
-agent's programs run in during grading (termgym/grading/_nest.py), which apply the agent's
+agent's programs run in during grading (termgym/verifier/nest.py), which apply the agent's
 filter to every such program before it starts. Nothing of the agent's runs unnested there."""
 
 

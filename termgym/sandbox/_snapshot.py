@@ -8,7 +8,7 @@ of an overlay of its own, mounted on the host with a fresh upper folder on a tmp
 task's disk limit (what grading writes is bounded and thrown away), and bound into the
 verifier at SNAPSHOT_PATH. The verifier's own root stays the clean image: the grading
 runner never runs on the snapshot; the tests run in it, in a nest whose root it is
-(termgym/grading/_nest.py, docs/security.md "Snapshot grading").
+(termgym/verifier/nest.py, docs/security.md "Snapshot grading").
 
 Nothing here reads the agent's files: the layers are only mounted (what the agent made or
 changed is listed by `termgym.sandbox.list_changes`, without following its links).

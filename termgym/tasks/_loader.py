@@ -15,7 +15,7 @@ import yaml
 from termgym._task_paths import SPEC_FILE
 from termgym.errors import TaskSpecError, TermgymError
 from termgym.kinds import GraderSpec
-from termgym.tasks._overlay import (
+from termgym.overlay import (
     OVERLAY_FILE,
     Span,
     check_disjoint,
@@ -404,7 +404,7 @@ def _resolve_overlay(task: Task, source: Path) -> Task:
 
 
 def _graders_with_spans(task: Task, spans: list[Span], path: Path) -> list[GraderSpec]:
-    from termgym.kinds import grader_kind
+    from termgym.kinds import make_grader
 
     hidden = [s for s in spans if s.file.startswith("graders/")]
     if not hidden:
@@ -413,7 +413,7 @@ def _graders_with_spans(task: Task, spans: list[Span], path: Path) -> list[Grade
     taken = False
     for spec in task.spec.graders:
         try:
-            kind = grader_kind(spec.kind)
+            kind = make_grader(spec.kind)
         except TermgymError:
             kind = None  # _check_graders names the unknown kind
         if getattr(kind, "rewrites_files", False):
@@ -441,7 +441,7 @@ def _graders_with_spans(task: Task, spans: list[Span], path: Path) -> list[Grade
 
 
 def _check_graders(task: Task, source: Path) -> None:
-    from termgym.kinds import grader_kind
+    from termgym.kinds import make_grader
 
     for field_name, specs in (
         ("graders", task.spec.graders),
@@ -451,7 +451,7 @@ def _check_graders(task: Task, source: Path) -> None:
             where = f"field '{field_name}[{index}]' ({spec.name})"
             _check_param_placeholders(task, source, where, spec.params)
             try:
-                grader_kind(spec.kind).job(spec, task.root)
+                make_grader(spec.kind).job(spec, task.root)
             except TermgymError as exc:
                 raise _fail(source, where, str(exc)) from None
             except (ValueError, pydantic.ValidationError) as exc:

@@ -13,9 +13,9 @@ from typing import Any
 from termgym._vocabulary import IMPOSSIBLE, STATED, VARIANTS
 from termgym.errors import TaskError
 from termgym.kinds import GraderSpec
+from termgym.overlay import rewrite
 from termgym.tasks._draw import RuleDraw, Split
 from termgym.tasks._loader import Task
-from termgym.tasks._overlay import rewrite
 from termgym.tasks._spec import Limits, RuleSpec, RuleValue, SurfaceSpec, validation_message
 from termgym.tasks._template import PLACEHOLDER, fill_rules, format_value, render
 

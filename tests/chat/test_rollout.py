@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def test_a_sync_policy_rollout_records_a_run_that_reports_read(cargo: str, tmp_p
         termgym.rollout(honest, [cargo], variants=["swapped"], backend="bwrap")
 
 
-def test_an_async_policy_that_raises_is_a_graded_policy_error(cargo: str) -> None:
+def test_an_async_policy_that_raises_is_a_graded_agent_error(cargo: str) -> None:
     async def flaky(messages: list[dict], tools: list[dict]) -> str:
         if any(
             m["role"] == "tool" or m["role"] == "user" and "Exit code" in str(m["content"])
@@ -72,7 +73,7 @@ def test_an_async_policy_that_raises_is_a_graded_policy_error(cargo: str) -> Non
         return await termgym.arollout(flaky, [cargo], variants=["original"], backend="bwrap")
 
     [trajectory] = asyncio.run(main())
-    assert trajectory.status == "policy-error" and "went away" in (trajectory.error or "")
+    assert trajectory.status == "agent-error" and "went away" in (trajectory.error or "")
     assert trajectory.reward == 1.0 and trajectory.truncated  # graded as it stood
     with pytest.raises(RuntimeError, match="arollout"):
         asyncio.run(_rollout_inside_a_loop(cargo))
@@ -95,3 +96,17 @@ def test_trajectories_round_trip_and_bad_lines_are_named(tmp_path: Path) -> None
     bad.write_text('["not", "one"]\n')
     with pytest.raises(RecordingError, match="found 'list'"):
         load_trajectories(bad)
+
+
+def test_a_policy_error_saves_as_agent_error_and_old_files_saying_policy_error_still_load(
+    tmp_path: Path,
+) -> None:
+    failed = Trajectory("e", "t", "original", 1, status="agent-error", error="boom")
+    assert failed.to_dict()["status"] == "agent-error"
+    old = tmp_path / "old.jsonl"  # as trajectories were saved before one status vocabulary
+    old.write_text(json.dumps({**failed.to_dict(), "status": "policy-error"}) + "\n")
+    [loaded] = load_trajectories(old)
+    assert loaded == failed and loaded.counted
+    old.write_text(json.dumps({**failed.to_dict(), "status": "crashed"}) + "\n")
+    with pytest.raises(RecordingError, match=r"old.jsonl:1: .*status: expected one of ok, "):
+        load_trajectories(old)

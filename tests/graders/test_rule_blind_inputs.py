@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from termgym.check import check_tasks
-from termgym.grading import ProgramStart, _inputprint, compare_inputs
-from termgym.grading import _agentexec as agentexec
-from termgym.grading._inputprint import Normalizer, Recorder, file_digest, tree_digest
-from termgym.grading._inputs import parse_starts
+from termgym.grading import ProgramStart, compare_inputs
+from termgym.grading._starts import parse_starts
 from termgym.tasks import load_task
+from termgym.verifier import agentexec
+from termgym.verifier import inputprint as _inputprint
+from termgym.verifier.inputprint import Normalizer, Recorder, file_digest, tree_digest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from termgym.cli import main
 from termgym.errors import TaskSpecError
 from termgym.importing import import_tasks, suggest_overlay
+from termgym.overlay import read_overlay
 from termgym.tasks import RuleDraw, instantiate, load_task
-from termgym.tasks._overlay import read_overlay
 
 FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 WORDS = FOREIGN / "harbor" / "harbor-top-words"
@@ -40,7 +40,7 @@ def _rewritten_tests(task_dir: Path, variant: str, seed: int = 1) -> tuple[str, 
     text = (task_dir / "graders" / "tests" / "test_outputs.py").read_text()
     spans = sorted(grader.params["rewrite"], key=lambda s: s["start"])
     out, cursor = [], 0
-    for span in spans:  # what graders/_imported_runtime.py does for the enforced rule set
+    for span in spans:  # what termgym/verifier/imported.py does for the enforced rule set
         value = str(plan.rules_enforced[span["rule"]])
         out += [text[cursor : span["start"]], span["texts"][value] if "texts" in span else value]
         cursor = span["end"]

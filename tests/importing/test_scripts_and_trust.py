@@ -229,8 +229,8 @@ def test_apt_pins_of_the_original_base_are_dropped_on_a_stand_in(tmp_path: Path)
 AGENTEXEC_PROBE = r"""
 import os, subprocess, sys, tempfile
 sys.path.insert(0, sys.argv[1])
-import _agentexec
-_agentexec.install()
+import agentexec
+agentexec.install()
 with tempfile.NamedTemporaryFile("w", delete=False) as handle:  # 0600, root's
     handle.write("terminal-bench-2025-secret-seed")
 nested = tempfile.mkdtemp()
@@ -250,9 +250,9 @@ def test_a_temp_file_a_test_names_on_the_command_line_is_readable_by_the_program
     import subprocess
     import sys
 
-    import termgym.grading
+    from termgym.verifier import AGENTEXEC
 
-    folder = Path(termgym.grading.__file__).parent
+    folder = AGENTEXEC.parent
     result = subprocess.run(
         [sys.executable, "-c", AGENTEXEC_PROBE, str(folder)],
         capture_output=True,

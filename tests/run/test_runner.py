@@ -162,3 +162,18 @@ def test_ctrl_c_stops_the_run_and_leaves_no_container(tmp_path, base_image) -> N
     proc.wait(timeout=600)
     assert proc.returncode != 0
     assert client.containers.list(all=True, filters=label, sparse=True) == []
+
+
+def test_a_name_that_is_no_variant_is_refused_when_the_run_is_made(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"expected a variant \(original, .*found 'sampeld'.*'sampled'"
+    ):
+        RunConfig(agent="oracle", variants=("original", "sampeld"), out=tmp_path)  # type: ignore[arg-type]
+    result = subprocess.run(
+        [TERMGYM, "run", "--agent", "oracle", "--variants", "original,orignal",
+         "--out", str(tmp_path / "run"), "--no-report"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--variants" in result.stderr and "Did you mean 'original'?" in result.stderr
+    assert not (tmp_path / "run").exists()

@@ -6,6 +6,9 @@ it. The loader turns each overlay rule into a RuleSpec whose `occurs` are resolv
 spans; the variants then rewrite those spans (contradicted, sampled), drop them from what
 the agent sees (withheld), and the oracle is the solution with its spans rewritten. Text
 the overlay does not name is never touched.
+
+Below both `termgym.tasks` (the loader, the variants) and `termgym.importing` (converting a
+foreign task with its overlay), which import it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,23 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from termgym.errors import TaskSpecError
+
+__all__ = [
+    "INSTRUCTION",
+    "OVERLAY_FILE",
+    "OccurrenceSpec",
+    "OverlayFile",
+    "OverlayRule",
+    "Span",
+    "check_disjoint",
+    "find_spans",
+    "read_overlay",
+    "rewrite",
+    "rule_fields",
+    "rule_type",
+    "value_text",
+    "whole_token",
+]
 
 OVERLAY_FILE = "overlay.yaml"
 """The overlay beside a task's task.yaml."""

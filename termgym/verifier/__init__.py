@@ -1,0 +1,83 @@
+"""The verifier's side of grading: every file here runs inside the clean verifier, as source.
+
+Trust. This code runs as root in a fresh sandbox of the task's clean image, beside the
+agent's work, and its one report decides the verdict. It trusts only what the host put
+there before any program of the agent's ran: the clean image (its interpreter, standard
+library and pytest), the grading folder (the manifest, the task's graders, these files:
+root's, mode 0700) and the report key, which reaches the runner on its stdin or exec
+environment. Everything else is the adversary's: the work, every file and folder the
+agent's user owns, every program of the agent's the graders start (anything but a grader's
+own file), what those programs print and leave running, and the time they take.
+
+What it must never do:
+- import termgym, or anything but the standard library (and pytest, for the pytest
+  kind's files): none of termgym's host code is installed in a verifier;
+- run a program of the agent's as root, or with the rules or the key in its environment
+  (`agentexec`: uid 60000, TERMGYM_* and PYTEST_* stripped, in a `nest`), or put a grader
+  path on a command line every user can read;
+- act by path, as root, on anything below a folder the agent's user can write (it acts by
+  descriptor, without following links);
+- let the report key reach a file or a job, or write anything but the one authenticated
+  report line on the host's channel (`runner`);
+- let the layout, names or order of a grading tell rule sets apart.
+
+The host (`termgym.grading`) copies these files into each verifier under the names they are
+imported by there (`INJECTED`), and believes nothing from a verifier but the report's
+HMAC-checked line (docs/security.md). This package imports nothing of termgym, and nothing
+of termgym imports these modules: the host reads them as files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).parent
+
+RUNNER = _HERE / "runner.py"
+"""The grading runner: every grader job over every rule set, one report (`termgym_run.py`)."""
+AGENTEXEC = _HERE / "agentexec.py"
+"""The privilege drop: every program the graders start runs as the agent's user."""
+NEST = _HERE / "nest.py"
+"""The sandbox each program of the agent's runs in during grading."""
+INPUTPRINT = _HERE / "inputprint.py"
+"""The fingerprint of what each program of the agent's is given (`termgym check`)."""
+SNAPSHOT = _HERE / "snapshot.py"
+"""Snapshot grading: the clean toolchain the tests run with on the agent's filesystem."""
+PREPARE = _HERE / "prepare.py"
+"""What a standby runner loads before any work exists."""
+PYTEST_PLUGIN = _HERE / "pytest_plugin.py"
+"""The pytest kind's plugin: the `rules` fixture, one run per rule set."""
+PYTEST_PREPARE = _HERE / "pytest_prepare.py"
+"""The pytest kind's tests, configured and collected by a standby runner."""
+IMPORTED = _HERE / "imported.py"
+"""The imported-tests kind: a Terminal-Bench or Harbor task's tests, as its harness runs them."""
+CHECKS = _HERE / "checks.py"
+"""The file, json and regex kinds' checks."""
+
+INJECTED: dict[str, Path] = {
+    "termgym_run.py": RUNNER,
+    "termgym_agentexec.py": AGENTEXEC,
+    "termgym_nest.py": NEST,
+    "termgym_inputprint.py": INPUTPRINT,
+    "termgym_snapshot.py": SNAPSHOT,
+    "termgym_prepare.py": PREPARE,
+    "termgym_pytest.py": PYTEST_PLUGIN,
+    "termgym_pytest_prepare.py": PYTEST_PREPARE,
+    "termgym_imported.py": IMPORTED,
+    "termgym_checks.py": CHECKS,
+}
+"""Each file's name in a verifier (the module it is imported as there) and its source here."""
+
+__all__ = [
+    "AGENTEXEC",
+    "CHECKS",
+    "IMPORTED",
+    "INJECTED",
+    "INPUTPRINT",
+    "NEST",
+    "PREPARE",
+    "PYTEST_PLUGIN",
+    "PYTEST_PREPARE",
+    "RUNNER",
+    "SNAPSHOT",
+]
