@@ -17,13 +17,13 @@ import textwrap
 import time
 from pathlib import Path
 
-from termgym.grading import _agentexec, _snapshot_runtime
+from termgym.verifier import INJECTED
 
 IMPORTER = textwrap.dedent(
     """
     import json, sys
     sys.path[:0] = [sys.argv[1], sys.argv[2]]
-    import termgym_agentexec, termgym_snapshot_runtime as runtime
+    import termgym_agentexec, termgym_snapshot as runtime
     sys.dont_write_bytecode = True
     termgym_agentexec.watch_agent_code(runtime.changed_files(sys.argv[3]), sys.argv[4])
     if len(sys.argv) > 5:  # something writes a module after the listing was laid out
@@ -37,10 +37,8 @@ IMPORTER = textwrap.dedent(
 def _injected(tmp_path: Path) -> Path:
     folder = tmp_path / "injected"
     folder.mkdir()
-    (folder / "termgym_agentexec.py").write_text(Path(_agentexec.__file__).read_text())
-    (folder / "termgym_snapshot_runtime.py").write_text(
-        Path(_snapshot_runtime.__file__).read_text()
-    )
+    for name in ("termgym_agentexec.py", "termgym_snapshot.py"):  # as the verifier has them
+        (folder / name).write_text(INJECTED[name].read_text())
     return folder
 
 
