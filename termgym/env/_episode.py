@@ -215,16 +215,21 @@ class Episode:
         plan = instantiate(options.task, variant, seed, draw or options.draw, switched)
         if pool is None:
             pool = shared_pool(options.backend, options.pool_size, options.allow_local)
-        # the verifiers its grading takes start first, beside the agent's sandbox if that
-        # one starts cold, and while the agent works
+        # the verifiers its grading takes start while the agent works: beside the agent's
+        # sandbox if that one starts cold, else once it is handed out (the pool's quiet time
+        # then keeps the engine free while the task is laid out)
         warm = pooled_verifiers(options.config, options.backend, plan, shadow=options.shadow)
-        verifiers = pool.reserve(*warm) if warm is not None else None
+        verifiers = None
+        if warm is not None and not pool.ready(options.config):
+            verifiers = pool.reserve(*warm)
         try:
             sandbox = pool.acquire(options.config)
         except BaseException:
             if verifiers is not None:
                 verifiers.close()
             raise
+        if warm is not None and verifiers is None:
+            verifiers = pool.reserve(*warm)
         screen = TerminalScreen(options.config.cols, options.config.rows)
         episode = cls(options, plan, sandbox, pool, episode_id, seed, screen)
         episode.verifiers = verifiers

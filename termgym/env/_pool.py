@@ -60,9 +60,11 @@ class SandboxPool:
     second start slows the first, and both arrive later than the first alone would.
 
     A reserved configuration (`reserve`: the verifiers of an episode's grading) keeps as
-    many started as its open reservations will still take, and no more: taking one starts
-    no replacement, which would start beside the grading it serves, on the same cores, for
-    an episode that may never come (the next episode reserves its own).
+    many started as its open reservations will still take: taking one starts no
+    replacement, which would start beside the grading it serves, on the same cores. One
+    reserved again (episodes of one task, back to back) also keeps the next reservation's
+    worth started ahead, from the reservation on; one reserved once (a run over many tasks)
+    starts nothing for an episode that may never come.
 
     Args:
         factory: Builds an unstarted sandbox for a configuration (usually `make_sandbox`).
@@ -94,6 +96,7 @@ class SandboxPool:
         self._starting: dict[Hashable, int] = {}
         self._waiting: dict[Hashable, int] = {}
         self._claims: dict[Hashable, int] = {}
+        self._ahead: dict[Hashable, int] = {}
         self._lock = threading.Lock()
         self._starts: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closes: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
@@ -127,7 +130,9 @@ class SandboxPool:
 
     def ready(self, config: SandboxConfig) -> int:
         """How many warm sandboxes for `config` wait to be handed out."""
-        return self._queue(config).qsize()
+        with self._lock:
+            ready = self._ready.get(_key(config))
+        return ready.qsize() if ready is not None else 0
 
     def starting(self, config: SandboxConfig) -> int:
         """How many sandboxes for `config` are being started (or wait for a starter)."""
@@ -220,10 +225,13 @@ class SandboxPool:
     def reserve(self, config: SandboxConfig, count: int = 1) -> Reservation:
         """Start `count` sandboxes for `config` for one taker (an episode's grading): they are
         kept for its reservation until it takes them or closes it, and none replaces one it
-        takes (the class docstring). Without a pool (size 0), nothing starts ahead."""
+        takes (the class docstring): with the next one's worth ahead when `config` was
+        reserved before. Without a pool (size 0), nothing starts ahead."""
         key = _key(config)
         self._queue(config)
         with self._lock:
+            if key in self._claims:  # reserved again: episodes of this task come back to back
+                self._ahead[key] = max(self._ahead.get(key, 0), min(count, self._size + self.EXTRA))
             self._claims[key] = self._claims.get(key, 0) + max(0, count)
         self._refill(config)
         return Reservation(self, config, max(0, count))
@@ -274,7 +282,10 @@ class SandboxPool:
         key = _key(config)
         ready = self._queue(config)
         with self._lock:
-            depth = self._claims[key] if key in self._claims else self._depth.get(key, self._size)
+            if key in self._claims:
+                depth = self._claims[key] + self._ahead.get(key, 0)
+            else:
+                depth = self._depth.get(key, self._size)
             # a start an acquire waits for is that acquire's, not the reserve's
             under_way = self._starting.get(key, 0) - self._waiting.get(key, 0)
             wanted = depth - ready.qsize() - under_way

@@ -107,16 +107,14 @@ def test_a_reservation_starts_what_it_will_take_and_taking_it_starts_no_replacem
         for box in taken:
             pool.release(box)
         reservation.close()
-        again = pool.reserve(config, 2)  # the next episode reserves its own
-        assert pool.starting(config) + pool.ready(config) == 2
-        again.close()  # given up before it took them: they stay warm, none more starts
-        _wait_started(pool, config)
-        assert pool.ready(config) == 2 and len(made) == 4
-        third = pool.reserve(config, 1)
-        assert pool.starting(config) == 0  # one of those two serves it
-        box = third.acquire(config)
-        assert pool.stats.warm == 3 and pool.stats.cold == 0
-        pool.release(box)
-        third.close()
+        again = pool.reserve(config, 2)  # reserved again: the next one's worth ahead too
+        assert pool.starting(config) + pool.ready(config) == 4
+        _wait_ready(pool, config, 4)
+        taken = [again.acquire(config), again.acquire(config)]
+        assert pool.stats.warm == 4 and pool.stats.cold == 0 and len(made) == 6
+        assert pool.starting(config) == 0 and pool.ready(config) == 2  # none replaced
+        for box in taken:
+            pool.release(box)
+        again.close()
     finally:
         pool.close()
