@@ -11,7 +11,9 @@ its package is imported from there (PYTHONPATH) with this checkout's interpreter
 `--snapshot`, the snapshot-graded imported fixture (tests/fixtures/foreign/snapshot) is also
 measured on this checkout against the same task graded by copy (`filesystem: work`), since
 the older commit cannot grade snapshots. Prints one Markdown table (p50 and p90 per
-checkout and backend, the ratio) and the load average around the run.
+checkout and backend, the ratio), a second one of the same episodes' resets and whole
+episodes (reset, agent and grading: where the verifiers' starts are paid matters too), and
+the load average around the run.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ SNAPSHOT_FIXTURE = HERE / "tests" / "fixtures" / "foreign" / "snapshot"
 
 def _run(
     checkout: Path, backend: str, tasks: str, out: Path, extra_env: dict[str, str]
-) -> list[float]:
-    """One `termgym run` of the oracle on contradicted episodes; the grading seconds of each."""
+) -> list[dict[str, float]]:
+    """One `termgym run` of the oracle on contradicted episodes; the phases of each (seconds:
+    "grading", "reset", "episode")."""
     env = {**os.environ, "PYTHONPATH": str(checkout), **extra_env}
     argv = [
         sys.executable, "-c", "from termgym.cli import main; main()", "run", "--agent", "oracle",
@@ -43,10 +46,18 @@ def _run(
 
     if done.returncode not in (0, 1) or not (out / RESULTS_FILE).exists():
         raise SystemExit(f"run in {checkout} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    rows = read_results(out)
-    return [
-        row.phases["grading"] for row in rows if row.status == "ok" and row.phases.get("grading")
-    ]
+    episodes = []
+    for row in read_results(out):
+        phases = row.phases
+        if row.status == "ok" and phases.get("grading"):
+            episodes.append(
+                {
+                    "grading": float(phases["grading"]),
+                    "reset": float(phases.get("setup", 0.0)),
+                    "episode": float(phases.get("setup", 0.0)) + float(phases.get("agent", 0.0)),
+                }
+            )
+    return episodes
 
 
 def _row(name: str, values: list[float]) -> str:
@@ -81,7 +92,7 @@ def main() -> None:
     if not (before / "termgym" / "__init__.py").is_file():
         raise SystemExit(f"expected a termgym work tree at {before} (termgym/__init__.py)")
     checkouts = {"before": before, "now": HERE}
-    out: dict[tuple[str, str], list[float]] = {}
+    out: dict[tuple[str, str], list[dict[str, float]]] = {}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="grading-versus-") as tmp:
         root = Path(tmp)
@@ -103,16 +114,31 @@ def main() -> None:
                         out.setdefault((f"imported {mode}", backend), []).extend(
                             _run(HERE, backend, "tb-installed-greeter", folder, env)
                         )
+
+    def seconds(name: str, backend: str, phase: str = "grading") -> list[float]:
+        return [episode[phase] for episode in out.get((name, backend), [])]
+
     print("| grading of one contradicted episode (original shadow) | episodes | p50 ms | p90 ms |")
     print("| --- | --- | --- | --- |")
-    for (name, backend), values in sorted(out.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        print(_row(f"{backend}: {name}", values))
+    for name, backend in sorted(out, key=lambda key: (key[1], key[0])):
+        print(_row(f"{backend}: {name}", seconds(name, backend)))
+    print("\n| the same episodes, p50 ms | reset | whole episode (reset, agent, grading) |")
+    print("| --- | --- | --- |")
+    for name, backend in sorted(out, key=lambda key: (key[1], key[0])):
+        reset, whole = seconds(name, backend, "reset"), seconds(name, backend, "episode")
+        print(
+            f"| {backend}: {name} | {statistics.median(reset) * 1000:.0f} "
+            f"| {statistics.median(whole) * 1000:.0f} |"
+        )
     for backend in args.backends.split(","):
         pairs = [("now", "before"), ("imported snapshot", "imported work")]
         for a, b in pairs:
-            if out.get((a, backend)) and out.get((b, backend)):
-                ratio = statistics.median(out[(a, backend)]) / statistics.median(out[(b, backend)])
-                print(f"\n{backend}: {a} / {b} at p50: {ratio:.2f}x")
+            if seconds(a, backend) and seconds(b, backend):
+                for phase in ("grading", "reset", "episode"):
+                    ratio = statistics.median(seconds(a, backend, phase)) / statistics.median(
+                        seconds(b, backend, phase)
+                    )
+                    print(f"\n{backend}: {a} / {b} at p50, {phase}: {ratio:.2f}x")
     print(f"\n1-minute load average: {load:.1f} before, {os.getloadavg()[0]:.1f} after")
 
 

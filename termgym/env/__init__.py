@@ -10,7 +10,7 @@ from termgym.env._evidence import baseline as tamper_baseline
 from termgym.env._evidence import collect as collect_tamper
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys, typed_text
 from termgym.env._multi import MultiTaskEnv
-from termgym.env._pool import PoolLease, SandboxPool, close_all_pools, shared_pool
+from termgym.env._pool import PoolLease, Reservation, SandboxPool, close_all_pools, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import SharedTexts, TerminalText
 from termgym.env._task_set import TaskSchedule, TaskSource, resolve_task_set
@@ -23,6 +23,7 @@ __all__ = [
     "HashedText",
     "MultiTaskEnv",
     "PoolLease",
+    "Reservation",
     "SandboxPool",
     "SharedTexts",
     "TaskSchedule",

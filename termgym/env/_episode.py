@@ -22,7 +22,7 @@ from termgym._vocabulary import (
     describe_error,
 )
 from termgym.env import _evidence
-from termgym.env._pool import SandboxPool, shared_pool
+from termgym.env._pool import Reservation, SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
@@ -198,6 +198,8 @@ class Episode:
     """The changes outside the work once the task was laid out (its setup's): not the agent's."""
     reference: dict[str, Any] | None = None
     """What the harness told a privileged agent besides the task (`attach_reference`)."""
+    verifiers: Reservation | None = None
+    """The verifiers its grading takes, started for it when it began (`pooled_verifiers`)."""
 
     @classmethod
     def begin(
@@ -216,24 +218,35 @@ class Episode:
         plan = instantiate(options.task, variant, seed, draw or options.draw, switched)
         if pool is None:
             pool = shared_pool(options.backend, options.pool_size, options.allow_local)
-        sandbox = pool.acquire(options.config)
+        # the verifiers its grading takes start while the agent works: beside the agent's
+        # sandbox if that one starts cold, else once it is handed out (the pool's quiet time
+        # then keeps the engine free while the task is laid out)
+        warm = pooled_verifiers(options.config, options.backend, plan, shadow=options.shadow)
+        verifiers = None
+        if warm is not None and not pool.ready(options.config):
+            verifiers = pool.reserve(*warm)
         try:
-            prepare(sandbox, plan)
-            laid_out = _evidence.baseline(sandbox, plan)
-            warm = pooled_verifiers(sandbox, plan, shadow=options.shadow)
+            sandbox = pool.acquire(options.config)
         except BaseException:
-            pool.release(sandbox)
+            if verifiers is not None:
+                verifiers.close()
             raise
-        if warm is not None:  # the verifiers its grading takes start while the agent works
-            pool.prefill(*warm)
+        if warm is not None and verifiers is None:
+            verifiers = pool.reserve(*warm)
         screen = TerminalScreen(options.config.cols, options.config.rows)
         episode = cls(options, plan, sandbox, pool, episode_id, seed, screen)
-        episode.laid_out = laid_out
+        episode.verifiers = verifiers
+        try:
+            prepare(sandbox, plan)
+            episode.laid_out = _evidence.baseline(sandbox, plan)
+        except BaseException:
+            episode._give_back()
+            raise
         if options.mode == "keys":
             try:  # the prompt the terminal shell printed once the task was laid out
                 episode.opening = sandbox.send_keys(b"", settle=0.05, timeout=1.0).raw
             except BaseException:
-                pool.release(sandbox)
+                episode._give_back()
                 raise
             screen.feed(episode.opening)
         if options.record_dir is not None:
@@ -327,7 +340,10 @@ class Episode:
         try:
             if crash is not None and isinstance(crash, DiskLimitExceeded):
                 raise GraderError(str(crash))
-            report = grade(self.sandbox, self.plan, shadow=self.options.shadow, verifiers=self.pool)
+            report = grade(
+                self.sandbox, self.plan, shadow=self.options.shadow,
+                verifiers=self.verifiers or self.pool,
+            )  # fmt: skip
             graded = True
             reward = float(report.score or 0.0)
             verdicts = report.to_dict()["verdicts"]
@@ -379,7 +395,7 @@ class Episode:
                 )
             )
             self.writer.close()
-        self.pool.release(self.sandbox)
+        self._give_back()
         return outcome
 
     def _tamper(self, graded: bool) -> Any:
@@ -424,6 +440,12 @@ class Episode:
             )  # fmt: skip
             self.writer.end(end)
             self.writer.close()
+        self._give_back()
+
+    def _give_back(self) -> None:
+        """The sandbox to the pool, and the verifiers reserved for it and not taken."""
+        if self.verifiers is not None:
+            self.verifiers.close()
         self.pool.release(self.sandbox)
 
     def record(self, mode: str, action: str, result: RunResult, stream: bytes) -> None:

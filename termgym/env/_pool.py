@@ -4,8 +4,9 @@
 cold start, and hands the finished one to a background thread to close. Every sandbox the
 pool made is closed when the pool closes, when the process exits normally, and on SIGTERM.
 A configuration the pool ran out of gets a deeper warm reserve (adaptive depth), so a loop
-that takes two at once (a shadow-graded episode's verifiers) or faster than one refill
-stops waiting for starts.
+that takes two at once or faster than one refill stops waiting for starts. An episode
+reserves the verifiers its grading will take when it starts (`reserve`): they are started
+for it, and not replaced while they grade.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ _SHARED_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class PoolStats:
-    """How the pool served its acquisitions."""
+    """How the pool served its acquisitions: `warm` ready at once, `waited` for a start
+    already under way, `cold` started by the acquire itself."""
 
     warm: int
     cold: int
     failed_starts: int
+    waited: int = 0
 
 
 class SandboxPool:
@@ -51,6 +54,17 @@ class SandboxPool:
     configuration's reserve by one, up to `size + EXTRA` (adaptive depth): two verifiers a
     grading takes at once, or a loop that resets faster than one start, find theirs warm
     from then on.
+
+    An acquire that finds none ready but one being started (and not yet promised to another
+    acquire) waits for that one rather than starting another beside it: on a busy machine a
+    second start slows the first, and both arrive later than the first alone would.
+
+    A reserved configuration (`reserve`: the verifiers of an episode's grading) keeps as
+    many started as its open reservations will still take: taking one starts no
+    replacement, which would start beside the grading it serves, on the same cores. One
+    reserved again (episodes of one task, back to back) also keeps the next reservation's
+    worth started ahead, from the reservation on; one reserved once (a run over many tasks)
+    starts nothing for an episode that may never come.
 
     Args:
         factory: Builds an unstarted sandbox for a configuration (usually `make_sandbox`).
@@ -80,12 +94,15 @@ class SandboxPool:
         self._depth: dict[Hashable, int] = {}
         self._ready: dict[Hashable, queue.SimpleQueue[Sandbox]] = {}
         self._starting: dict[Hashable, int] = {}
+        self._waiting: dict[Hashable, int] = {}
+        self._claims: dict[Hashable, int] = {}
+        self._ahead: dict[Hashable, int] = {}
         self._lock = threading.Lock()
         self._starts: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closes: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._owned: set[Sandbox] = set()
         self._closed = False
-        self._warm = self._cold = self._failed = 0
+        self._warm = self._cold = self._failed = self._waited = 0
         deepest = self._size + self.EXTRA if self._size else 0
         count = max(1, starters if starters is not None else min(deepest, 4))
         self._threads = [
@@ -109,11 +126,18 @@ class SandboxPool:
     @property
     def stats(self) -> PoolStats:
         """Counts of warm and cold acquisitions so far."""
-        return PoolStats(self._warm, self._cold, self._failed)
+        return PoolStats(self._warm, self._cold, self._failed, self._waited)
 
     def ready(self, config: SandboxConfig) -> int:
         """How many warm sandboxes for `config` wait to be handed out."""
-        return self._queue(config).qsize()
+        with self._lock:
+            ready = self._ready.get(_key(config))
+        return ready.qsize() if ready is not None else 0
+
+    def starting(self, config: SandboxConfig) -> int:
+        """How many sandboxes for `config` are being started (or wait for a starter)."""
+        with self._lock:
+            return self._starting.get(_key(config), 0)
 
     def depth(self, config: SandboxConfig) -> int:
         """How many warm sandboxes the pool keeps for `config` now (`size`, or more once it
@@ -122,26 +146,60 @@ class SandboxPool:
             return self._depth.get(_key(config), self._size)
 
     def acquire(self, config: SandboxConfig) -> Sandbox:
-        """A started sandbox for `config`: a warm one if ready, else one started now (and a
-        deeper reserve for `config` from then on)."""
+        """A started sandbox for `config`: a warm one if ready, else the next one being
+        started if no other acquire waits for it, else one started now (and a deeper reserve
+        for `config` from then on, unless it is reserved or was never warmed: a first
+        acquire is not a reserve that ran out)."""
+        with self._lock:
+            seen = _key(config) in self._ready
         ready = self._queue(config)
         try:
             sandbox = ready.get_nowait()
             self._warm += 1
             self._quiet_until = max(self._quiet_until, time.monotonic() + self._quiet)
         except queue.Empty:
-            self._deepen(config)
-            self._refill(config)  # the deeper reserve starts warming while this one starts
-            sandbox = self._start(config)
-            self._cold += 1
+            if seen:
+                self._deepen(config)
+            waited = self._await_start(_key(config), ready)
+            if waited is not None:
+                sandbox = waited
+                self._waited += 1
+                self._quiet_until = max(self._quiet_until, time.monotonic() + self._quiet)
+            else:
+                self._refill(config)  # the deeper reserve starts warming while this one starts
+                sandbox = self._start(config)
+                self._cold += 1
         self._refill(config)
         return sandbox
 
+    def _await_start(self, key: Hashable, ready: queue.SimpleQueue[Sandbox]) -> Sandbox | None:
+        """The next sandbox a start under way for `key` makes, if one is under way that no
+        other acquire waits for; None when there is none (or no start is left to wait on)."""
+        with self._lock:
+            if self._closed or self._starting.get(key, 0) <= self._waiting.get(key, 0):
+                return None
+            self._waiting[key] = self._waiting.get(key, 0) + 1
+        try:
+            while True:
+                try:
+                    return ready.get(timeout=0.02)
+                except queue.Empty:
+                    with self._lock:
+                        done = self._closed or not self._starting.get(key, 0)
+                    if done:  # the last start ended: what it made, unless it failed or
+                        try:  # another acquire took it
+                            return ready.get_nowait()
+                        except queue.Empty:
+                            return None
+        finally:
+            with self._lock:
+                self._waiting[key] -= 1
+
     def _deepen(self, config: SandboxConfig) -> None:
-        if not self._size:
-            return
         key = _key(config)
         with self._lock:
+            if not self._size or key in self._claims:
+                return
             self._depth[key] = min(self._depth.get(key, self._size) + 1, self._size + self.EXTRA)
 
     def release(self, sandbox: Sandbox) -> None:
@@ -163,6 +221,25 @@ class SandboxPool:
                 depth = self._depth.get(key, self._size)
                 self._depth[key] = max(depth, min(count, self._size + self.EXTRA))
         self._refill(config)
+
+    def reserve(self, config: SandboxConfig, count: int = 1) -> Reservation:
+        """Start `count` sandboxes for `config` for one taker (an episode's grading): they are
+        kept for its reservation until it takes them or closes it, and none replaces one it
+        takes (the class docstring): with the next one's worth ahead when `config` was
+        reserved before. Without a pool (size 0), nothing starts ahead."""
+        key = _key(config)
+        self._queue(config)
+        with self._lock:
+            if key in self._claims:  # reserved again: episodes of this task come back to back
+                self._ahead[key] = max(self._ahead.get(key, 0), min(count, self._size + self.EXTRA))
+            self._claims[key] = self._claims.get(key, 0) + max(0, count)
+        self._refill(config)
+        return Reservation(self, config, max(0, count))
+
+    def _unclaim(self, config: SandboxConfig, count: int) -> None:
+        with self._lock:
+            key = _key(config)
+            self._claims[key] = max(0, self._claims.get(key, 0) - count)
 
     def close(self) -> None:
         """Close every sandbox this pool made, ready or in use. Safe to call twice."""
@@ -205,8 +282,13 @@ class SandboxPool:
         key = _key(config)
         ready = self._queue(config)
         with self._lock:
-            depth = self._depth.get(key, self._size)
-            wanted = depth - ready.qsize() - self._starting.get(key, 0)
+            if key in self._claims:
+                depth = self._claims[key] + self._ahead.get(key, 0)
+            else:
+                depth = self._depth.get(key, self._size)
+            # a start an acquire waits for is that acquire's, not the reserve's
+            under_way = self._starting.get(key, 0) - self._waiting.get(key, 0)
+            wanted = depth - ready.qsize() - under_way
             self._starting[key] = self._starting.get(key, 0) + max(0, wanted)
         for _ in range(max(0, wanted)):
             self._starts.put(lambda: self._start_one(config, key, ready))
@@ -247,6 +329,43 @@ class SandboxPool:
                 job()
             except Exception as exc:
                 log.warning("pool job failed: %s", exc)
+
+
+class Reservation:
+    """Sandboxes started for one taker (`SandboxPool.reserve`); a `SandboxSource` that takes
+    them (or, past them or for another configuration, whatever the pool has)."""
+
+    def __init__(self, pool: SandboxPool, config: SandboxConfig, count: int) -> None:
+        self.pool, self.config = pool, config
+        self._key = _key(config)
+        self._left = count
+        self._lock = threading.Lock()
+
+    @property
+    def left(self) -> int:
+        """How many of the reserved sandboxes are still to be taken."""
+        return self._left
+
+    def acquire(self, config: SandboxConfig) -> Sandbox:
+        """One of the reserved sandboxes (warm, or the start under way for it)."""
+        with self._lock:
+            mine = self._left > 0 and _key(config) == self._key
+            if mine:
+                self._left -= 1
+        if mine:
+            self.pool._unclaim(config, 1)  # noqa: SLF001 - the pool's own helper
+        return self.pool.acquire(config)
+
+    def release(self, sandbox: Sandbox) -> None:
+        """Give a taken sandbox back to the pool (closed in the background)."""
+        self.pool.release(sandbox)
+
+    def close(self) -> None:
+        """Give up what was not taken: the pool keeps no more started for it. Safe twice."""
+        with self._lock:
+            left, self._left = self._left, 0
+        if left:
+            self.pool._unclaim(self.config, left)  # noqa: SLF001 - the pool's own helper
 
 
 def _key(config: SandboxConfig) -> Hashable:

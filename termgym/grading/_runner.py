@@ -49,6 +49,7 @@ from termgym.sandbox import (
     SandboxConfig,
     StandbySpec,
     list_changes,
+    registry,
 )
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
@@ -332,10 +333,16 @@ def grade_rulesets_in(
             )  # fmt: skip
             bundle.seek(0)
             bundles.append((group, plan, folder, bundle))
+        # every verifier is given back once all are done: closing one (the engine's work)
+        # would compete with the others still grading
+        taken: list[Sandbox] = []
+        stack.callback(_give_back, source, taken)
         if len(bundles) == 1:
-            outcomes = [_grade_one(source, config, task, *bundles[0])]
+            outcomes = [_grade_one(source, config, task, *bundles[0], taken=taken)]
         else:
-            futures = [_EXECUTOR.submit(_grade_one, source, config, task, *b) for b in bundles]
+            futures = [
+                _EXECUTOR.submit(_grade_one, source, config, task, *b, taken=taken) for b in bundles
+            ]
             concurrent.futures.wait(futures)  # every one done with its bundle before any closes
             outcomes = [future.result() for future in futures]
     verdicts: dict[str, Verdict] = {}
@@ -353,18 +360,18 @@ def grade_rulesets_in(
 
 
 def pooled_verifiers(
-    sandbox: Sandbox, plan: EpisodePlan, shadow: bool = True
+    agent: SandboxConfig, backend: str, plan: EpisodePlan, shadow: bool = True
 ) -> tuple[SandboxConfig, int] | None:
     """The verifier configuration `grade(sandbox, plan, shadow, verifiers=POOL)` will take
-    from a pool, and how many of them (one per group of rule sets that grade alike), so a
-    caller can warm them while the agent works; None where grading starts its verifiers
+    from a pool for an agent's sandbox of configuration `agent` on `backend`, and how many
+    of them (one per group of rule sets that grade alike), so a caller can start them
+    before the agent's sandbox is even taken; None where grading starts its verifiers
     itself (live state and snapshots: made for this agent's sandbox)."""
     task = plan.task
     if task.spec.grading.mode == "live" or task.spec.grading.filesystem == "snapshot":
         return None
-    agent = _agent_config(sandbox)
     rulesets = plan.rulesets if shadow else plan.rulesets[:1]
-    standby = isinstance(sandbox, HoldsStandby)
+    standby = issubclass(registry.load(backend), HoldsStandby)
     prepared = standby and agent.runtime is None
     config = verifier_config(
         agent, standby=verifier_standby(task, prepared=prepared, zygote=True) if standby else None
@@ -408,6 +415,11 @@ def _rewound(work: BinaryIO | None) -> BinaryIO | None:
     return work
 
 
+def _give_back(source: SandboxSource, taken: list[Sandbox]) -> None:
+    for verifier in taken:
+        source.release(verifier)
+
+
 def _grade_one(
     source: SandboxSource,
     config: SandboxConfig,
@@ -416,8 +428,11 @@ def _grade_one(
     plan: GradingPlan,
     folder: GradingFolder,
     bundle: BinaryIO,
+    *,
+    taken: list[Sandbox],
 ) -> RulesetGrading:
-    """One verifier: take it, import the bundle, run the runner, read its report."""
+    """One verifier: take it (onto `taken`, for the caller to give back), import the
+    bundle, run the runner, read its report."""
     start = time.perf_counter()
     key = new_key()
     try:
@@ -426,21 +441,19 @@ def _grade_one(
         raise
     except Exception as exc:  # noqa: BLE001 - a clean sandbox that will not start is ours
         raise SandboxStartError(f"could not start a verifier: {exc}") from exc
+    taken.append(verifier)
     acquired = time.perf_counter()
     try:
-        try:
-            verifier.import_archive(bundle, copy_limits(task).budget())
-        except ArchiveTooLarge as exc:
-            raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
-        except InfrastructureError:
-            raise
-        except (SandboxError, OSError, tarfile.TarError) as exc:
-            raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
-        injected = time.perf_counter()
-        result = _run(verifier, task, folder, key, plan.budget)
-        ran = time.perf_counter()
-    finally:
-        source.release(verifier)
+        verifier.import_archive(bundle, copy_limits(task).budget())
+    except ArchiveTooLarge as exc:
+        raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
+    except InfrastructureError:
+        raise
+    except (SandboxError, OSError, tarfile.TarError) as exc:
+        raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
+    injected = time.perf_counter()
+    result = _run(verifier, task, folder, key, plan.budget)
+    ran = time.perf_counter()
     report = _read(result, key, plan)
     gaps = isolation_gaps(report)
     graded = _verdicts(report, [_renamed(group[0])], plan)[GRADED]

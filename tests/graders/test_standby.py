@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import termgym
 import termgym.grading._runner as runner_module
 from termgym.errors import SandboxStartError
 from termgym.grading import grade, prepare, verifier_standby
@@ -24,6 +25,7 @@ from termgym.sandbox import HoldsStandby, Sandbox, SandboxConfig, make_sandbox
 from termgym.sandbox._common import HostProcess
 from termgym.sandbox._zygote import ZygoteStandby
 from termgym.tasks import instantiate, load_task
+from tests.env.conftest import oracle_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 KEY = "5e" * 32
@@ -186,3 +188,25 @@ def test_closing_a_verifier_stops_its_unused_standby(base_rootfs: str) -> None:
     assert standby is not None and standby.alive()
     verifier.close()
     assert standby.proc.returncode is not None  # killed and reaped, no zombie left
+
+
+def test_an_episodes_grading_takes_the_verifiers_reserved_for_it_at_reset(backend: str) -> None:
+    env = termgym.make("fuel-planner", variant="contradicted", backend=backend, pool_size=1)
+    try:
+        env.reset(seed=0)
+        episode = env.unwrapped._episode
+        reserved, pool = episode.verifiers, episode.pool
+        assert reserved is not None and reserved.left == 2  # one per rule set (and a shadow)
+        deadline = time.monotonic() + 120
+        while pool.ready(reserved.config) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)  # started at reset, while the agent works: warm by its submit
+        assert pool.ready(reserved.config) == 2
+        before = pool.stats
+        env.step(oracle_command("fuel-planner"))
+        _, reward, terminated, _, info = env.step(termgym.SUBMIT)
+        assert terminated and reward == 1.0 and info["class"] == "adapted"
+        after = pool.stats
+        assert (after.warm - before.warm, after.cold - before.cold) == (2, 0)
+        assert reserved.left == 0 and pool.starting(reserved.config) == 0  # none replaced
+    finally:
+        env.close()
