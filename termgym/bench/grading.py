@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from termgym.bench import Section, timings_row
 from termgym.check import run_solution
 from termgym.env import SandboxPool
-from termgym.grading import grade, grade_rulesets, grade_rulesets_in, prepare, verifier_config
+from termgym.grading import (
+    grade,
+    grade_rulesets,
+    grade_rulesets_in,
+    pooled_verifiers,
+    prepare,
+    verifier_config,
+)
 from termgym.sandbox import CopyLimits, Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import (
     EpisodePlan,
@@ -74,6 +81,11 @@ def _bench_task(
     backend: str, task: Task, pool: SandboxPool, reps: int, out: dict[str, list[float]]
 ) -> None:
     plan, config, verifier = _contradicted(task, pool)
+    # what `grade` takes from the pool (prepared standbys), as an episode warms them
+    pooled = pooled_verifiers(config, backend, plan)
+    graded = pooled[0] if pooled else verifier
+    if pooled:
+        pool.prefill(*pooled)
     one, three = _rulesets(task)
     trivial = [RuleSet("original", one[0].rules, (_TRIVIAL,))]
     for _ in range(reps):
@@ -85,7 +97,7 @@ def _bench_task(
                 box.exec(_OLD_FREEZE, workdir="/")
             grade_rulesets(box, task, plan.rulesets)
             out[f"{backend} before"].append(time.perf_counter() - began)
-            _wait_warm(pool, verifier)
+            _wait_warm(pool, graded)
             report = grade(box, plan, verifiers=pool)
             out[f"{backend} now"].append(report.timings["total"])
             for phase in ("freeze", "export", "verifier", "inject", "run"):

@@ -40,10 +40,14 @@ def _wait_warm(pool: Any, *configs: Any, limit: float = 10.0) -> None:
 
 
 def _verifier(env: Any) -> Any:
-    from termgym.grading import standby_spec, verifier_config
+    """The verifier configuration the episode's grading takes from the pool (and warms)."""
+    from termgym.grading import pooled_verifiers
 
-    python = env.options.task.spec.grading.python
-    return verifier_config(env.options.config, standby=standby_spec(python))
+    episode = env.unwrapped.episode
+    pooled = pooled_verifiers(env.options.config, "bwrap", episode.plan, shadow=False)
+    if pooled is None:
+        raise RuntimeError(f"expected {TASK} to be graded by verifiers from the pool")
+    return pooled[0]
 
 
 def _warm_episodes(episodes: int) -> list[Row]:
