@@ -11,6 +11,7 @@ from termgym.tasks import BUNDLED, task_dirs
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # every bundled task's oracle on every variant: minutes when busy
 def test_check_passes_on_all_bundled_tasks(docker_engine):
     bundled = [t for t, folder in task_dirs([]).items() if folder.parent == BUNDLED]
     if not bundled:
