@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from termgym.env._spaces import TerminalText
 from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
+from termgym.recording import EpisodeHeader, Recorder
 from termgym.screen import screen_chars
 from termgym.tasks import Task
 
@@ -68,6 +69,10 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             mapping of its fields (split "train"/"eval", contradict "drawn"/"fixed",
             rotation: an evaluator's `Rotation`); docs/held-out-values.md. A schedule
             stage's `split` overrides the split for its episodes.
+        recorder: Called with each episode's header when it starts, returns the
+            `termgym.recording.Recorder` its steps and end go to (a database, a stream, a
+            trainer's buffer); record_dir is the same with an `EpisodeWriter` in a run
+            folder, so give one or the other.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -90,11 +95,17 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         run_id: str = "",
         runtime: str | None = None,
         rule_draw: Any = None,
+        recorder: Callable[[EpisodeHeader], Recorder] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if recorder is not None and record_dir is not None:
+            raise ValueError(
+                "expected record_dir or recorder, not both: record_dir records each episode "
+                "with an EpisodeWriter in that run folder, recorder makes each episode's own"
+            )
         self.render_mode = render_mode
         self.options = EpisodeOptions.build(
             task,
@@ -111,6 +122,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             run_id=run_id,
             runtime=runtime,
             rule_draw=rule_draw,
+            recorder=recorder,
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -321,6 +333,6 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
     record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
-    rule_draw.
+    rule_draw, recorder.
     """
     return TerminalEnv(task, **kwargs)

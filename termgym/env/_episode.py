@@ -27,7 +27,7 @@ from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
 from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prepare
-from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
+from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, Recorder, StepRecord
 from termgym.sandbox import (
     DOCKER_DEFAULT_CAPS,
     NO_BYTECODE,
@@ -97,6 +97,8 @@ class EpisodeOptions:
     run_id: str = ""
     runtime: str | None = None
     draw: RuleDraw = field(default_factory=RuleDraw)
+    recorder: Callable[[EpisodeHeader], Recorder] | None = None
+    """Makes each episode's recorder from its header (record_dir: EpisodeWriter's)."""
 
     @classmethod
     def build(
@@ -187,7 +189,7 @@ class Episode:
     episode_id: str
     seed: int
     screen: TerminalScreen = field(default_factory=TerminalScreen)
-    writer: EpisodeWriter | None = None
+    writer: Recorder | None = None
     steps: int = 0
     finished: bool = False
     transcript: Callable[[], list[dict[str, Any]]] | None = None
@@ -249,7 +251,9 @@ class Episode:
                 episode._give_back()
                 raise
             screen.feed(episode.opening)
-        if options.record_dir is not None:
+        if options.recorder is not None:
+            episode.writer = options.recorder(episode.header())
+        elif options.record_dir is not None:
             episode.writer = EpisodeWriter(options.record_dir, episode.header())
         return episode
 
@@ -367,7 +371,7 @@ class Episode:
             verdicts=verdicts,
             episode_class=episode_class,
             error=error,
-            episode_file=str(self.writer.jsonl_path) if self.writer else None,
+            episode_file=_episode_file(self.writer),
             grading_seconds=grading_seconds,
             grading=facts,
             conflict=conflict,
@@ -420,7 +424,7 @@ class Episode:
             verdicts={},
             episode_class=INFRA_ERROR,
             error=error,
-            episode_file=str(self.writer.jsonl_path) if self.writer else None,
+            episode_file=_episode_file(self.writer),
             grading_seconds=0.0,
         )
 
@@ -481,3 +485,9 @@ def episode_class_of(plan: EpisodePlan, report: GradeReport) -> ShadowClass | No
     if original is None:
         return report.episode_class
     return classify(report.verdicts[STATED].passed, original.passed)
+
+
+def _episode_file(writer: Recorder | None) -> str | None:
+    """The recording's file, when the recorder writes one (EpisodeWriter's JSONL)."""
+    path = getattr(writer, "jsonl_path", None)
+    return str(path) if path is not None else None

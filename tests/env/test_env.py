@@ -172,3 +172,54 @@ def test_episodes_are_recorded_step_by_step(tmp_path, base_image: str, run_id: s
     assert log.steps[1].output == "two\n"
     assert log.end is not None and log.end.episode_class in ("stale", "both", "neither", "adapted")
     assert "withheld" in log.end.verdicts and "original" in log.end.verdicts
+
+
+class ListRecorder:
+    """A recorder of the user's own (Recorder protocol): keeps what it receives in lists."""
+
+    def __init__(self, header) -> None:
+        self.header, self.steps, self.ends, self.closed = header, [], [], 0
+
+    def step(self, record) -> None:
+        self.steps.append(record)
+
+    def end(self, record) -> None:
+        self.ends.append(record)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_the_env_records_each_episode_with_the_recorder_it_is_given(
+    base_image: str, run_id: str
+) -> None:
+    made: list[ListRecorder] = []
+
+    def recorder(header) -> ListRecorder:
+        made.append(ListRecorder(header))
+        return made[-1]
+
+    env = termgym.make(
+        "fuel-planner", variant="withheld", recorder=recorder, agent="tester", run_id=run_id,
+        pool_size=0,
+    )  # fmt: skip
+    try:
+        for seed in (5, 6):
+            env.reset(seed=seed)
+            env.step("echo one")
+            *_, info = env.step(termgym.SUBMIT)
+    finally:
+        env.close()
+    assert [r.header.seed for r in made] == [5, 6]
+    assert all(r.header.agent == "tester" and r.header.task == "fuel-planner" for r in made)
+    assert [[s.action for s in r.steps] for r in made] == [["echo one"]] * 2
+    assert all(r.steps[0].output == "one\n" for r in made)
+    assert [len(r.ends) for r in made] == [1, 1] and all(r.closed >= 1 for r in made)
+    assert "withheld" in made[0].ends[0].verdicts
+    assert info["episode_file"] is None  # the recorder writes no file of termgym's
+
+
+def test_record_dir_and_a_recorder_together_are_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match="record_dir or recorder, not both"):
+        termgym.make("fuel-planner", record_dir=tmp_path, recorder=ListRecorder, backend="local",
+                     allow_local=True)  # fmt: skip
