@@ -119,8 +119,11 @@ def tasks_to_check(task_ids: Sequence[str], paths: Sequence[str | Path] = ()) ->
     return [load_task(folder) for folder in found.values()]
 
 
-def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float = 300.0) -> None:
-    """Copy a solution script to a fresh temporary place and run it in the workdir.
+def run_solution(
+    sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: float | None = None
+) -> None:
+    """Copy a solution script to a fresh temporary place and run it in the workdir, for at
+    most `timeout` seconds (None: the task's `agent_timeout`, what an agent has to solve it).
 
     It gets TERMGYM_WITHHELD_RULES (the withheld rules' values as JSON, "{}" when none, and
     always "{}" for the cheater) and TERMGYM_WORKDIR. The script is removed before grading.
@@ -137,8 +140,9 @@ def run_solution(sandbox: Sandbox, plan: EpisodePlan, script: str, timeout: floa
         sandbox.copy_in(local, f"{folder}/solution.sh")
     withheld = {} if which == "cheater" else plan.withheld  # a cheater is told nothing
     env = {"TERMGYM_WITHHELD_RULES": json.dumps(dict(withheld)), "TERMGYM_WORKDIR": plan.workdir}
+    limit = spec.limits.agent_timeout if timeout is None else timeout
     result = sandbox.exec(
-        ["bash", f"{folder}/solution.sh"], timeout=timeout, workdir=plan.workdir, env=env
+        ["bash", f"{folder}/solution.sh"], timeout=limit, workdir=plan.workdir, env=env
     )
     sandbox.exec(["rm", "-rf", folder], workdir="/")
     if result.exit_code != 0:

@@ -266,17 +266,26 @@ def _words(args: str) -> list[str]:
 
 def destination(text: str, rel: str) -> str | None:
     """Where the final image holds the build-context file `rel` (the last COPY wins), or
-    None when no COPY puts it in the image."""
+    None when no COPY puts it in the image. A destination that is a folder already (the
+    WORKDIR then, or one above it: `COPY test.py /app` after `WORKDIR /app`) receives the
+    file inside it, as Docker copies it."""
     where = None
     for sources, dest, workdir in copy_destinations(text):
-        dest_abs = dest if dest.startswith("/") else posixpath.join(workdir, dest)
+        dest_abs = posixpath.normpath(posixpath.join(workdir, dest))
+        folder = dest.endswith("/") or _is_above(dest_abs, workdir)
         for src in sources:
             src = posixpath.normpath(src.lstrip("./") or ".") if src not in (".", "./") else "."
             if src == ".":
                 where = posixpath.join(dest_abs, rel)
             elif rel == src or fnmatch.fnmatch(rel, src):
-                into_dir = dest.endswith("/") or len(sources) > 1
+                into_dir = folder or len(sources) > 1
                 where = posixpath.join(dest_abs, posixpath.basename(rel)) if into_dir else dest_abs
             elif rel.startswith(src.rstrip("/") + "/"):
                 where = posixpath.join(dest_abs, rel[len(src.rstrip("/")) + 1 :])
     return where
+
+
+def _is_above(path: str, workdir: str) -> bool:
+    """Whether `path` is the folder `workdir` or one of the folders it is in."""
+    workdir = posixpath.normpath(workdir)
+    return path == workdir or path == "/" or workdir.startswith(path.rstrip("/") + "/")

@@ -14,6 +14,7 @@ import yaml
 
 from termgym.errors import ImportRefused, TaskError, TaskSpecError
 from termgym.importing import import_tasks, normalize_id, read_foreign, suggest_overlay
+from termgym.importing._dockerfile import destination
 from termgym.importing._script import plan_script
 from termgym.tasks import RuleDraw, instantiate, load_task
 
@@ -217,6 +218,23 @@ def test_overlay_on_a_file_the_dockerfile_does_not_copy_is_an_error(tmp_path: Pa
     (source / "overlay.yaml").write_text(yaml.safe_dump(overlay))
     report = import_tasks([source], tmp_path / "out", "terminal-bench")
     assert "copied nowhere" in report.refused[0][1]
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        ("COPY tests/check.py /app", "/app/check.py"),  # the WORKDIR: a folder already
+        ("COPY tests/check.py .", "/app/check.py"),
+        ("COPY tests/check.py /", "/check.py"),
+        ("COPY tests/check.py /app/", "/app/check.py"),
+        ("COPY tests/check.py /app/run.py", "/app/run.py"),  # a file's new name
+        ("COPY tests/check.py /app/lib", "/app/lib"),  # not known to be a folder: Docker's name
+        ("COPY tests /app/tests", "/app/tests/check.py"),
+    ],
+)
+def test_a_copy_into_a_folder_that_exists_keeps_the_files_name(line: str, where: str) -> None:
+    dockerfile = f"FROM debian:bookworm\nWORKDIR /app\n{line}\n"
+    assert destination(dockerfile, "tests/check.py") == where
 
 
 def _files_as_written(folder: Path, backdate: bool = False) -> dict[str, tuple[int, int]]:
