@@ -222,15 +222,23 @@ def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
 def _export_work(sandbox: Sandbox, task: Task, out: BinaryIO) -> None:
     """The agent's workdir and declared state paths, as a tar (the agent's failure if not)."""
     paths = [task.spec.workdir, *task.spec.grading.state]
-    try:
+    with _the_agents_failure("graded", "copied out"):
         sandbox.export_paths(paths, out, copy_limits(task))
+    out.seek(0)
+
+
+@contextlib.contextmanager
+def _the_agents_failure(too_large: str, broken: str) -> Iterator[None]:
+    """A copy of the agent's work that fails on the work (past its limits, unreadable) is
+    the agent's failure (GraderError); termgym's own failures pass through."""
+    try:
+        yield
     except ArchiveTooLarge as exc:
-        raise GraderError(f"the agent's work could not be graded: {exc}") from exc
+        raise GraderError(f"the agent's work could not be {too_large}: {exc}") from exc
     except InfrastructureError:
         raise
     except (SandboxError, OSError, tarfile.TarError) as exc:
-        raise GraderError(f"the agent's work could not be copied out: {exc}") from exc
-    out.seek(0)
+        raise GraderError(f"the agent's work could not be {broken}: {exc}") from exc
 
 
 def grade_rulesets(
@@ -443,14 +451,8 @@ def _grade_one(
         raise SandboxStartError(f"could not start a verifier: {exc}") from exc
     taken.append(verifier)
     acquired = time.perf_counter()
-    try:
+    with _the_agents_failure("copied in", "copied in"):
         verifier.import_archive(bundle, copy_limits(task).budget())
-    except ArchiveTooLarge as exc:
-        raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
-    except InfrastructureError:
-        raise
-    except (SandboxError, OSError, tarfile.TarError) as exc:
-        raise GraderError(f"the agent's work could not be copied in: {exc}") from exc
     injected = time.perf_counter()
     result = _run(verifier, task, folder, key, plan.budget)
     ran = time.perf_counter()
