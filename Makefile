@@ -5,12 +5,13 @@ PY := $(VENV)/bin/python
 TERMGYM := $(VENV)/bin/termgym
 PYTEST_ARGS ?=
 
-.PHONY: help setup system image demo test bench lint format clean gc
+.PHONY: help setup system image demo test bench bench-grading-versus lint format clean gc
 
 help:
 	@echo "make demo   - set up, then run the main job"
 	@echo "make test   - set up, then run the whole test suite"
 	@echo "make bench  - speed benchmarks (ratios measured side by side)"
+	@echo "make bench-grading-versus - grading now beside GRADING_BEFORE (a commit), in one run"
 	@echo "make lint   - ruff, mypy and the layers contract (.importlinter)"
 	@echo "make gc     - remove containers termgym left behind"
 
@@ -41,8 +42,16 @@ test: setup system image
 	@if docker info >/dev/null 2>&1; then $(TERMGYM) image build-stand-in $(FIXTURE_BASES); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+GRADING_BEFORE ?= b1da593
+# the commit before per-rule-set verifiers and snapshot grading (docs/performance.md)
+
 bench: setup system image
 	$(PY) -m termgym.bench
+	$(MAKE) bench-grading-versus
+
+bench-grading-versus: setup system image
+	test -d .bench/before || git worktree add --detach .bench/before $(GRADING_BEFORE)
+	$(PY) scripts/grading_versus.py .bench/before --rounds 3 --snapshot
 
 lint: setup
 	$(VENV)/bin/ruff check termgym graders tui tests
