@@ -300,7 +300,8 @@ def grade_rulesets_in(
     zygote: bool = False,
 ) -> RulesetGrading:
     """Grade `work` (a tar of the agent's files) under each of `rulesets`, each in a fresh
-    verifier of its own from `source`, at the same time.
+    verifier of its own from `source`, at the same time; in live state (`network_of`), one
+    after another in `rulesets`' order (the enforced rule set first).
 
     Every verifier is laid out alike: the same paths, the same names, one rule set called
     GRADED, the work as the agent left it. So the graded program cannot tell which rule set
@@ -345,8 +346,13 @@ def grade_rulesets_in(
         # would compete with the others still grading
         taken: list[Sandbox] = []
         stack.callback(_give_back, source, taken)
-        if len(bundles) == 1:
-            outcomes = [_grade_one(source, config, task, *bundles[0], taken=taken)]
+        if len(bundles) == 1 or network_of:
+            # live state: each rule set's tests reach the agent's running services, which
+            # their requests may change (a push a server deploys, a claim it grants once);
+            # graded at once, whichever came first would decide the others' verdicts. One
+            # after another, the enforced rule set first: its verdict is the agent's state
+            # as it was left, and a shadow sees what the gradings before it changed.
+            outcomes = [_grade_one(source, config, task, *b, taken=taken) for b in bundles]
         else:
             futures = [
                 _EXECUTOR.submit(_grade_one, source, config, task, *b, taken=taken) for b in bundles

@@ -40,3 +40,50 @@ def test_without_a_running_service_live_grading_fails_the_task(backend) -> None:
     finally:
         env.close()
     assert (reward, info["class"]) == (0.0, "neither")
+
+
+ONE_SHOT = r"""
+cat > /app/once.py <<'SERVER'
+import http.server
+import re
+
+LIMIT = re.search(r"at most (\d+) items", open("/app/policy.txt").read()).group(1).encode()
+
+class Once(http.server.BaseHTTPRequestHandler):
+    served = 0
+
+    def do_GET(self):
+        body = LIMIT if Once.served == 0 else b"served already"
+        Once.served += 1
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+http.server.HTTPServer(("127.0.0.1", 8080), Once).serve_forever()
+SERVER
+cd /app && setsid nohup python3 once.py >/dev/null 2>&1 &
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null && exit 0; sleep 0.1; done
+exit 1
+"""
+"""A service whose first request decides every later answer: it gives the limit the policy
+states once, then never again (the readiness probe connects and sends nothing)."""
+
+
+def test_live_rule_sets_are_graded_one_after_another_the_enforced_first(backend) -> None:
+    # Graded at once, the original shadow's request could come first and take the answer
+    # the enforced rule set's test needs (a reward decided by a race); one after another,
+    # the enforced rule set always asks first, and the shadow sees what it changed.
+    task = load_task(TASK)
+    for seed in range(3):
+        env = termgym.make(task, variant="contradicted", backend=backend, pool_size=0)
+        try:
+            env.reset(seed=seed)
+            obs, *_ = env.step(f"bash <<'TERMGYM_SOLUTION'\n{ONE_SHOT}\nTERMGYM_SOLUTION")
+            _, reward, _, _, info = env.step(termgym.SUBMIT)
+        finally:
+            env.close()
+        assert info["error"] is None, info["error"]
+        assert (reward, info["class"]) == (1.0, "adapted"), (seed, obs, info)
