@@ -18,7 +18,8 @@ Folders registered with `share()` (pytest's temporary folders) are handed to the
 user before each such start, so the agent's program can read the inputs a test wrote and
 write its outputs there; so is a file directly in the temp folder that the command line
 names (a test's NamedTemporaryFile given to `cat`). `stop_agent_processes()` kills
-whatever the agent's programs left running; `as_agent(fn, ...)` calls fn in a child that
+whatever the agent's programs left running (after each test, keeping their nest for the
+next test where it can: `termgym_nest`); `as_agent(fn, ...)` calls fn in a child that
 has become the agent's user (how the declarative checks read the agent's files: a symlink
 cannot lead them anywhere the agent's own user could not go).
 
@@ -114,7 +115,9 @@ def nest_spec() -> dict[str, Any] | None:
 
 
 def hide(paths: Sequence[str], writable: Sequence[str] = ()) -> None:
-    """Cover `paths` in the nests made from now on, and make `writable` writable there."""
+    """Cover `paths` in the nests made from now on, and make `writable` writable there
+    (the current nest, made without them, ends: the next program gets a fresh one)."""
+    _end_nest()
     if _nest_spec:
         spec = _nest_spec[0]
         spec["hidden"] = list(spec["hidden"]) + [str(p) for p in paths]
@@ -122,7 +125,8 @@ def hide(paths: Sequence[str], writable: Sequence[str] = ()) -> None:
 
 
 def _current_nest() -> Any:
-    """The nest the agent's programs of this test run in, made at its first program."""
+    """The nest the agent's programs of this test run in, made at the first program of
+    the job (or of a test after one whose nest ended: `stop_agent_processes`)."""
     if not _nest_spec or not privileged():
         return None
     if not _nest:
@@ -577,12 +581,17 @@ def guard_agent_code(agent_uid: int | None = None) -> None:
         watch_agent_code(_agents, refuse=refusal)
 
 
-def stop_agent_processes() -> None:
+def stop_agent_processes(keep_nest: bool = False) -> None:
     """SIGKILL every process of the agent's user (what its programs left running): the
-    nest they ran in ends (the next program gets a fresh one), then any left outside."""
+    nest they ran in ends (the next program gets a fresh one), then any left outside.
+
+    `keep_nest` (between the tests of a job): the nest stays for the next test where it can
+    (`Nest.reusable`), its processes killed as those outside are: making one costs forks of
+    the test process and mounts, per test."""
     if not privileged():
         return
-    _end_nest()
+    if not (keep_nest and _nest and _nest[0].reusable()):
+        _end_nest()
     for _ in range(20):
         if not _agent_pids():  # none left, and only such a process could start another
             return
@@ -601,14 +610,20 @@ def stop_agent_processes() -> None:
 
 
 def _agent_pids() -> list[int]:
+    """The agent's user's processes but the dead ones (zombies their parent has yet to
+    reap: they run nothing)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat("/proc/" + entry).st_uid == AGENT_UID:
-                    found.append(int(entry))
-            except OSError:
-                pass
+                if os.stat("/proc/" + entry).st_uid != AGENT_UID:
+                    continue
+                with open("/proc/" + entry + "/stat", "rb") as handle:
+                    state = handle.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                found.append(int(entry))
     return found
 
 

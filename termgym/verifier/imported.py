@@ -354,6 +354,9 @@ def pytest_main(args):
                     self.tests[name] = status
 
         def pytest_runtest_teardown(self, item):
+            termgym_agentexec.stop_agent_processes(keep_nest=True)
+
+        def pytest_sessionfinish(self, session):
             termgym_agentexec.stop_agent_processes()
 
         def pytest_collectreport(self, report):

@@ -3,8 +3,10 @@
 Injected beside the runner as the module `termgym_nest` (stdlib and ctypes, Python 3.7+),
 and used by `termgym_agentexec` for every program the graders start as the agent's user.
 
-A nest is a user, mount, pid, IPC and UTS namespace under the verifier's, made once per
-test (or job) and ended after it:
+A nest is a user, mount, pid, IPC and UTS namespace under the verifier's, made at the
+first program a job's test starts and ended after the job (`termgym_agentexec`); after each
+test every process left in it is killed, and a nest that was handed paths (`hand`) or ran
+a program as root ends with the test, the next test's programs getting a fresh one:
 - **mount**: every mount of the verifier's is read-only in it, but the agent's work, the
   temporary folders and what the nest's spec names writable; the grading folders (and, for
   imported tasks, the tests) are covered by an empty read-only filesystem; /dev/shm is a
@@ -261,7 +263,14 @@ class Nest:
         self.trees: dict[str, int] = {}
         self.init = 0
         self.handed: set[str] = set()
+        self.rooted = False
         self._make()
+
+    def reusable(self) -> bool:
+        """Whether the next test's programs may run in this nest once the agent's user's
+        processes in it are killed: it was handed nothing (what one test hands stays that
+        test's) and no program ran in it as root (one that could change its mounts)."""
+        return bool(self.init) and not self.handed and not self.rooted
 
     def _make(self) -> None:
         """Fork the nest's maker: it makes the namespaces (its ids mapped from here), lays
@@ -307,6 +316,8 @@ class Nest:
         `uid` (root of the nest keeps only `spec["keep_caps"]`)."""
         fds, program, init = dict(self.fds), self.program, self.init
         keep = self.spec.get("keep_caps") or []
+        if uid == 0:
+            self.rooted = True
 
         def enter() -> None:
             try:

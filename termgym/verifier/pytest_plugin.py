@@ -10,7 +10,9 @@ Programs the tests start run as the agent's unprivileged user (`termgym_agentexe
 temporary folders of `tmp_path` and `tmp_path_factory` are handed to that user before each
 start, so they hold the inputs a test writes and the outputs the agent's program writes
 (and nothing a test must keep from the agent). Whatever the agent's programs leave running
-is killed after every test. Stdlib and pytest only.
+is killed after every test; the nest they ran in serves the session's next tests where it
+can (`termgym_agentexec.stop_agent_processes`) and ends with the session. Stdlib and
+pytest only.
 
 Test ids name rule sets by position (`[r0]`, `[r1]`), never by name, so the per-test
 temporary folders of `tmp_path` (named after the test id) do not tell the agent's program
@@ -109,6 +111,7 @@ def pytest_fixture_setup(fixturedef, request):
 
 
 def pytest_sessionfinish(session):
+    termgym_agentexec.stop_agent_processes()
     termgym_agentexec.flush_record()
 
 
@@ -120,7 +123,7 @@ def termgym_ruleset(request, record_property):
     before = os.environ.get("TERMGYM_RULES")
     os.environ["TERMGYM_RULES"] = json.dumps(RULESETS[name])
     yield name
-    termgym_agentexec.stop_agent_processes()
+    termgym_agentexec.stop_agent_processes(keep_nest=True)
     if before is None:
         os.environ.pop("TERMGYM_RULES", None)
     else:

@@ -14,6 +14,7 @@ import platform
 from tests.security.conftest import HERE, put_file
 
 SHARED = HERE / "tasks" / "shared-folder"
+KEPT = HERE / "tasks" / "kept-nest"
 
 RENAMEAT2 = {"x86_64": 316, "aarch64": 276}[platform.machine()]
 
@@ -82,3 +83,23 @@ def test_a_root_process_that_ran_after_the_agent_cannot_reach_the_runner(attack)
     assert found["environ"] == [] and found["mem"] == [], found  # ... read nothing of it
     assert found["wrote"] == [], found  # ... opened none of its descriptors (it may list them)
     assert (reward, info["class"]) == (0.0, "stale"), info["verdicts"]  # the memorized echo
+
+
+def test_what_a_program_leaves_running_is_gone_before_the_next_test_in_its_kept_nest(
+    attack,
+) -> None:
+    """A job's tests share one nest (made once per job, not per test), so what one test's
+    program leaves running must still end before the next test: the second test finds no
+    process of the agent's user and the lingering writes stopped, and its own program ran
+    in the same pid namespace as the first's (the nest was kept; with a fresh nest per test
+    that assertion fails, so the kill is tested where the nest does not end)."""
+    episode = attack(KEPT)  # its oracle writes the program: it prints its pid namespace and
+    # leaves behind a process that ignores SIGTERM, has a session of its own and moves to a
+    # new pid a hundred times a second, writing to a file of the test's as it goes
+    episode.run((KEPT / "solution" / "oracle.sh").read_text())
+    reward, info = episode.submit()
+    assert info["error"] is None, info["error"]
+    for name in ("contradicted", "original"):
+        (result,) = info["verdicts"][name]["results"]
+        assert result["passed"], result["message"]
+    assert reward == 1.0
