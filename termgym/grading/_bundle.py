@@ -120,8 +120,12 @@ def write_bundle(
     task_graders: Path | None,
     files: Mapping[str, bytes],
     manifest: Manifest,
+    held: FolderFiles | None = None,
 ) -> None:
-    """Write the verifier's whole input (work first, then the grading folder) to `out`."""
+    """Write the verifier's whole input (work first, then the grading folder) to `out`.
+
+    `held`: the folder's files a standby waiting in the verifier has unpacked there before
+    the work existed (`Preparation.files`); those it holds as they are here are left out."""
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         if work is not None:
             links: set[str] = set()
@@ -136,23 +140,37 @@ def write_bundle(
                     member.uname = member.gname = ""
                     member.mode &= 0o777
                     tar.addfile(member, data)
-        _dir(tar, GRADE_ROOT, 0o711)
-        base = folder.path.lstrip("/")
-        _dir(tar, base, 0o700)
-        now = time.time()
         contents = folder_files(task_graders, files)
         contents["manifest.json"] = (json.dumps(manifest).encode(), 0o600)
-        for rel, (content, mode) in sorted(contents.items()):
-            member = tarfile.TarInfo(f"{base}/{rel}")
-            member.uid = member.gid = 0
-            member.uname = member.gname = "root"
-            member.mode, member.mtime = mode, now
-            if content is None:
-                member.type = tarfile.DIRTYPE
-                tar.addfile(member)
-            else:
-                member.size = len(content)
-                tar.addfile(member, io.BytesIO(content))
+        if held:
+            contents = {rel: entry for rel, entry in contents.items() if held.get(rel) != entry}
+        _add_folder(tar, folder, contents)
+
+
+def write_folder(out: BinaryIO, folder: GradingFolder, contents: FolderFiles) -> None:
+    """Write the grading folder's files `contents` alone to `out` (for a verifier whose
+    standby did not unpack them: `write_bundle`'s `held`)."""
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        _add_folder(tar, folder, contents)
+
+
+def _add_folder(tar: tarfile.TarFile, folder: GradingFolder, contents: FolderFiles) -> None:
+    """The grading folder's own entries, then `contents` below it, root's."""
+    _dir(tar, GRADE_ROOT, 0o711)
+    base = folder.path.lstrip("/")
+    _dir(tar, base, 0o700)
+    now = int(time.time())  # whole seconds: a fraction would cost every member a pax header
+    for rel, (content, mode) in sorted(contents.items()):
+        member = tarfile.TarInfo(f"{base}/{rel}")
+        member.uid = member.gid = 0
+        member.uname = member.gname = "root"
+        member.mode, member.mtime = mode, now
+        if content is None:
+            member.type = tarfile.DIRTYPE
+            tar.addfile(member)
+        else:
+            member.size = len(content)
+            tar.addfile(member, io.BytesIO(content))
 
 
 def _under_a_link(name: str, links: set[str]) -> bool:

@@ -30,10 +30,11 @@ from termgym.grading._bundle import (
     GradingFolder,
     new_folder,
     write_bundle,
+    write_folder,
 )
 from termgym.grading._plan import GradingPlan, plan_grading
 from termgym.grading._report import RunnerReport, new_key, read_report
-from termgym.grading._standby import ENV, go, preparation_for, standby_spec
+from termgym.grading._standby import ENV, Preparation, go, preparation_for, standby_spec
 from termgym.grading._starts import RECORD, parse_starts
 from termgym.grading._verdict import GradeReport, GraderResult, Verdict, classify
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
@@ -47,6 +48,7 @@ from termgym.sandbox import (
     RunResult,
     Sandbox,
     SandboxConfig,
+    StandbyProgram,
     StandbySpec,
     list_changes,
     registry,
@@ -255,7 +257,7 @@ def grade_rulesets(
     plan = plan_grading(task, rulesets, in_place=True)
     _inject(sandbox, task, folder, None, plan)
     injected = time.perf_counter()
-    result = _run(sandbox, task, folder, key, plan.budget)
+    result = _run(sandbox, task, folder, key, plan.budget, _standby_of(sandbox))
     ran = time.perf_counter()
     verdicts = _verdicts(_read(result, key, plan, alone=False), rulesets, plan)
     return verdicts, {
@@ -333,15 +335,16 @@ def grade_rulesets_in(
                 task, [_renamed(group[0])], record_inputs=record_inputs,
                 snapshot=SNAPSHOT_PATH if snapshot_of else "",
             )  # fmt: skip
-            folder = preparation_for(task).folder if prepared else new_folder()
+            held = preparation_for(task) if prepared else None
+            folder = held.folder if held is not None else new_folder()
             bundle = stack.enter_context(_spool())
             files = {**plan.files, CHANGED: changed} if snapshot_of else plan.files
             write_bundle(
                 bundle, folder, work=_rewound(work), task_graders=task.root / "graders",
-                files=files, manifest=plan.manifest,
+                files=files, manifest=plan.manifest, held=held.files if held else None,
             )  # fmt: skip
             bundle.seek(0)
-            bundles.append((group, plan, folder, bundle))
+            bundles.append((group, plan, folder, bundle, held))
         # every verifier is given back once all are done: closing one (the engine's work)
         # would compete with the others still grading
         taken: list[Sandbox] = []
@@ -442,11 +445,14 @@ def _grade_one(
     plan: GradingPlan,
     folder: GradingFolder,
     bundle: BinaryIO,
+    held: Preparation | None,
     *,
     taken: list[Sandbox],
 ) -> RulesetGrading:
     """One verifier: take it (onto `taken`, for the caller to give back), import the
-    bundle, run the runner, read its report."""
+    bundle, run the runner, read its report. A bundle without the folder's files `held`
+    (which a prepared standby unpacked) goes to a verifier whose standby does not wait
+    after the folder's files alone."""
     start = time.perf_counter()
     key = new_key()
     try:
@@ -457,10 +463,16 @@ def _grade_one(
         raise SandboxStartError(f"could not start a verifier: {exc}") from exc
     taken.append(verifier)
     acquired = time.perf_counter()
+    standby = _standby_of(verifier)
     with _the_agents_failure("copied in", "copied in"):
+        if held is not None and standby is None:  # a cold runner: nothing unpacked yet
+            with _spool() as alone:
+                write_folder(alone, folder, held.files)
+                alone.seek(0)
+                verifier.import_archive(alone, copy_limits(task).budget())
         verifier.import_archive(bundle, copy_limits(task).budget())
     injected = time.perf_counter()
-    result = _run(verifier, task, folder, key, plan.budget)
+    result = _run(verifier, task, folder, key, plan.budget, standby)
     ran = time.perf_counter()
     report = _read(result, key, plan)
     gaps = isolation_gaps(report)
@@ -501,9 +513,21 @@ def _inject(
         sandbox.import_archive(bundle)
 
 
-def _run(sandbox: Sandbox, task: Task, folder: GradingFolder, key: str, budget: float) -> RunResult:
-    """The runner's run: handed to the verifier's standby if one waits, else a cold exec."""
-    standby = sandbox.take_standby() if isinstance(sandbox, HoldsStandby) else None
+def _standby_of(sandbox: Sandbox) -> StandbyProgram | None:
+    """The sandbox's waiting standby, taken (None: it keeps none, or none waits)."""
+    return sandbox.take_standby() if isinstance(sandbox, HoldsStandby) else None
+
+
+def _run(
+    sandbox: Sandbox,
+    task: Task,
+    folder: GradingFolder,
+    key: str,
+    budget: float,
+    standby: StandbyProgram | None = None,
+) -> RunResult:
+    """The runner's run: handed to `standby` (the verifier's, taken) if one waits, else a
+    cold exec."""
     try:
         if standby is not None:
             return standby.finish(go(folder, key), timeout=budget)

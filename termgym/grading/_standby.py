@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from termgym.grading._bundle import (
@@ -65,10 +65,13 @@ class Preparation:
     Attributes:
         folder: Where the grading folder is, in the standby's verifier and in the bundle.
         data: The runner's preparation (JSON): the folder's files, the jobs to load early.
+        files: The folder's files (but its manifest), which a waiting standby has unpacked
+            in its verifier already: a bundle for it leaves them out (`write_bundle`).
     """
 
     folder: GradingFolder
     data: bytes
+    files: FolderFiles = field(default_factory=dict, compare=False, repr=False)
 
 
 def preparation_for(task: Task) -> Preparation:
@@ -126,7 +129,7 @@ def _preparation(
         "folder": folder.path, "files": _encoded(contents), "workdir": workdir,
         "work": [workdir, *state], "rulesets": [GRADED], "jobs": prepared,
     }  # fmt: skip
-    return Preparation(folder, json.dumps(data, sort_keys=True).encode())
+    return Preparation(folder, json.dumps(data, sort_keys=True).encode(), contents)
 
 
 def _fill(text: str, places: dict[str, str]) -> str:

@@ -16,7 +16,9 @@ may name a grading folder to unpack and jobs to load early (`termgym_prepare`); 
 what grading needs, prints STANDBY_READY, and waits for one line on stdin, the JSON
 {"manifest": path relative to its cwd, "key": the report key}, then does as above. Forked
 from a zygote (TERMGYM_ZYGOTE in its environment: `termgym.sandbox._zygote`), it prepares
-once, prints STANDBY_READY, and each verifier's child prints it again and waits so.
+once, prints STANDBY_READY, and each verifier's child unpacks the grading folder again, in
+its own verifier's root (the host's bundle leaves those files out), prints it again and
+waits so.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 OUTPUT_TAIL = 4000
@@ -558,11 +561,20 @@ def standby() -> None:
     for name in WARM:
         __import__(name)
     folder = preparation.get("folder")
-    serve = (lambda: _serve(runtime, int(control))) if control else _wait_and_grade
+    files = preparation.get("files") or {}
+
+    def child() -> None:
+        """A zygote's fork, in its verifier's own root: the folder, as this process
+        unpacked it in the zygote's, before the work exists (the host leaves it out)."""
+        if folder:
+            _unpack(folder, files)
+        _wait_and_grade()
+
+    serve = (lambda: _serve(runtime, int(control), child)) if control else _wait_and_grade
     if not folder:
         serve()
         return
-    _unpack(folder, preparation.get("files") or {})
+    _unpack(folder, files)
     sys.path.insert(0, folder)
     import termgym_prepare
 
@@ -619,9 +631,9 @@ def _unpack(folder: str, files: dict[str, Any]) -> None:
             handle.write(base64.b64decode(content))
 
 
-def _serve(runtime: bytes, control: int) -> None:
+def _serve(runtime: bytes, control: int, child: Callable[[], None]) -> None:
     """As a zygote: say it is ready (or why its forks would not be single-use), speak no
-    more, and fork a standby per verifier (termgym_zygote)."""
+    more, and fork a standby per verifier (termgym_zygote), which runs `child`."""
     prepare = sys.modules.get("termgym_prepare")
     why = prepare.check_forkable(control) if prepare is not None else ""
     if why:
@@ -637,7 +649,7 @@ def _serve(runtime: bytes, control: int) -> None:
     zygote = type(sys)("termgym_zygote")
     exec(compile(runtime, "termgym_zygote.py", "exec"), zygote.__dict__)  # noqa: S102
     sys.modules["termgym_zygote"] = zygote
-    zygote.serve(_wait_and_grade)
+    zygote.serve(child)
 
 
 def _wait_and_grade() -> None:
