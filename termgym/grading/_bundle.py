@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from termgym.grading._launcher import LAUNCHER, nest_launcher
 from termgym.grading._plan import Manifest
 from termgym.sandbox import AGENT_UID, strict_filter
 from termgym.verifier import INJECTED
@@ -98,6 +99,9 @@ def _support() -> FolderFiles:
     """The runner, its support modules and the nests' seccomp program (read once)."""
     out: FolderFiles = {name: (INJECTED[name].read_bytes(), 0o600) for name in SUPPORT}
     out[FILTER] = (strict_filter(), 0o600)
+    launcher = nest_launcher()
+    if launcher is not None:
+        out[LAUNCHER] = (launcher, 0o700)
     return out
 
 

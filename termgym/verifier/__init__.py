@@ -9,6 +9,10 @@ environment. Everything else is the adversary's: the work, every file and folder
 agent's user owns, every program of the agent's the graders start (anything but a grader's
 own file), what those programs print and leave running, and the time they take.
 
+One file is not Python: `nest_launch.c`, the nests' entry as a static program the host
+compiles (`termgym.grading`) and copies in as `termgym_nest_launch`, where a C compiler is
+found on the host; without it the Python entry (`nest.Nest.entry`) does the same.
+
 What it must never do:
 - import termgym, or anything but the standard library (and pytest, for the pytest
   kind's files): none of termgym's host code is installed in a verifier;
@@ -53,6 +57,8 @@ IMPORTED = _HERE / "imported.py"
 """The imported-tests kind: a Terminal-Bench or Harbor task's tests, as its harness runs them."""
 CHECKS = _HERE / "checks.py"
 """The file, json and regex kinds' checks."""
+NEST_LAUNCH = _HERE / "nest_launch.c"
+"""The nest's entry as a small program (C: the host builds it, `termgym.grading`)."""
 
 INJECTED: dict[str, Path] = {
     "termgym_run.py": RUNNER,
@@ -75,6 +81,7 @@ __all__ = [
     "INJECTED",
     "INPUTPRINT",
     "NEST",
+    "NEST_LAUNCH",
     "PREPARE",
     "PYTEST_PLUGIN",
     "PYTEST_PREPARE",

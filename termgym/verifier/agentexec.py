@@ -34,6 +34,7 @@ call it through `$TERMGYM_AS_AGENT program args...` (see docs/task-format.md).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import os
 import pickle
@@ -315,6 +316,23 @@ def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: An
             nest.hand(_named_paths(argv, shell))  # what the test hands it of what is covered
             cwd = _text(kwargs.get("cwd") or os.getcwd())
             uid = int(_nest_spec[0].get("uid", AGENT_UID))
+            launch = None if rest else _launch(nest, args, shell, cwd, uid, kwargs)
+            if launch is not None:  # by vfork, the launcher standing in for `nest.entry`
+                ended = True
+                try:
+                    try:
+                        _original_popen_init(self, launch.args, **launch.kwargs)
+                    finally:
+                        launch.started()
+                    self.args = args
+                    launch.check(self)
+                    ended = False
+                finally:
+                    launch.close()
+                    self._termgym_record = record  # type: ignore[attr-defined]
+                    if record is not None and ended:
+                        _finished(self)
+                return
             kwargs["preexec_fn"] = _chain(kwargs.get("preexec_fn"), nest.entry(cwd, uid))
         else:
             kwargs["user"] = AGENT_UID
@@ -327,6 +345,103 @@ def _popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: An
         self._termgym_record = record  # type: ignore[attr-defined]
         if record is not None and getattr(self, "pid", None) is None:
             _finished(self)
+
+
+LAUNCHER = os.path.join(GRADER_DIR, "termgym_nest_launch")
+"""The nests' entry as a static program (termgym_nest_launch, built by the host from
+nest_launch.c), where the grading folder has one."""
+_launcher_fd = []  # type: list[int]
+
+
+class _Launch:
+    """One start through the launcher: the command line and `Popen` arguments that run the
+    program in `nest` (its namespaces, the filter and the launcher passed by descriptor),
+    then what the launcher said before the program's exec (`check`)."""
+
+    def __init__(self, nest: Any, program: list[Any], cwd: str, uid: int,
+                 kwargs: dict[str, Any], launcher: int) -> None:  # fmt: skip
+        self.read, self.write = os.pipe()
+        self.filter = -1
+        if nest.program:
+            self.filter = os.memfd_create("termgym-nest-filter", os.MFD_CLOEXEC)
+            os.write(self.filter, nest.program)
+        fds = nest.fds
+        caps = ",".join(str(c) for c in nest.spec.get("keep_caps") or []) or "-"
+        self.program = program
+        self.args = [
+            "termgym-nest-launch", str(fds["user"]), str(fds["mnt"]), str(fds["pid"]),
+            str(uid), cwd, caps, str(self.filter), str(self.write), str(launcher), "--",
+            *program,
+        ]  # fmt: skip
+        passed = (fds["user"], fds["mnt"], fds["pid"], self.write, launcher)
+        self.kwargs = dict(kwargs, shell=False, executable="/proc/self/fd/%d" % launcher)
+        self.kwargs["pass_fds"] = (
+            tuple(kwargs.get("pass_fds") or ()) + passed + ((self.filter,) if nest.program else ())
+        )
+
+    def started(self) -> None:
+        """The launcher runs (or did not start): only it holds the write end now."""
+        for fd in (self.write, self.filter):
+            if fd >= 0:
+                os.close(fd)
+        self.write = self.filter = -1
+
+    def check(self, proc: subprocess.Popen[Any]) -> None:
+        """Wait for the program's exec; raise as `subprocess` would where it did not start."""
+        said = b""
+        try:
+            while True:
+                chunk = os.read(self.read, 4096)
+                if not chunk:
+                    break
+                said += chunk
+        finally:
+            os.close(self.read)
+            self.read = -1
+        if not said:
+            return
+        proc.wait()
+        kind, _, rest = said.decode("utf-8", "replace").partition(" ")
+        code, _, what = rest.partition(" ")
+        number = int(code) if code.isdigit() else 0
+        if kind == "exec":
+            raise OSError(number, os.strerror(number), self.program[0])
+        raise subprocess.SubprocessError(
+            "termgym: could not start the program in its nest: %s: %s"
+            % (what, os.strerror(number))
+        )
+
+    def close(self) -> None:
+        """Close what is still open (each descriptor once: its number may be reused)."""
+        for fd in (self.read, self.write, self.filter):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.read = self.write = self.filter = -1
+
+
+def _launch(nest: Any, args: Any, shell: bool, cwd: str, uid: int,
+            kwargs: dict[str, Any]) -> _Launch | None:  # fmt: skip
+    """A start of `args` through the launcher, or None where the Python entry must do it
+    (no launcher here; a preexec function or an executable of the test's own)."""
+    if kwargs.get("preexec_fn") is not None or kwargs.get("executable") is not None:
+        return None
+    if kwargs.get("close_fds") is False:  # the program keeps the test's descriptors
+        return None
+    if not hasattr(os, "memfd_create"):
+        return None
+    if not _launcher_fd:
+        try:
+            _launcher_fd.append(os.open(LAUNCHER, os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            _launcher_fd.append(-1)
+    if _launcher_fd[0] < 0:
+        return None
+    single = isinstance(args, (str, bytes, os.PathLike))
+    program = [args] if single else list(args)
+    if shell:
+        program = ["/bin/sh", "-c", *program]
+    return _Launch(nest, program, cwd, uid, kwargs, _launcher_fd[0])
 
 
 def _finished(proc: subprocess.Popen[Any]) -> None:

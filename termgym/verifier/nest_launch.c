@@ -1,0 +1,215 @@
+/* Runs inside the verifier: starts one program of the agent's in its nest (termgym_nest).
+
+Built on the host (`cc -static`, termgym.grading) and copied into each verifier's grading
+folder as `termgym_nest_launch` (root's, 0700) beside the Python it stands in for:
+`Nest.entry`, the preexec function that joins the nest in a fork of the grader's
+interpreter. `termgym_agentexec` starts this program instead where it can, through
+`subprocess` without a preexec function (so by vfork: no copy of an interpreter that
+imported pytest), executed by descriptor (`/proc/self/fd/N`: no grading path on a command
+line):
+
+    termgym-nest-launch USER MNT PID UID CWD CAPS FILTER ERR CLOSE -- PROGRAM ARG...
+
+USER, MNT and PID are descriptors of the nest's user, mount and pid (for children)
+namespaces; UID the id the program runs as; CWD its folder, resolved in the nest; CAPS the
+capabilities root of the nest keeps ("-": none, else numbers joined by commas; only for
+UID 0); FILTER a descriptor of the seccomp program (struct sock_filter[], read with pread;
+-1: none); ERR the write end of a pipe that tells the grader why the program did not start
+("nest ERRNO what" or "exec ERRNO"), closed on a successful exec; CLOSE descriptors to
+close before the exec (comma-separated: this program's own, the ones above).
+
+What it does is what `Nest.entry` does, in the same order: join the three namespaces,
+change into CWD, fork; the child drops to UID (no supplementary groups; root keeps only
+CAPS), dies with its parent (and leaves at once if the parent is already gone), is first
+in line for the out-of-memory killer, applies the filter (no_new_privs) and executes the
+program. The parent stays outside the nest as the program's proxy: it closes every
+descriptor, passes on the signals it is sent, and ends as the program ended (its exit
+status, or the same signal). Nothing here reads a file of the agent's: its arguments and
+descriptors come from the grading's root processes, made before any program ran in the nest.
+*/
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+static const int FORWARDED[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+                                SIGUSR2, SIGALRM, SIGCONT, SIGWINCH};
+static pid_t child = 0;
+static int err_fd = -1;
+
+static void say(const char *kind, int code, const char *what) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "%s %d %s", kind, code, what);
+    if (err_fd >= 0 && n > 0) {
+        ssize_t ignored = write(err_fd, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1));
+        (void)ignored;
+    }
+}
+
+static void fail(const char *what) {
+    say("nest", errno, what);
+    _exit(126);
+}
+
+static long number(const char *text, const char *what) {
+    char *end = NULL;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || end == text || *end) {
+        errno = EINVAL;
+        fail(what);
+    }
+    return value;
+}
+
+static void forward(int signum) {
+    if (child > 0) kill(child, signum);
+}
+
+static void keep_only(const char *caps) {
+    unsigned long long mask = 0;
+    if (strcmp(caps, "-") != 0) {
+        char *copy = strdup(caps);
+        for (char *part = strtok(copy, ","); part; part = strtok(NULL, ","))
+            mask |= 1ULL << number(part, "a capability");
+        free(copy);
+    }
+    int last = 40;
+    FILE *file = fopen("/proc/sys/kernel/cap_last_cap", "r");
+    if (file) {
+        if (fscanf(file, "%d", &last) != 1) last = 40;
+        fclose(file);
+    }
+    for (int cap = 0; cap <= last; cap++)
+        if (!(mask & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+            fail("dropping a capability");
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    data[0].effective = data[0].permitted = (unsigned)(mask & 0xffffffffULL);
+    data[1].effective = data[1].permitted = (unsigned)(mask >> 32);
+    if (syscall(SYS_capset, &header, data) != 0) fail("capset");
+}
+
+static void apply_filter(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % 8 || st.st_size > 65536 * 8) {
+        errno = EINVAL;
+        fail("the seccomp program");
+    }
+    struct sock_filter *code = malloc((size_t)st.st_size);
+    if (!code || pread(fd, code, (size_t)st.st_size, 0) != st.st_size) fail("reading the seccomp program");
+    struct sock_fprog prog = {(unsigned short)(st.st_size / 8), code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) fail("seccomp");
+}
+
+static void close_listed(const char *list) {
+    if (strcmp(list, "-") == 0) return;
+    char *copy = strdup(list);
+    for (char *part = strtok(copy, ","); part; part = strtok(NULL, ","))
+        close((int)number(part, "a descriptor to close"));
+    free(copy);
+}
+
+static void close_all(void) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 0U, ~0U, 0U) == 0) return;
+#endif
+    for (int fd = 0; fd < 65536; fd++) close(fd);
+}
+
+static void proxy(void) {
+    close_all();
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = forward;
+    for (size_t i = 0; i < sizeof FORWARDED / sizeof FORWARDED[0]; i++)
+        sigaction(FORWARDED[i], &action, NULL);
+    int status = 0;
+    for (;;) {
+        pid_t got = waitpid(child, &status, 0);
+        if (got == child) break;
+        if (got < 0 && errno == EINTR) continue;
+        status = (128 + SIGKILL) << 8;  /* gone without a status: as killed */
+        break;
+    }
+    if (WIFSIGNALED(status)) {
+        int ended = WTERMSIG(status);
+        if (ended != SIGKILL && ended != SIGSTOP) {
+            signal(ended, SIG_DFL);
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, ended);
+            sigprocmask(SIG_UNBLOCK, &set, NULL);
+        }
+        kill(getpid(), ended);
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 12 || strcmp(argv[10], "--") != 0) {
+        fprintf(stderr, "termgym: the nest launcher expected USER MNT PID UID CWD CAPS FILTER ERR CLOSE -- PROGRAM...\n");
+        return 126;
+    }
+    err_fd = (int)number(argv[8], "the error descriptor");
+    int user = (int)number(argv[1], "the user namespace");
+    int mnt = (int)number(argv[2], "the mount namespace");
+    int pid = (int)number(argv[3], "the pid namespace");
+    uid_t uid = (uid_t)number(argv[4], "the user id");
+    const char *cwd = argv[5], *caps = argv[6];
+    int filter = (int)number(argv[7], "the seccomp program");
+    if (setns(user, CLONE_NEWUSER) != 0) fail("setns(user)");
+    if (setns(mnt, CLONE_NEWNS) != 0) fail("setns(mnt)");
+    if (setns(pid, CLONE_NEWPID) != 0) fail("setns(pid)");
+    if (chdir(cwd) != 0) fail("chdir");
+    child = fork();
+    if (child < 0) fail("fork");
+    if (child > 0) proxy();
+    close(user);
+    close(mnt);
+    close(pid);
+    close_listed(argv[9]);
+    if (setgroups(0, NULL) != 0) fail("setgroups");
+    if (setresgid(uid, uid, uid) != 0) fail("setresgid");
+    if (setresuid(uid, uid, uid) != 0) fail("setresuid");
+    if (uid == 0) keep_only(caps);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail("pdeathsig");
+    if (getppid() == 1) _exit(128 + SIGKILL);  /* the proxy (outside: 0) is gone already */
+    int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (oom >= 0) {
+        ssize_t ignored = write(oom, "1000", 4);
+        (void)ignored;
+        close(oom);
+    }
+    if (filter >= 0) {
+        apply_filter(filter);
+        close(filter);
+    }
+    if (fcntl(err_fd, F_SETFD, FD_CLOEXEC) != 0) fail("the error descriptor");
+    execvp(argv[11], argv + 11);
+    say("exec", errno, argv[11]);
+    _exit(127);
+}
