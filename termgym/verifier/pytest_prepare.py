@@ -78,8 +78,20 @@ class _Pauser:
         sound = plugin is not None and not (
             refused or session.testsfailed or session.shouldfail or session.shouldstop
         )
+        if sound:
+            _warm()
         self.then(Prepared(session, capture, plugin) if sound else None)
         return True  # not reached: `then` does not return
+
+
+def _warm():
+    """Compile here, once for every fork, what pytest's reports compile at their first use:
+    the JUnit report's escape of the characters XML cannot hold (a regex over all of
+    Unicode, some milliseconds to compile in each run)."""
+    junit = sys.modules.get("_pytest.junitxml")
+    escape = getattr(junit, "bin_xml_escape", None)
+    if escape is not None:
+        escape("")
 
 
 def prepare(args, names, work, then):
