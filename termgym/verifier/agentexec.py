@@ -374,7 +374,7 @@ class _Launch:
             *program,
         ]  # fmt: skip
         passed = (fds["user"], fds["mnt"], fds["pid"], self.write, launcher)
-        self.kwargs = dict(kwargs, shell=False, executable="/proc/self/fd/%d" % launcher)
+        self.kwargs = dict(kwargs, shell=False, executable=f"/proc/self/fd/{launcher}")
         self.kwargs["pass_fds"] = (
             tuple(kwargs.get("pass_fds") or ()) + passed + ((self.filter,) if nest.program else ())
         )
@@ -407,8 +407,7 @@ class _Launch:
         if kind == "exec":
             raise OSError(number, os.strerror(number), self.program[0])
         raise subprocess.SubprocessError(
-            "termgym: could not start the program in its nest: %s: %s"
-            % (what, os.strerror(number))
+            f"termgym: could not start the program in its nest: {what}: {os.strerror(number)}"
         )
 
     def close(self) -> None:
