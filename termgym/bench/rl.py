@@ -15,6 +15,9 @@ kill (forked workers, sandboxes, the verifiers' zygotes, Ray's daemons) is count
   whose one command does nothing (every test fails at once), and a one-check task
   (examples/tasks/cargo-limit, shadow off) whose command answers it; episodes/s and CPU per
   episode, and the ratios to the floor;
+- the nests' launcher against the Python entry (`docs/security.md`, "Runs the agent's
+  programs in nests"): two processes at once, each one env's text-report episodes back to
+  back, one with TERMGYM_NEST_LAUNCHER=0, CPU per episode per round and the ratio;
 - docker resets back to back: one env's one-step episodes, graded and not, reset p50.
 
 Targets (issue 22): text-report at most 100 ms of CPU per episode; the one-check task at most
@@ -69,6 +72,28 @@ print("cpu-ms %.3f" % (1000 * used / {n}))
 """
 """A one-assert test run by pytest in a fork of a process that imported it (printed: CPU
 milliseconds per run, the fork's own)."""
+
+
+SIDE_BY_SIDE = """
+import json, sys, time
+import termgym
+from termgym.bench.cpu import CpuMeter
+with CpuMeter() as meter:
+    env = termgym.make("text-report", backend="bwrap", variant="contradicted", pool_size=1)
+    def episode():
+        env.reset()
+        env.step("true")
+        env.step(termgym.SUBMIT)
+    for _ in range(3):
+        episode()
+    used = meter.seconds()
+    for _ in range({n}):
+        episode()
+    print(json.dumps({{"cpu_ms": 1000 * (meter.seconds() - used) / {n}}}))
+    env.close()
+"""
+"""One env's one-step text-report episodes back to back, shadow on (printed: CPU
+milliseconds per episode, counted by the child's own cgroup)."""
 
 
 def _load() -> str:
@@ -232,6 +257,40 @@ def _docker_resets(episodes: int, graded: bool) -> Row:
 # -- the section -------------------------------------------------------------------------------
 
 
+def _entries_side_by_side(episodes: int, rounds: int) -> list[tuple[float, float]]:
+    """(launcher, Python entry) CPU ms per text-report episode, per round: two processes
+    run at once, the same episodes, one of them with TERMGYM_NEST_LAUNCHER=0, so the
+    machine's noise falls on both alike."""
+    import json
+    import subprocess
+    import sys
+
+    from termgym.grading import NEST_LAUNCHER_OFF as OFF
+
+    script = SIDE_BY_SIDE.format(n=episodes)
+    pairs = []
+    for _ in range(rounds):
+        started = [
+            subprocess.Popen(
+                [sys.executable, "-c", script],
+                env={**os.environ, OFF: value},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for value in ("1", "0")
+        ]
+        figures = []
+        for proc in started:
+            out, err = proc.communicate(timeout=1800)
+            lines = [line for line in out.splitlines() if line.startswith("{")]
+            if proc.returncode != 0 or not lines:
+                raise RuntimeError(f"a side-by-side run failed: {err[-500:]}")
+            figures.append(float(json.loads(lines[-1])["cpu_ms"]))
+        pairs.append((figures[0], figures[1]))
+    return pairs
+
+
 def _verdict(met: bool) -> str:
     return "met" if met else "MISSED"
 
@@ -298,6 +357,20 @@ def bench_rl(quick: bool = False) -> Section:
                 f"target: the one-check task at most {ONE_CHECK_RATIO:.0f}x its floor: "
                 f"{ratio:.2f}x, {_verdict(ratio <= ONE_CHECK_RATIO)}"
             )
+    from termgym.grading import nest_launcher
+
+    if nest_launcher() is not None:
+        load = _load()
+        pairs = _entries_side_by_side(8 if quick else 20, 2 if quick else 4)
+        ratios = ", ".join(f"{a / b:.2f}" for a, b in pairs)
+        notes.append(
+            f"the nests' launcher against the Python entry, side by side (two processes at "
+            f"once, one env each, text-report back to back, {len(pairs)} rounds): "
+            + "; ".join(f"{a:.0f} against {b:.0f} ms" for a, b in pairs)
+            + f" of CPU an episode, {ratios} (load {load} before, {_load()} after)"
+        )
+    else:
+        notes.append("the nests' launcher not measured: this host cannot build it")
     if docker_answers():
         load = _load()
         graded = _docker_resets(10 if quick else 30, graded=True)

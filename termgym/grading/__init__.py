@@ -14,6 +14,8 @@ from termgym.grading._inputs import (
     compare_inputs,
     report_inputs,
 )
+from termgym.grading._launcher import OFF as NEST_LAUNCHER_OFF
+from termgym.grading._launcher import nest_launcher
 from termgym.grading._runner import (
     copy_limits,
     grade,
@@ -36,6 +38,8 @@ from termgym.grading._verdict import (
 from termgym.grading._verifier import ColdStarts, SandboxSource, verifier_config
 
 __all__ = [
+    "NEST_LAUNCHER_OFF",
+    "nest_launcher",
     "ColdStarts",
     "EpisodeClass",
     "GradeReport",
