@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # System pieces termgym needs: a Docker engine (installed and started where the machine
 # allows it, with gVisor's runsc registered as a runtime), bubblewrap, slirp4netns, e2fsprogs,
-# iptables, debootstrap, tmux and promtool/prometheus.
+# iptables, debootstrap, tmux, promtool/prometheus and a C compiler (the nests' launcher).
 # Where something cannot be had, say what is missing and carry on: the bubblewrap backend
-# works without Docker, and runsc is optional.
+# works without Docker, and runsc and the compiler are optional.
 set -uo pipefail
 
 log() { printf 'ensure-system: %s\n' "$*"; }
@@ -117,6 +117,12 @@ ensure_tool tmux tmux
 # promtool and a Prometheus server: the alerting rules' tests and the live-metrics scrape test
 # (docs/monitoring.md). Debian's package; the tests start their own server on loopback.
 ensure_tool promtool prometheus
+# The nests' launcher (termgym/verifier/nest_launch.c), compiled statically on the host:
+# without a compiler the Python entry does its work, only slower (docs/security.md).
+ensure_tool cc gcc
+if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libc6-dev >/dev/null 2>&1; then
+    apt_install libc6-dev || true
+fi
 if ! command -v bwrap >/dev/null 2>&1 && ! docker_answers; then
     log "neither Docker nor bubblewrap is available: sandboxes cannot start here"
 fi
