@@ -120,6 +120,7 @@ ensure_tool promtool prometheus
 # The nests' launcher (termgym/verifier/nest_launch.c), compiled statically on the host:
 # without a compiler the Python entry does its work, only slower (docs/security.md).
 ensure_tool cc gcc
+ensure_tool musl-gcc musl-tools  # a tenth of the size of a static glibc program
 if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libc6-dev >/dev/null 2>&1; then
     apt_install libc6-dev || true
 fi

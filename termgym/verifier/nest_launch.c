@@ -1,6 +1,6 @@
 /* Runs inside the verifier: starts one program of the agent's in its nest (termgym_nest).
 
-Built on the host (`cc -static`, termgym.grading) and copied into each verifier's grading
+Built on the host (`musl-gcc -static`, else `cc -static`: termgym.grading) and copied into each verifier's grading
 folder as `termgym_nest_launch` (root's, 0700) beside the Python it stands in for:
 `Nest.entry`, the preexec function that joins the nest in a fork of the grader's
 interpreter. `termgym_agentexec` starts this program instead where it can, through
@@ -32,9 +32,6 @@ descriptors come from the grading's root processes, made before any program ran 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/capability.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,7 +42,24 @@ descriptors come from the grading's root processes, made before any program ran 
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <stdint.h>
 #include <unistd.h>
+
+/* The kernel's structures this needs (linux/capability.h, linux/filter.h, linux/seccomp.h),
+   spelled out: a C library's own headers (musl's, which make the program small) are then
+   enough to build it. */
+struct cap_header { uint32_t version; int pid; };
+struct cap_data { uint32_t effective, permitted, inheritable; };
+#define CAPABILITY_VERSION_3 0x20080522
+struct filter_op { uint16_t code; uint8_t jt, jf; uint32_t k; };
+struct filter_program { unsigned short len; struct filter_op *filter; };
+#define MODE_FILTER 2
+#ifndef PR_SET_NO_NEW_PRIVS
+#define PR_SET_NO_NEW_PRIVS 38
+#endif
+#ifndef PR_SET_SECCOMP
+#define PR_SET_SECCOMP 22
+#endif
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
@@ -104,8 +118,8 @@ static void keep_only(const char *caps) {
         if (!(mask & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
             fail("dropping a capability");
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2];
+    struct cap_header header = {CAPABILITY_VERSION_3, 0};
+    struct cap_data data[2];
     memset(data, 0, sizeof data);
     data[0].effective = data[0].permitted = (unsigned)(mask & 0xffffffffULL);
     data[1].effective = data[1].permitted = (unsigned)(mask >> 32);
@@ -118,11 +132,11 @@ static void apply_filter(int fd) {
         errno = EINVAL;
         fail("the seccomp program");
     }
-    struct sock_filter *code = malloc((size_t)st.st_size);
+    struct filter_op *code = malloc((size_t)st.st_size);
     if (!code || pread(fd, code, (size_t)st.st_size, 0) != st.st_size) fail("reading the seccomp program");
-    struct sock_fprog prog = {(unsigned short)(st.st_size / 8), code};
+    struct filter_program prog = {(unsigned short)(st.st_size / 8), code};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) fail("seccomp");
+    if (prctl(PR_SET_SECCOMP, MODE_FILTER, &prog, 0, 0) != 0) fail("seccomp");
 }
 
 static void close_listed(const char *list) {
