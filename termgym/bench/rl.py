@@ -75,7 +75,7 @@ milliseconds per run, the fork's own)."""
 
 
 SIDE_BY_SIDE = """
-import json, sys, time
+import json
 import termgym
 from termgym.bench.cpu import CpuMeter
 with CpuMeter() as meter:

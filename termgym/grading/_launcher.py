@@ -23,6 +23,9 @@ LAUNCHER = "termgym_nest_launch"
 OFF = "TERMGYM_NEST_LAUNCHER"
 """Set to 0 to do without the launcher (the Python entry)."""
 FLAGS = ("-static", "-Os", "-s", "-x", "c")
+COMPILERS = ("musl-gcc", "cc", "gcc")
+"""Tried in this order: musl's static programs are a tenth of glibc's (about 70 KB against
+800), and every verifier unpacks its copy."""
 
 
 def nest_launcher() -> bytes | None:
@@ -32,13 +35,10 @@ def nest_launcher() -> bytes | None:
     return _built()
 
 
-COMPILERS = ("musl-gcc", "cc", "gcc")
-"""Tried in this order: musl's static programs are a tenth of glibc's (about 70 KB against
-800), and every verifier unpacks its copy."""
-
-
 @functools.cache
 def _built() -> bytes | None:
+    """The launcher built by the first compiler found, once per host (termgym's cache, by
+    the digest of its source, compiler and flags), or None where it cannot be built."""
     source = NEST_LAUNCH.read_bytes()
     compiler = next((found for name in COMPILERS if (found := shutil.which(name))), None)
     if compiler is None:

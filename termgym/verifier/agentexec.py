@@ -436,8 +436,6 @@ def _launch(nest: Any, args: Any, shell: bool, cwd: str, uid: int,
             _launcher_fd.append(-1)
     if _launcher_fd[0] < 0:
         return None
-    if uid == 0:
-        nest.rooted = True  # as `Nest.entry` marks it: the nest ends with the test
     single = isinstance(args, (str, bytes, os.PathLike))
     program = [args] if single else list(args)
     if shell:

@@ -263,14 +263,13 @@ class Nest:
         self.trees: dict[str, int] = {}
         self.init = 0
         self.handed: set[str] = set()
-        self.rooted = False
         self._make()
 
     def reusable(self) -> bool:
         """Whether the next test's programs may run in this nest once the agent's user's
         processes in it are killed: it was handed nothing (what one test hands stays that
-        test's) and no program ran in it as root (one that could change its mounts)."""
-        return bool(self.init) and not self.handed and not self.rooted
+        test's) and its programs do not run as root (one could change its mounts)."""
+        return bool(self.init) and not self.handed and int(self.spec.get("uid", -1)) != 0
 
     def _make(self) -> None:
         """Fork the nest's maker: it makes the namespaces (its ids mapped from here), lays
@@ -316,8 +315,6 @@ class Nest:
         `uid` (root of the nest keeps only `spec["keep_caps"]`)."""
         fds, program, init = dict(self.fds), self.program, self.init
         keep = self.spec.get("keep_caps") or []
-        if uid == 0:
-            self.rooted = True
 
         def enter() -> None:
             try:

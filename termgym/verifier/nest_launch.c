@@ -1,7 +1,8 @@
 /* Runs inside the verifier: starts one program of the agent's in its nest (termgym_nest).
 
-Built on the host (`musl-gcc -static`, else `cc -static`: termgym.grading) and copied into each verifier's grading
-folder as `termgym_nest_launch` (root's, 0700) beside the Python it stands in for:
+Built on the host (`musl-gcc -static`, else `cc -static`: termgym.grading) and copied into
+each verifier's grading folder as `termgym_nest_launch` (root's, 0700) beside the Python it
+stands in for:
 `Nest.entry`, the preexec function that joins the nest in a fork of the grader's
 interpreter. `termgym_agentexec` starts this program instead where it can, through
 `subprocess` without a preexec function (so by vfork: no copy of an interpreter that
