@@ -43,6 +43,8 @@ class RunnerReport:
         prepared: The jobs whose program the standby runner had loaded before the work
             arrived (termgym.grading._standby), run in a fork of it.
         forked: The runner was a standby forked from a zygote (termgym.sandbox._zygote).
+        imported: The modules a forked runner imported that its zygote had not loaded
+            (each grading compiles them again); () for a runner not forked.
     """
 
     jobs: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -50,6 +52,7 @@ class RunnerReport:
     nest: str = ""
     prepared: tuple[str, ...] = ()
     forked: bool = False
+    imported: tuple[str, ...] = ()
 
 
 def new_key() -> str:
@@ -134,6 +137,8 @@ def _decode(payload: str) -> RunnerReport:
         or not isinstance(runner.get("prepared", []), list)
         or not all(isinstance(j, str) for j in runner.get("prepared", []))
         or not isinstance(runner.get("forked", False), bool)
+        or not isinstance(runner.get("imported", []), list)
+        or not all(isinstance(m, str) for m in runner.get("imported", []))
     ):
         raise GraderError(f"the grading report: malformed runner facts {runner!r:.200}")
     jobs: dict[str, list[dict[str, Any]]] = {}
@@ -147,6 +152,7 @@ def _decode(payload: str) -> RunnerReport:
     return RunnerReport(
         jobs=jobs, dumpable=runner["dumpable"], nest=runner.get("nest", ""),
         prepared=tuple(runner.get("prepared", [])), forked=runner.get("forked", False),
+        imported=tuple(runner.get("imported", [])),
     )  # fmt: skip
 
 

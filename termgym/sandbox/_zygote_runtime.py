@@ -43,6 +43,7 @@ import signal
 import socket
 import stat
 import struct
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds to import: for the checkers only
@@ -103,9 +104,16 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int,
     )  # fmt: skip
 
 
+LOADED: frozenset[str] = frozenset()
+"""The modules the zygote had loaded when it began to serve: a child's runner reports what
+it imported beyond them (`termgym.grading.RunnerReport.imported`)."""
+
+
 def serve(child: Callable[[], None]) -> None:
     """Fork a verifier per request on the control socket, until the host closes it (module
     docstring); each child runs `child()` there and leaves with its status."""
+    global LOADED
+    LOADED = frozenset(sys.modules)
     control = socket.socket(fileno=int(os.environ.pop("TERMGYM_ZYGOTE")))
     _c().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its children start non-dumpable too
     signal.signal(signal.SIGCHLD, _reap)

@@ -135,7 +135,7 @@ def _current_nest() -> Any:
             sys.path.insert(0, GRADER_DIR)  # the grader folder is root's: safe to import from
         import termgym_nest
 
-        _nest.append(termgym_nest.Nest(_nest_spec[0]))
+        _nest.append(termgym_nest.Nest(_nest_spec[0], _launcher()))
     return _nest[0]
 
 
@@ -429,18 +429,25 @@ def _launch(nest: Any, args: Any, shell: bool, cwd: str, uid: int,
         return None
     if not hasattr(os, "memfd_create"):
         return None
-    if not _launcher_fd:
-        try:
-            _launcher_fd.append(os.open(LAUNCHER, os.O_RDONLY | os.O_CLOEXEC))
-        except OSError:
-            _launcher_fd.append(-1)
-    if _launcher_fd[0] < 0:
+    launcher = _launcher()
+    if launcher < 0:
         return None
     single = isinstance(args, (str, bytes, os.PathLike))
     program = [args] if single else list(args)
     if shell:
         program = ["/bin/sh", "-c", *program]
-    return _Launch(nest, program, cwd, uid, kwargs, _launcher_fd[0])
+    return _Launch(nest, program, cwd, uid, kwargs, launcher)
+
+
+def _launcher() -> int:
+    """A descriptor of the launcher (opened once, close-on-exec); -1 where the grading
+    folder has none."""
+    if not _launcher_fd:
+        try:
+            _launcher_fd.append(os.open(LAUNCHER, os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            _launcher_fd.append(-1)
+    return _launcher_fd[0]
 
 
 def _finished(proc: subprocess.Popen[Any]) -> None:

@@ -253,8 +253,11 @@ class Nest:
     `close()`. `spec`: {"writable": [paths], "hidden": [paths], "uid": int, "filter": path of
     the seccomp program, "read_only": bool (default true)}."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], launcher: int = -1) -> None:
+        """`launcher`: a descriptor of the nests' launcher (termgym_nest_launch), whose
+        init mode the maker starts as the nest's pid 1; -1: a fork of the maker is."""
         self.spec = spec
+        self.launcher = launcher
         self.program = b""
         if spec.get("filter"):
             with open(spec["filter"], "rb") as handle:
@@ -273,7 +276,7 @@ class Nest:
 
     def _make(self) -> None:
         """Fork the nest's maker: it makes the namespaces (its ids mapped from here), lays
-        out the mounts, forks the nest's init, and sends back descriptors of its namespaces
+        out the mounts, starts the nest's init, and sends back descriptors of its namespaces
         (the nest's processes are non-dumpable, as the runner they are forked from, so their
         /proc entries open for nobody else)."""
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -281,7 +284,7 @@ class Nest:
         if child == 0:
             here.close()
             try:
-                _make_nest(there, self.spec)
+                _make_nest(there, self.spec, self.launcher)
             finally:
                 os._exit(0)
         there.close()
@@ -397,7 +400,7 @@ class Nest:
         self.fds, self.trees = {}, {}
 
 
-def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
+def _make_nest(sock: socket.socket, spec: dict[str, Any], launcher: int) -> None:
     """In the maker (Nest._make): the namespaces, the mounts, the init; then report back."""
     fds = []
     try:
@@ -410,7 +413,7 @@ def _make_nest(sock: socket.socket, spec: dict[str, Any]) -> None:
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
         _check(_c().unshare(flags), "unshare(mount, pid, ipc, uts)")
         held = _lay_out(spec)
-        init = os.fork()
+        init = _spawn_init(launcher)
         if init == 0:
             _init()
         for kind in ("user", "mnt", "pid_for_children"):
@@ -468,8 +471,22 @@ def _read_all(fd: int) -> bytes:
         data += chunk
 
 
+def _spawn_init(launcher: int) -> int:
+    """Start the nest's pid 1 (this process's next child): the launcher's init mode, by
+    posix_spawn (vfork: nothing of this interpreter is copied), where there is a launcher;
+    else fork, and 0 is returned in the child, which runs `_init`."""
+    if launcher >= 0 and hasattr(os, "posix_spawn"):
+        return os.posix_spawn(f"/proc/self/fd/{launcher}", [INIT_NAME, "init"], {})
+    return os.fork()
+
+
+INIT_NAME = "termgym-nest-init"
+"""The launcher's name as the nest's init (its argv[0], what `ps` shows)."""
+
+
 def _init() -> None:
-    """The nest's pid 1: it holds the namespaces open and reaps what its programs leave."""
+    """The nest's pid 1 where there is no launcher: it holds the namespaces open and reaps
+    what its programs leave (as the launcher's init mode does)."""
     try:
         os.closerange(0, 65536)
         for number in range(1, signal.NSIG):

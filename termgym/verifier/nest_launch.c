@@ -27,6 +27,14 @@ program. The parent stays outside the nest as the program's proxy: it closes eve
 descriptor, passes on the signals it is sent, and ends as the program ended (its exit
 status, or the same signal). Nothing here reads a file of the agent's: its arguments and
 descriptors come from the grading's root processes, made before any program ran in the nest.
+
+    termgym-nest-init init
+
+is the nest's pid 1 (`termgym_nest._init`, which it stands in for where the maker can start
+it: by posix_spawn, so the init is no copy of an interpreter that imported pytest). It makes
+itself non-dumpable, closes every descriptor, sets every signal to its default, starts a
+session of its own and reaps what the nest's programs leave until it is killed. It holds
+no capability (its exec, by an id unmapped in the nest, dropped them) and reads nothing.
 */
 
 #define _GNU_SOURCE
@@ -184,7 +192,25 @@ static void proxy(void) {
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+static _Noreturn void init(void) {
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    close_all();
+    for (int signum = 1; signum < NSIG; signum++) signal(signum, SIG_DFL);
+    setsid();
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &set, NULL);
+    for (;;) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        int got = 0;
+        sigwait(&set, &got);  /* an orphan joined, or a child ended */
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "init") == 0) init();
     if (argc < 12 || strcmp(argv[10], "--") != 0) {
         fprintf(stderr, "termgym: the nest launcher expected USER MNT PID UID CWD CAPS FILTER ERR CLOSE -- PROGRAM...\n");
         return 126;

@@ -37,6 +37,10 @@ if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the che
 
 SUPPORT = ("termgym_agentexec", "termgym_nest", "termgym_inputprint")
 """Support modules every grading imports: loaded from the folder before the work exists."""
+KIND_SUPPORT = ("termgym_checks",)
+"""termgym's modules a grader kind adds to the folder (the file, json and regex checks):
+loaded before the work exists too where the folder holds them, so that no grading compiles
+them again. A task's own modules are not: they may look at the work when imported."""
 PREPARE_ENV = "TERMGYM_PREPARE"
 """In a job's environment: the module of the grading folder that can prepare it."""
 _HANDLES = {}  # type: dict[str, dict[str, Any]]
@@ -50,6 +54,9 @@ def prepare(spec: dict[str, Any], folder: str, then: Callable[[], None]) -> None
     sys.path[:0] = [os.path.join(folder, "graders"), folder]
     for name in SUPPORT:
         __import__(name)
+    for name in KIND_SUPPORT:
+        if os.path.isfile(os.path.join(folder, name + ".py")):
+            __import__(name)
     sys.modules["termgym_agentexec"].install()
     _prepare_from(list(spec.get("jobs") or []), spec, then)
 

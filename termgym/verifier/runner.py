@@ -450,7 +450,10 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
             runs = [run_exec(job, [n], rulesets, ctx) for n in names]
         jobs.append({"id": job["id"], "runs": runs})
     facts = {"dumpable": _DUMPABLE[0], "nest": why, "prepared": ctx["prepared"]}
-    facts["forked"] = "termgym_zygote" in sys.modules
+    zygote = sys.modules.get("termgym_zygote")
+    facts["forked"] = zygote is not None
+    if zygote is not None:  # what every grading compiles again, which its zygote could load
+        facts["imported"] = sorted(set(sys.modules) - zygote.LOADED)
     return {"jobs": jobs, "runner": facts}
 
 

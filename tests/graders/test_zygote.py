@@ -115,6 +115,9 @@ def test_pooled_verifiers_fork_from_one_zygote_and_nothing_of_one_grading_reache
     for graded in gradings:
         # every verifier's runner was forked from the zygote, the tests collected there
         assert [(r.forked, r.prepared) for r in graded.runners] == [(True, ("probe",))] * 2
+        # what each grading loaded anew: the task's own module alone (termgym's checks, for
+        # the file grader, the zygote had loaded)
+        assert [r.imported for r in graded.runners] == [("runner_facts",)] * 2
         assert graded.verdicts["contradicted"].results[0].passed  # the answer, as graded
         seen = {name: _probe(graded, name) for name in ("contradicted", "original")}
         # nothing left by an earlier grading (files, a daemon), nothing of the other rule
