@@ -206,8 +206,8 @@ def _handshake(sock: socket.socket, deadline: float) -> int:
 class ZygoteStandby:
     """A standby forked from a zygote (`termgym.sandbox.StandbyProgram`): the channel socket
     is its stdin and its stdout; it ends with the process the host placed in the verifier's
-    cgroups (its pidfd), and killing that process ends the verifier's processes with it
-    (each dies with its parent, pid 1 of the verifier with the process the host placed)."""
+    cgroups (its pidfd), the verifier's pid 1, and killing that process ends the verifier's
+    processes with it (their pid namespace ends with its pid 1)."""
 
     def __init__(
         self,

@@ -7,15 +7,16 @@ once, which loads what it loads before any work exists and then calls `serve(chi
 Each request on the control socket (TERMGYM_ZYGOTE, SOCK_SEQPACKET, from the host alone) is
 one message: a JSON object {"env", "workdir", "caps", "hostname", "filter"} and two descriptors, the
 verifier's root (a detached clone of the overlay the host made for it: `open_tree`) and its
-channel (a unix stream socket whose other end the host holds). For each, the zygote forks a
-child that makes the verifier out of namespaces of its own, under the zygote's:
+channel (a unix stream socket whose other end the host holds). For each, the zygote clones
+a child into namespaces of its own, under the zygote's (`_clone`: fork, but into new user,
+mount, pid, IPC, UTS and network namespaces at once, so the child is the verifier's pid 1):
 
-1. a user namespace, its ids mapped one for one by the zygote (the zygote's root is the
+1. its user namespace's ids are mapped one for one by the zygote (the zygote's root is the
    sandboxes' unprivileged host uid: a capability in it reaches nothing outside);
 2. the host moves it into the verifier's cgroups (it says who it is on the channel, where
    the kernel tells the host its pid) and answers;
-3. mount, pid, IPC, UTS, network and cgroup namespaces; the root is attached, and the
-   verifier's first process (pid 1 of its pid namespace) mounts a fresh /proc and /dev
+3. a cgroup namespace (rooted at the verifier's cgroup); the root is attached, and the
+   verifier's pid 1 mounts a fresh /proc and /dev
    (with a fresh /dev/shm and devpts) into it, names the host "sandbox", brings its
    loopback up, pivots into it and lets the zygote's filesystem go;
 4. it keeps the capabilities the request names (a verifier's), applies the verifier's
@@ -61,8 +62,8 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 3
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 SECCOMP_MODE_FILTER = 2
 _SYSCALLS = {
-    "x86_64": {"pivot_root": 155, "capset": 126, "move_mount": 429},
-    "aarch64": {"pivot_root": 41, "capset": 91, "move_mount": 429},
+    "x86_64": {"pivot_root": 155, "capset": 126, "move_mount": 429, "clone": 56},
+    "aarch64": {"pivot_root": 41, "capset": 91, "move_mount": 429, "clone": 220},
 }.get(os.uname().machine, {})
 MOVE_MOUNT_F_EMPTY_PATH = 4
 AT_FDCWD = -100
@@ -78,6 +79,16 @@ ERROR = "TERMGYM-ZYGOTE-ERROR "
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 _libc = []  # type: list[Any]
+_libpy = []  # type: list[Any]
+
+
+def _py() -> Any:
+    """syscall(2), called with the GIL held (ctypes.PyDLL), returning a long."""
+    if not _libpy:
+        call = ctypes.PyDLL(None, use_errno=True).syscall
+        call.restype = ctypes.c_long
+        _libpy.append(call)
+    return _libpy[0]
 
 
 def _c() -> Any:
@@ -148,20 +159,25 @@ def _reap(signum: int, frame: object) -> None:
 
 def _fork(request: dict[str, Any], root: int, channel: int, control: int,
           child: Callable[[], None]) -> None:  # fmt: skip
-    """Fork the verifier's maker; map its user namespace once it has made one."""
+    """Clone the verifier's pid 1 into namespaces of its own; map its user namespace. The
+    child runs `child()` once it is made (`_made`), and leaves with its status."""
     told, tell = os.pipe()
     heard, hear = os.pipe()
-    pid = os.fork()
+    pid = _clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+                 | CLONE_NEWNET)  # fmt: skip
     if pid == 0:
+        code = 1
         try:
             os.close(told)
             os.close(hear)
-            _maker(request, root, channel, control, tell, heard, child)
+            _made(request, root, channel, control, tell, heard)
+            child()
+            code = 0
         except BaseException as exc:  # noqa: B036 - said on the channel, then out
             with contextlib.suppress(OSError):
                 os.write(channel, (ERROR + str(exc)[:500] + "\n").encode("utf-8", "replace"))
         finally:
-            os._exit(1)
+            os._exit(code)
     os.close(tell)
     os.close(heard)
     try:
@@ -176,9 +192,33 @@ def _fork(request: dict[str, Any], root: int, channel: int, control: int,
         os.close(hear)
 
 
-def _maker(request: dict[str, Any], root: int, channel: int, control: int, tell: int,
-           heard: int, child: Callable[[], None]) -> None:  # fmt: skip
-    """In the verifier's maker (the zygote's child): steps 1 to 3 of the module docstring."""
+def _clone(flags: int) -> int:
+    """`os.fork()` into the new namespaces `flags` at once, which fork cannot make: the
+    clone system call with fork's arguments (a copy of this process, on its own stack's
+    copy), between Python's own steps around a fork (its locks, its fork hooks), as
+    `os.fork` takes them. So the child is pid 1 of its pid namespace, and no process stands
+    between it and the zygote."""
+    api = ctypes.pythonapi
+    if "clone" not in _SYSCALLS or not hasattr(api, "PyOS_BeforeFork"):  # Python 3.6
+        raise OSError(errno.ENOSYS, "this zygote cannot clone its verifiers")
+    call = _py()  # holds the GIL through the call, as os.fork does
+    api.PyOS_BeforeFork()
+    pid = call(ctypes.c_long(_SYSCALLS["clone"]), ctypes.c_ulong(flags | signal.SIGCHLD),
+               None, None, None, None)  # fmt: skip
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    code = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(code, "clone: " + os.strerror(code))
+    return int(pid)
+
+
+def _made(request: dict[str, Any], root: int, channel: int, control: int, tell: int,
+          heard: int) -> None:  # fmt: skip
+    """In the verifier's pid 1, just cloned: steps 1 to 3 of the module docstring, then the
+    mounts of `_first`."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     keep = {root, channel, tell, heard}
@@ -188,7 +228,6 @@ def _maker(request: dict[str, Any], root: int, channel: int, control: int, tell:
             with contextlib.suppress(OSError):
                 os.close(fd)
     del control
-    _check(_c().unshare(CLONE_NEWUSER), "unshare(user)")
     os.write(tell, b"u")
     if os.read(heard, 1) != b"m":
         raise OSError(errno.EPERM, "the zygote did not map the verifier's ids")
@@ -199,10 +238,10 @@ def _maker(request: dict[str, Any], root: int, channel: int, control: int, tell:
     os.write(channel, CHILD)
     if _read_line(channel) != PLACED:
         raise OSError(errno.EPERM, "the host did not place the verifier in its cgroups")
-    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
-    _check(_c().unshare(flags | CLONE_NEWCGROUP), "unshare(mount, pid, ipc, uts, net, cgroup)")
+    _check(_c().unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    target = f"/tmp/.termgym-root-{os.getpid()}"
+    # this process's pid as the zygote's /proc names it (its own pid is 1)
+    target = "/tmp/.termgym-root-" + os.readlink("/proc/self")
     os.mkdir(target, 0o700)
     _check(
         _c().syscall(_SYSCALLS["move_mount"], root, b"", AT_FDCWD, target.encode(),
@@ -210,24 +249,7 @@ def _maker(request: dict[str, Any], root: int, channel: int, control: int, tell:
         "attaching the verifier's root",
     )  # fmt: skip
     os.close(root)
-    first = os.fork()
-    if first == 0:
-        try:
-            _first(request, target, channel)
-            child()
-        except BaseException as exc:  # noqa: B036 - said on the channel, then out
-            with contextlib.suppress(OSError):
-                os.write(channel, (ERROR + str(exc)[:500] + "\n").encode("utf-8", "replace"))
-            os._exit(1)
-        os._exit(0)
-    os.close(channel)
-    while True:
-        try:
-            _, status = os.waitpid(first, 0)
-            break
-        except InterruptedError:
-            continue
-    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    _first(request, target, channel)
 
 
 def _read_line(fd: int) -> bytes:
