@@ -35,6 +35,7 @@ call it through `$TERMGYM_AS_AGENT program args...` (see docs/task-format.md).
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib.machinery
 import os
 import pickle
@@ -778,6 +779,91 @@ def as_agent(function: Callable[..., T], *args: Any) -> T:
     if ok:
         return value  # type: ignore[no-any-return]
     raise value
+
+
+READ_NAME = "termgym-nest-read"
+"""The launcher's name in its read mode (its argv[0])."""
+_LOOKS = {"read": 0, "look": 1, "exists": 2}
+
+
+def look_as_agent(path: str, text: bool, limit: int) -> str | None:
+    """What the agent's user finds at `path`: None where it does not exist for that user
+    (its stat fails, as `os.path.exists` says), else its text if `text` (at most `limit`
+    characters, undecodable bytes replaced; what opening or reading it raises is raised),
+    else "". Looked at in a process that has become the agent's user: the launcher's read
+    mode (a small static program, by posix_spawn) where the grading folder has it, else a
+    fork of this one (`as_agent`)."""
+    return _looked(path, "look" if text else "exists", limit)
+
+
+def read_as_agent(path: str, limit: int) -> str:
+    """The text of `path` as the agent's user reads it (`look_as_agent`, without the look
+    first: what opening it raises is raised, FileNotFoundError included)."""
+    return _looked(path, "read", limit) or ""
+
+
+def _looked(path: str, how: str, limit: int) -> str | None:
+    if not privileged():
+        return _look_here(path, how, limit)
+    launcher = _launcher()
+    if launcher < 0 or "\0" in path or not hasattr(os, "posix_spawn"):
+        return as_agent(_look_here, path, how, limit)
+    out, out_w = os.pipe()
+    err, err_w = os.pipe()
+    pid = 0
+    try:
+        argv = [READ_NAME, "read", str(AGENT_UID), str(_LOOKS[how]), str(4 * limit), path]
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out_w, 1),
+            (os.POSIX_SPAWN_DUP2, err_w, 2),
+        ]
+        pid = os.posix_spawn(f"/proc/self/fd/{launcher}", argv, {}, file_actions=actions)
+        os.close(out_w)
+        os.close(err_w)
+        out_w = err_w = -1
+        data = _read_all(out)
+        said = _read_all(err)
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+    finally:
+        for fd in (out, out_w, err, err_w):
+            if fd >= 0:
+                os.close(fd)
+        if pid:  # interrupted (the job's timeout): the reader goes too
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    if code == 3 and how != "read":
+        return None
+    if code == 0:
+        return "" if how == "exists" else data.decode("utf-8", "replace")[:limit]
+    number = int(said) if code == 4 and said.strip().isdigit() else 0
+    if number:
+        raise OSError(number, os.strerror(number), path)
+    raise OSError(
+        errno.EIO, f"could not read {path} as the agent's user (status {status}, {said[:200]!r})"
+    )
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []  # type: list[bytes]
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _look_here(path: str, how: str, limit: int) -> str | None:
+    """`_looked` in this process (as whoever it runs as)."""
+    if how != "read" and not os.path.exists(path):
+        return None
+    if how == "exists":
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read(limit)
 
 
 def _main(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 """File, JSON and regex checks, run inside the verifier by the grading runner (stdlib only).
 
 Injected as the module `termgym_checks`; each function returns (passed, message). The
-agent's files are looked at as the agent's own user (`termgym_agentexec.as_agent`): a
+agent's files are looked at as the agent's own user (`termgym_agentexec.look_as_agent`): a
 symlink the agent left cannot make a check read what the agent itself could not.
 """
 
@@ -19,20 +19,8 @@ def _resolve(path, workdir):
     return path if os.path.isabs(path) else os.path.join(workdir, path)
 
 
-def _read_text(full):
-    with open(full, encoding="utf-8", errors="replace") as handle:
-        return handle.read(READ_LIMIT)
-
-
 def _read(path, workdir):
-    return termgym_agentexec.as_agent(_read_text, _resolve(path, workdir))
-
-
-def _look(full, text):
-    """None if `full` does not exist (for the agent's user), else its text ("" unless `text`)."""
-    if not os.path.exists(full):
-        return None
-    return _read_text(full) if text else ""
+    return termgym_agentexec.read_as_agent(_resolve(path, workdir), READ_LIMIT)
 
 
 def _as_list(value):
@@ -45,7 +33,7 @@ def file_check(path, workdir, exists=True, contains=None, not_contains=None, equ
     """The file exists (or not) and holds / lacks the given text."""
     full = _resolve(path, workdir)
     wants_text = exists and not (contains is None and not_contains is None and equals is None)
-    text = termgym_agentexec.as_agent(_look, full, wants_text)  # one look, as the agent
+    text = termgym_agentexec.look_as_agent(full, wants_text, READ_LIMIT)  # one look, as the agent
     if text is None:
         return (not exists, f"{path} does not exist")
     if not exists:

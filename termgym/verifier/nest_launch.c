@@ -35,6 +35,16 @@ it: by posix_spawn, so the init is no copy of an interpreter that imported pytes
 itself non-dumpable, closes every descriptor, sets every signal to its default, starts a
 session of its own and reaps what the nest's programs leave until it is killed. It holds
 no capability (its exec, by an id unmapped in the nest, dropped them) and reads nothing.
+
+    termgym-nest-read read UID MODE LIMIT PATH
+
+reads a file of the agent's as the agent's user (`termgym_agentexec.look_as_agent`, in
+place of a fork of the runner that becomes that user): it closes every descriptor but its
+stdio, drops to UID (no supplementary groups), and is non-dumpable. MODE 1 or 2: PATH is
+first stat'ed, and exit status 3 says it does not exist for UID; MODE 2 stops there
+(status 0). MODE 0 and 1 then open it (a folder is refused with EISDIR, as Python's open
+refuses one) and copy at most LIMIT bytes of it to stdout. A failure exits with status 4
+and its errno, in decimal, on stderr (126 if the ids could not be dropped).
 */
 
 #define _GNU_SOURCE
@@ -209,8 +219,67 @@ static _Noreturn void init(void) {
     }
 }
 
+static _Noreturn void failed(int code) {
+    char line[32];
+    int n = snprintf(line, sizeof line, "%d", errno);
+    if (n > 0) {
+        ssize_t ignored = write(2, line, (size_t)n);
+        (void)ignored;
+    }
+    _exit(code);
+}
+
+static void write_all(const char *data, size_t size) {
+    while (size > 0) {
+        ssize_t n = write(1, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) failed(4);
+        data += n;
+        size -= (size_t)n;
+    }
+}
+
+static _Noreturn void read_as(char **argv) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+#endif
+        for (int fd = 3; fd < 65536; fd++) close(fd);
+    char *end = NULL;
+    errno = 0;
+    unsigned long uid = strtoul(argv[2], &end, 10);
+    long mode = strtol(argv[3], NULL, 10);
+    long long left = strtoll(argv[4], NULL, 10);
+    if (errno || end == argv[2] || *end) failed(126);
+    if (setgroups(0, NULL) != 0) failed(126);
+    if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0) failed(126);
+    if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) failed(126);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    const char *path = argv[5];
+    struct stat st;
+    if (mode != 0 && stat(path, &st) != 0) _exit(3);
+    if (mode == 2) _exit(0);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) failed(4);
+    if (fstat(fd, &st) != 0) failed(4);
+    if (S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        failed(4);
+    }
+    static char buffer[65536];
+    while (left > 0) {
+        ssize_t n = read(fd, buffer, left < (long long)sizeof buffer ? (size_t)left : sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) failed(4);
+        if (n == 0) break;
+        write_all(buffer, (size_t)n);
+        left -= n;
+    }
+    _exit(0);
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "init") == 0) init();
+    if (argc == 6 && strcmp(argv[1], "read") == 0) read_as(argv);
     if (argc < 12 || strcmp(argv[10], "--") != 0) {
         fprintf(stderr, "termgym: the nest launcher expected USER MNT PID UID CWD CAPS FILTER ERR CLOSE -- PROGRAM...\n");
         return 126;
