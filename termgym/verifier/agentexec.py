@@ -805,8 +805,11 @@ def read_as_agent(path: str, limit: int) -> str:
 def _looked(path: str, how: str, limit: int) -> str | None:
     if not privileged():
         return _look_here(path, how, limit)
-    launcher = _launcher()
-    if launcher < 0 or "\0" in path or not hasattr(os, "posix_spawn"):
+    launcher = -1
+    if "\0" not in path and hasattr(os, "posix_spawn"):
+        with contextlib.suppress(OSError):  # opened for this read alone: the runner keeps
+            launcher = os.open(LAUNCHER, os.O_RDONLY | os.O_CLOEXEC)  # no descriptor of it
+    if launcher < 0:
         return as_agent(_look_here, path, how, limit)
     out, out_w = os.pipe()
     err, err_w = os.pipe()
@@ -827,7 +830,7 @@ def _looked(path: str, how: str, limit: int) -> str | None:
         _, status = os.waitpid(pid, 0)
         pid = 0
     finally:
-        for fd in (out, out_w, err, err_w):
+        for fd in (launcher, out, out_w, err, err_w):
             if fd >= 0:
                 os.close(fd)
         if pid:  # interrupted (the job's timeout): the reader goes too

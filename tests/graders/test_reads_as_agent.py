@@ -112,7 +112,7 @@ def test_the_launcher_reads_what_a_fork_as_the_agent_reads_and_nothing_more(
         for name in NAMES for how in ("read", "look", "exists")
     }  # fmt: skip
     assert spawned and all(argv == ["termgym-nest-read", "read"] for argv in spawned)
-    monkeypatch.setattr(agentexec, "_launcher", lambda: -1)
+    monkeypatch.setattr(agentexec, "LAUNCHER", str(work / "no-launcher-here"))
     spawned.clear()
     forked = {
         (name, how): _outcome(agentexec, str(work / name), how)
