@@ -91,6 +91,8 @@ class DockerExecChannel:
     Equivalent to `docker exec -it <cid> bash ...` without the CLI process in between.
     """
 
+    echo_off = False  # the engine's pty starts as every pty does
+
     def __init__(self, container: Any, argv: Sequence[str], workdir: str, size: tuple[int, int]):
         api = container.client.api
         self.api = api

@@ -74,12 +74,16 @@ takes over only after the shell has answered."""
 _CLEAR_LINE = b"\x05\x15"
 """Ctrl-E Ctrl-U: readline drops what was typed at the prompt before a protocol line."""
 
-_HYGIENE = (
-    "stty -echo 2>/dev/null; set +H +o history +o emacs +o vi; unset HISTFILE PROMPT_COMMAND; "
+_ECHO_OFF = "stty -echo 2>/dev/null; "
+_SHELL_HYGIENE = (
+    "set +H +o history +o emacs +o vi; unset HISTFILE PROMPT_COMMAND; "
     "PS1=''; PS2=''; PS0=''; PS4='+ '; __tg_rc() { return $1; }\n"
 )
+_HYGIENE = _ECHO_OFF + _SHELL_HYGIENE
 """Terminal settings the protocol needs; re-sent after an interrupt (the agent may have
-started another shell with `exec bash`, which came up with a prompt and line editing)."""
+started another shell with `exec bash`, which came up with a prompt and line editing). A
+shell on a terminal whose echo the host turned off before it started (`Channel.echo_off`)
+starts without the `stty` (a program start) that turns it off."""
 
 
 def _quote_table() -> list[str]:
@@ -166,6 +170,9 @@ class Channel(Protocol):
 
     fd: int
     description: str
+    echo_off: bool
+    """The terminal's echo was off before the shell started (the host set it on the pty it
+    made): the shell's setup need not turn it off."""
 
     def alive(self) -> bool:
         """False once the shell is known to be gone."""
@@ -180,6 +187,8 @@ class Channel(Protocol):
 class PtyChannel:
     """A host command on a pty of its own, its controlling terminal (bwrap, local), started
     by `termgym.sandbox._spawn` (nothing runs between its fork and its exec)."""
+
+    echo_off = True  # set on the pty before the spawn
 
     def __init__(
         self,
@@ -338,8 +347,9 @@ class PersistentShell:
             f"export {name}=$'{''.join(ansi_c_quote(value))}'\n" for name, value in self.env.items()
         )
         workdir = "".join(ansi_c_quote(self.workdir))
+        assert self._child is not None
         return (
-            _HYGIENE
+            (_SHELL_HYGIENE if self._child.echo_off else _HYGIENE)
             + exports
             + f"[ -d $'{workdir}' ] || mkdir -p $'{workdir}' 2>/dev/null; cd $'{workdir}'\n"
             + (_TERMINAL if self.interactive else "")
