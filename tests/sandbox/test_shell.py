@@ -53,6 +53,21 @@ def test_multiline_commands_and_heredocs_never_show_the_sentinel(box: Sandbox) -
     assert "traced" in traced.output and _sentinel_free(box, traced.output)
 
 
+def test_a_sentinel_printed_with_another_token_is_output_not_the_commands_end(
+    box: Sandbox,
+) -> None:
+    """The agent's program prints what a sentinel looks like, for this command's number and
+    the next, with a token not the shell's: it is output like any other, and the command
+    ends where it ends, with its own status."""
+    shell = box.shell  # type: ignore[attr-defined]
+    seq = shell._seq
+    fake = "".join(f"\\n__TG{'0' * 20}:{n}:0\\n" for n in range(seq, seq + 3))
+    result = box.run(f"printf '{fake}'; sleep 0.2; echo after; (exit 3)")
+    assert result.exit_code == 3
+    assert result.output.count(f"__TG{'0' * 20}:") == 3 and result.output.endswith("after\n")
+    assert _sentinel_free(box, result.output)
+
+
 def test_a_long_command_is_split_over_lines_and_arrives_whole(box: Sandbox) -> None:
     payload = "é" * 3000 + "x" * 9000
     result = box.run(f"printf '%s' '{payload}' | wc -c")
