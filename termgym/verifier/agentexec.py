@@ -821,7 +821,13 @@ def _looked(path: str, how: str, limit: int) -> str | None:
             (os.POSIX_SPAWN_DUP2, out_w, 1),
             (os.POSIX_SPAWN_DUP2, err_w, 2),
         ]
-        pid = os.posix_spawn(f"/proc/self/fd/{launcher}", argv, {}, file_actions=actions)
+        try:
+            pid = os.posix_spawn(f"/proc/self/fd/{launcher}", argv, {}, file_actions=actions)
+        except OSError:  # the launcher is there but cannot run here: a fork reads it
+            pid = -1
+        if pid < 0:
+            pid = 0
+            return as_agent(_look_here, path, how, limit)
         os.close(out_w)
         os.close(err_w)
         out_w = err_w = -1
