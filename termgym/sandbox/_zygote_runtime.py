@@ -197,7 +197,11 @@ def _clone(flags: int) -> int:
     clone system call with fork's arguments (a copy of this process, on its own stack's
     copy), between Python's own steps around a fork (its locks, its fork hooks), as
     `os.fork` takes them. So the child is pid 1 of its pid namespace, and no process stands
-    between it and the zygote."""
+    between it and the zygote. One thing glibc's fork does is not done: the C library's
+    record of the child's thread id still holds the zygote's. It is the same wherever the
+    child reads it, so its locks agree; only what hands it to the kernel (`raise`, a signal
+    to a thread, a priority-inheriting lock) would miss, and the child does none of that
+    (the forks it makes record their own)."""
     api = ctypes.pythonapi
     if "clone" not in _SYSCALLS or not hasattr(api, "PyOS_BeforeFork"):  # Python 3.6
         raise OSError(errno.ENOSYS, "this zygote cannot clone its verifiers")
