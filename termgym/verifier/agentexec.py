@@ -847,7 +847,11 @@ def _looked(path: str, how: str, limit: int) -> str | None:
     if code == 3 and how != "read":
         return None
     if code == 0:
-        return "" if how == "exists" else data.decode("utf-8", "replace")[:limit]
+        if how == "exists":
+            return ""
+        # as open's text mode reads it: CR LF and CR end lines as LF does, read as "\n"
+        text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+        return text[:limit]
     number = int(said) if code == 4 and said.strip().isdigit() else 0
     if number:
         raise OSError(number, os.strerror(number), path)

@@ -3,7 +3,8 @@ nests' launcher (its read mode, a small static program started by posix_spawn) w
 grading folder has it, else in a fork of the runner that becomes that user. Both must find
 the same thing at every kind of path an agent can leave (a file, none, a folder, a file
 only root may read, symlinks to each, a loop, a file behind a folder the agent cannot
-enter, its own private file, text that is not UTF-8, more than the limit), and neither may
+enter, its own private file, text that is not UTF-8, lines ended by CR LF or CR, more than
+the limit), and neither may
 read what the agent's user could not.
 
 Run here, as root, against the module the verifier imports (`termgym_agentexec`) beside a
@@ -71,6 +72,7 @@ def work() -> Iterator[Path]:
         (root / "own").chmod(0o600)
         os.chown(root / "own", AGENT, AGENT)
         (root / "latin").write_bytes(b"caf\xe9 \xff\n")
+        (root / "ends").write_bytes(b"a\r\nb\rc\n")  # line ends as csv and old Macs write
         (root / "long").write_text("\u00e9" * (LIMIT + 5))
         for name, target in (("to-secret", "secret"), ("to-plain", "plain"),
                              ("to-nothing", "nothing"), ("loop", "loop"),
@@ -82,7 +84,7 @@ def work() -> Iterator[Path]:
 
 
 NAMES = (
-    "plain", "missing", "folder", "secret", "closed/inside", "own", "latin", "long",
+    "plain", "missing", "folder", "secret", "closed/inside", "own", "latin", "ends", "long",
     "to-secret", "to-plain", "to-nothing", "loop", "to-inside",
 )  # fmt: skip
 
@@ -125,6 +127,7 @@ def test_the_launcher_reads_what_a_fork_as_the_agent_reads_and_nothing_more(
     assert launched[("own", "look")] == ("found", "the agent's own\n"[:LIMIT])
     assert launched[("to-plain", "look")] == ("found", "10\n")
     assert launched[("latin", "read")] == ("text", "caf\ufffd \ufffd\n")
+    assert launched[("ends", "read")] == ("text", "a\nb\nc\n")
     assert launched[("long", "read")] == ("text", "\u00e9" * LIMIT)
     for name in ("secret", "to-secret"):
         assert launched[(name, "read")] == ("raised", "PermissionError", 13)
