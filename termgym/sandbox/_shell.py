@@ -72,9 +72,9 @@ history, a prompt, completion. The sentinel line follows it on the same line, so
 takes over only after the shell has answered."""
 
 _SENTINEL = re.compile(rb"\r?\n__TG([0-9a-f]{20}):(\d+):(-?\d+)\r?\n")
-"""A sentinel line: its token (a shell's own, secret), the command's
-number, its status. Compiled once: a pattern of each shell's own cost a sandbox's start a
-fifth of a millisecond to compile (`PersistentShell._own_match`)."""
+"""A sentinel line: its token (a shell's own, secret), the command's number, its status.
+Compiled once: a pattern of each shell's own cost a sandbox's start a fifth of a
+millisecond to compile (`PersistentShell._own_match`)."""
 _START_MARKER = re.compile(rb"__TG([0-9a-f]{20}):(\d+):go\r?\n")
 """A terminal shell's start marker: its token, the command's number."""
 

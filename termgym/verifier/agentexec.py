@@ -824,15 +824,12 @@ def _looked(path: str, how: str, limit: int) -> str | None:
         try:
             pid = os.posix_spawn(f"/proc/self/fd/{launcher}", argv, {}, file_actions=actions)
         except OSError:  # the launcher is there but cannot run here: a fork reads it
-            pid = -1
-        if pid < 0:
-            pid = 0
             return as_agent(_look_here, path, how, limit)
         os.close(out_w)
         os.close(err_w)
         out_w = err_w = -1
-        data = _read_all(out)
-        said = _read_all(err)
+        with open(out, "rb", closefd=False) as stdout, open(err, "rb", closefd=False) as stderr:
+            data, said = stdout.read(), stderr.read()
         _, status = os.waitpid(pid, 0)
         pid = 0
     finally:
@@ -858,15 +855,6 @@ def _looked(path: str, how: str, limit: int) -> str | None:
     raise OSError(
         errno.EIO, f"could not read {path} as the agent's user (status {status}, {said[:200]!r})"
     )
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []  # type: list[bytes]
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
 
 
 def _look_here(path: str, how: str, limit: int) -> str | None:

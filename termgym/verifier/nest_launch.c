@@ -166,15 +166,15 @@ static void close_listed(const char *list) {
     free(copy);
 }
 
-static void close_all(void) {
+static void close_from(int first) {
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 0U, ~0U, 0U) == 0) return;
+    if (syscall(SYS_close_range, (unsigned)first, ~0U, 0U) == 0) return;
 #endif
-    for (int fd = 0; fd < 65536; fd++) close(fd);
+    for (int fd = first; fd < 65536; fd++) close(fd);
 }
 
 static void proxy(void) {
-    close_all();
+    close_from(0);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = forward;
@@ -204,7 +204,7 @@ static void proxy(void) {
 
 static _Noreturn void init(void) {
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    close_all();
+    close_from(0);
     for (int signum = 1; signum < NSIG; signum++) signal(signum, SIG_DFL);
     setsid();
     sigset_t set;
@@ -240,16 +240,10 @@ static void write_all(const char *data, size_t size) {
 }
 
 static _Noreturn void read_as(char **argv) {
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
-#endif
-        for (int fd = 3; fd < 65536; fd++) close(fd);
-    char *end = NULL;
-    errno = 0;
-    unsigned long uid = strtoul(argv[2], &end, 10);
-    long mode = strtol(argv[3], NULL, 10);
-    long long left = strtoll(argv[4], NULL, 10);
-    if (errno || end == argv[2] || *end) failed(126);
+    close_from(3);
+    uid_t uid = (uid_t)number(argv[2], "the user id");  /* exits 126 on a bad number */
+    long mode = number(argv[3], "the mode");
+    long left = number(argv[4], "the limit");
     if (setgroups(0, NULL) != 0) failed(126);
     if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0) failed(126);
     if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) failed(126);
@@ -267,7 +261,7 @@ static _Noreturn void read_as(char **argv) {
     }
     static char buffer[65536];
     while (left > 0) {
-        ssize_t n = read(fd, buffer, left < (long long)sizeof buffer ? (size_t)left : sizeof buffer);
+        ssize_t n = read(fd, buffer, left < (long)sizeof buffer ? (size_t)left : sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) failed(4);
         if (n == 0) break;
