@@ -128,17 +128,23 @@ def _under(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def _read_only(point: str) -> None:
-    """Remount `point` read-only, keeping its other flags (a mount locked in a user
-    namespace keeps nosuid, nodev ... and refuses a remount that would drop them)."""
+def _kept_flags(point: str) -> int | None:
+    """The mount flags a read-only remount of `point` must keep (a mount locked in a user
+    namespace keeps nosuid, nodev ... and refuses a remount that would drop them); None
+    where it cannot be looked at."""
     try:
         flags = os.statvfs(point).f_flag
     except OSError:
-        return
+        return None
     keep = 0
     for st, ms in _ST_TO_MS:
         if flags & st:
             keep |= ms
+    return keep
+
+
+def _read_only(point: str, keep: int) -> None:
+    """Remount `point` read-only, keeping the flags `keep` (`_kept_flags`)."""
     try:
         _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
     except OSError as exc:
@@ -146,29 +152,57 @@ def _read_only(point: str) -> None:
             raise
 
 
-def _lay_out(spec: dict[str, Any]) -> dict[str, int]:
-    """In the nest's fresh mount namespace: the view its programs get (module docstring);
-    and, for each covered folder, a detached copy of what it covers (`Nest.hand`)."""
-    held = {}
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    if spec.get("root"):
-        _pivot(spec)
+BIND, COVER, READ_ONLY, SHM = "B", "C", "R", "S"
+"""The kinds of a layout's steps (`_layout`), as the launcher's make mode reads them too."""
+
+
+def _layout(spec: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """The steps (kind, flags, path) that give a nest its view (module docstring), worked
+    out from this mount namespace as it is (the nest's is a copy of it): each writable
+    path bound onto itself, each hidden folder covered (a detached copy of what it covers
+    held first, for `Nest.hand`), every other mount remounted read-only (with the flags it
+    must keep), and a fresh /dev/shm. The new binds and covers are below the paths they
+    are made at, so the remounts that follow them are the same whether worked out before
+    or after them."""
+    steps = []
     writable = [p for p in spec["writable"] if os.path.lexists(p) and not os.path.islink(p)]
-    for path in writable:
-        _mount(path, path, None, MS_BIND | MS_REC)
-    for path in spec["hidden"]:
-        if os.path.isdir(path) and not os.path.islink(path):
-            with contextlib.suppress(OSError):  # no new mount API (before Linux 5.2): nothing
-                held[path] = _open_tree(-100, path, OPEN_TREE_CLONE | AT_RECURSIVE)
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-                   "size=64k,mode=0755")  # fmt: skip
+    steps += [(BIND, 0, path) for path in writable]
+    steps += [
+        (COVER, 0, path) for path in spec["hidden"]
+        if os.path.isdir(path) and not os.path.islink(path)
+    ]  # fmt: skip
     if spec.get("read_only", True):
         for point in _mounts():
             if _under(point, VIRTUAL) or _under(point, writable) or _under(point, spec["hidden"]):
                 continue
-            _read_only(point)
+            keep = _kept_flags(point)
+            if keep is not None:
+                steps.append((READ_ONLY, keep, point))
     if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+        steps.append((SHM, 0, "/dev/shm"))
+    return steps
+
+
+def _lay_out(spec: dict[str, Any]) -> dict[str, int]:
+    """In the nest's fresh mount namespace: the view its programs get (`_layout`, after the
+    pivot into `spec["root"]` where there is one); and, for each covered folder, a detached
+    copy of what it covers (`Nest.hand`)."""
+    held = {}
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if spec.get("root"):
+        _pivot(spec)
+    for kind, flags, path in _layout(spec):
+        if kind == BIND:
+            _mount(path, path, None, MS_BIND | MS_REC)
+        elif kind == COVER:
+            with contextlib.suppress(OSError):  # no new mount API (before Linux 5.2): nothing
+                held[path] = _open_tree(-100, path, OPEN_TREE_CLONE | AT_RECURSIVE)
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                   "size=64k,mode=0755")  # fmt: skip
+        elif kind == READ_ONLY:
+            _read_only(path, flags)
+        elif kind == SHM:
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     return held
 
 
@@ -198,8 +232,9 @@ def _pivot(spec: dict[str, Any]) -> None:
         _mount(source, target, None, MS_BIND | MS_REC)
         if read_only:
             for point in _mounts():
-                if _under(point, [target]):
-                    _read_only(point)
+                keep = _kept_flags(point) if _under(point, [target]) else None
+                if keep is not None:
+                    _read_only(point, keep)
     for path in spec.get("unlink", []):
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -275,18 +310,32 @@ class Nest:
         return bool(self.init) and not self.handed and int(self.spec.get("uid", -1)) != 0
 
     def _make(self) -> None:
-        """Fork the nest's maker: it makes the namespaces (its ids mapped from here), lays
+        """Start the nest's maker: it makes the namespaces (its ids mapped from here), lays
         out the mounts, starts the nest's init, and sends back descriptors of its namespaces
         (the nest's processes are non-dumpable, as the runner they are forked from, so their
-        /proc entries open for nobody else)."""
+        /proc entries open for nobody else). The maker is the launcher's make mode where
+        there is a launcher and no root to pivot into (posix_spawn: no copy of this
+        interpreter; the layout worked out here, `_layout`), else a fork of this process."""
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        child = os.fork()
-        if child == 0:
-            here.close()
+        steps = None
+        if self.launcher >= 0 and not self.spec.get("root") and hasattr(os, "posix_spawn"):
+            steps = _layout(self.spec)
+            os.set_inheritable(there.fileno(), True)
             try:
-                _make_nest(there, self.spec, self.launcher)
-            finally:
-                os._exit(0)
+                child = os.posix_spawn(
+                    f"/proc/self/fd/{self.launcher}", [INIT_NAME, "make", str(there.fileno())],
+                    {},
+                )  # fmt: skip
+            except OSError:  # the launcher is there but cannot run here: a fork makes it
+                steps = None
+        if steps is None:
+            child = os.fork()
+            if child == 0:
+                here.close()
+                try:
+                    _make_nest(there, self.spec, self.launcher)
+                finally:
+                    os._exit(0)
         there.close()
         try:
             first, fds = _receive(here)
@@ -299,7 +348,7 @@ class Nest:
                         with open(f"/proc/{seen}/{name}", "w") as handle:
                             handle.write(line)
                 finally:
-                    here.sendall(b"m")
+                    here.sendall(b"m" + _steps_message(steps or []))
                 status, fds = _receive(here)
         finally:
             here.close()
@@ -311,7 +360,12 @@ class Nest:
         init, _, held = status[1:].partition(b" ")
         self.init = int(init)
         self.fds = dict(zip(("user", "mnt", "pid"), fds[:3]))  # noqa: B905 - Python 3.7+
-        self.trees = dict(zip(json.loads(held or b"[]"), fds[3:]))  # noqa: B905
+        if steps is not None:  # the launcher says which covered folders it held, in order
+            covered = [path for kind, _, path in steps if kind == COVER]
+            names = [path for path, mark in zip(covered, held.decode()) if mark == "1"]  # noqa: B905
+        else:
+            names = json.loads(held or b"[]")
+        self.trees = dict(zip(names, fds[3:]))  # noqa: B905
 
     def entry(self, cwd: str, uid: int) -> Callable[[], None]:
         """A preexec function for `subprocess` that starts the program in this nest, as
@@ -424,6 +478,13 @@ def _make_nest(sock: socket.socket, spec: dict[str, Any], launcher: int) -> None
         status = b"e" + str(exc).encode("utf-8", "replace")[:500]
     rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
     sock.sendmsg([status], rights if fds else [])
+
+
+def _steps_message(steps: Sequence[tuple[str, int, str]]) -> bytes:
+    """A layout's steps as the launcher's make mode reads them: "KIND FLAGS PATH" each, NUL
+    after each (a path holds no NUL)."""
+    return b"".join(f"{kind} {flags} {path}".encode("utf-8", "surrogateescape") + b"\0"
+                    for kind, flags, path in steps)  # fmt: skip
 
 
 def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:

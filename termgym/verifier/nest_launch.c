@@ -36,6 +36,23 @@ itself non-dumpable, closes every descriptor, sets every signal to its default, 
 session of its own and reaps what the nest's programs leave until it is killed. It holds
 no capability (its exec, by an id unmapped in the nest, dropped them) and reads nothing.
 
+    termgym-nest-init make SOCK
+
+is the nest's maker (`termgym_nest.Nest._make`, which it stands in for where the nest has
+no root to pivot into: started by posix_spawn, so the maker is no copy of an interpreter
+either). SOCK is its end of a SOCK_SEQPACKET pair whose other end the runner holds. It makes
+itself non-dumpable and closes every other descriptor but stdio, makes a user namespace and
+says "u" and its pid (as /proc names it) on SOCK; the runner maps its ids and answers "m"
+and the layout, worked out in the runner (`termgym_nest._layout`): steps "KIND FLAGS
+PATH", each followed by a NUL. It makes the mount, pid, IPC and UTS namespaces, makes its
+mounts private and takes the steps in order: B binds PATH onto itself (recursively), C
+holds a detached copy of the folder PATH (`open_tree`; none where the kernel cannot) and
+covers it with an empty read-only tmpfs, R remounts PATH read-only keeping the mount flags
+FLAGS (a mount gone or not one is let be), S mounts a fresh tmpfs at PATH (/dev/shm).
+Then it forks the nest's init (pid 1, as the init mode) and sends "p", the init's pid, a
+space and one character per C step ("1" held, "0" not), with descriptors of its user,
+mount and pid (for children) namespaces and of each copy held; or "e" and why it failed.
+
     termgym-nest-read read UID MODE LIMIT PATH
 
 reads a file of the agent's as the agent's user (`termgym_agentexec.look_as_agent`, in
@@ -56,7 +73,10 @@ and its errno, in decimal, on stderr (126 if the ids could not be dropped).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -219,6 +239,142 @@ static _Noreturn void init(void) {
     }
 }
 
+/* The maker (make mode, the comment at the top). */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#define MAX_HELD 64
+#define STEPS_SIZE (1 << 20)
+
+static int maker_sock = -1;
+
+static _Noreturn void make_failed(const char *what, const char *path) {
+    char line[1024];
+    int code = errno;
+    int n = snprintf(line, sizeof line, "e[Errno %d] %s%s%s: %s", code, what, path ? " " : "",
+                     path ? path : "", strerror(code));
+    if (n > 0) send(maker_sock, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), 0);
+    _exit(1);
+}
+
+static void make_mount(const char *source, const char *target, const char *type,
+                       unsigned long flags, const char *data, const char *what) {
+    if (mount(source, target, type, flags, data) != 0) make_failed(what, target);
+}
+
+static _Noreturn void make(char **argv) {
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    int sock = (int)number(argv[2], "the maker's socket");
+    if (sock != 3) {
+        if (dup2(sock, 3) != 3) _exit(126);
+        close(sock);
+    }
+    maker_sock = 3;
+    close_from(4);
+    if (unshare(CLONE_NEWUSER) != 0) make_failed("unshare(user)", NULL);
+    char self[64], line[80];
+    ssize_t got = readlink("/proc/self", self, sizeof self - 1);
+    if (got <= 0) make_failed("readlink /proc/self", NULL);
+    self[got] = 0;
+    int n = snprintf(line, sizeof line, "u%s\n", self);
+    if (send(maker_sock, line, (size_t)n, 0) != n) _exit(1);
+    char *steps = malloc(STEPS_SIZE + 1);
+    if (!steps) _exit(1);
+    struct iovec part = {steps, STEPS_SIZE};
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    ssize_t size = recvmsg(maker_sock, &message, 0);
+    if (size < 1 || steps[0] != 'm') _exit(0);  /* the runner gave up */
+    if (message.msg_flags & MSG_TRUNC) {
+        errno = E2BIG;
+        make_failed("the nest's layout", NULL);
+    }
+    steps[size] = 0;
+    if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+        make_failed("unshare(mount, pid, ipc, uts)", NULL);
+    make_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "mount");
+    int fds[3 + MAX_HELD];
+    char marks[MAX_HELD + 1];
+    int held = 0, covers = 0;
+    for (char *step = steps + 1; step < steps + size; step += strlen(step) + 1) {
+        char kind = step[0];
+        char *end = NULL;
+        if (!kind || step[1] != ' ') {
+            errno = EINVAL;
+            make_failed("a step of the layout", step);
+        }
+        unsigned long flags = strtoul(step + 2, &end, 10);
+        if (!end || *end != ' ') {
+            errno = EINVAL;
+            make_failed("a step of the layout", step);
+        }
+        const char *path = end + 1;
+        if (kind == 'B') {
+            make_mount(path, path, NULL, MS_BIND | MS_REC, NULL, "mount (bind)");
+        } else if (kind == 'C') {
+            if (covers >= MAX_HELD) {
+                errno = E2BIG;
+                make_failed("the folders to cover", path);
+            }
+            long tree = syscall(SYS_open_tree, AT_FDCWD, path,
+                                OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
+            marks[covers++] = tree >= 0 ? '1' : '0';  /* no new mount API: nothing held */
+            if (tree >= 0) fds[3 + held++] = (int)tree;
+            make_mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                       "size=64k,mode=0755", "mount tmpfs on");
+        } else if (kind == 'R') {
+            if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, NULL) != 0 &&
+                errno != EINVAL && errno != ENOENT && errno != EACCES)
+                make_failed("mount (read-only)", path);
+        } else if (kind == 'S') {
+            make_mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777",
+                       "mount tmpfs on");
+        } else {
+            errno = EINVAL;
+            make_failed("a step of the layout", step);
+        }
+    }
+    marks[covers] = 0;
+    pid_t first = fork();
+    if (first < 0) make_failed("fork", NULL);
+    if (first == 0) init();
+    static const char *const kinds[] = {"/proc/self/ns/user", "/proc/self/ns/mnt",
+                                        "/proc/self/ns/pid_for_children"};
+    for (int i = 0; i < 3; i++) {
+        fds[i] = open(kinds[i], O_RDONLY | O_CLOEXEC);
+        if (fds[i] < 0) make_failed("open", kinds[i]);
+    }
+    char status[128];
+    n = snprintf(status, sizeof status, "p%d %s", (int)first, marks);
+    struct iovec out = {status, (size_t)n};
+    union {
+        char buffer[CMSG_SPACE(sizeof fds)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr reply;
+    memset(&reply, 0, sizeof reply);
+    reply.msg_iov = &out;
+    reply.msg_iovlen = 1;
+    reply.msg_control = control.buffer;
+    reply.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)(3 + held));
+    struct cmsghdr *rights = CMSG_FIRSTHDR(&reply);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)(3 + held));
+    memcpy(CMSG_DATA(rights), fds, sizeof(int) * (size_t)(3 + held));
+    if (sendmsg(maker_sock, &reply, 0) != n) _exit(1);
+    _exit(0);
+}
+
 static _Noreturn void failed(int code) {
     char line[32];
     int n = snprintf(line, sizeof line, "%d", errno);
@@ -274,6 +430,7 @@ static _Noreturn void read_as(char **argv) {
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "init") == 0) init();
     if (argc == 6 && strcmp(argv[1], "read") == 0) read_as(argv);
+    if (argc == 3 && strcmp(argv[1], "make") == 0) make(argv);
     if (argc < 12 || strcmp(argv[10], "--") != 0) {
         fprintf(stderr, "termgym: the nest launcher expected USER MNT PID UID CWD CAPS FILTER ERR CLOSE -- PROGRAM...\n");
         return 126;

@@ -3,7 +3,8 @@ launcher (a static program started by vfork, where the host can compile it) or t
 entry (a fork of the test's interpreter). Each must keep `subprocess`'s promises: the
 program's status, signals, pipes, folder, a missing program's error (the fixture's tests,
 run in the verifier); and each must be the one that ran (the proxy's name), the nest's pid 1
-too (the launcher's init mode where there is a launcher, else a fork of the nest's maker)."""
+and maker too (where there is a launcher, its make mode, whose fork is the init; else a fork
+of the nest's Python maker)."""
 
 from __future__ import annotations
 
@@ -60,8 +61,11 @@ def test_a_tests_programs_keep_subprocess_promises_through_either_entry(
         assert results["starts"]["passed"], results["starts"]["message"]
         proxy = results["proxy"]["message"]
         assert ("proxy=python3" in proxy) == (entry == "python"), proxy
-        init = proxy.split("init=")[-1]
-        assert init == "python3" if entry == "python" else init.isdigit(), proxy
+        name, _, mode = proxy.split("init=")[-1].partition(":")
+        if entry == "python":
+            assert (name, mode) == ("python3", "-I"), proxy
+        else:
+            assert name.isdigit() and mode == "make", proxy
 
 
 def test_the_launcher_builds_with_every_compiler_the_host_has(tmp_path: Path) -> None:
