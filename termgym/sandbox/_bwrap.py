@@ -49,8 +49,14 @@ from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig, Stand
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
+from termgym.sandbox._episodes import (
+    episodes_dir,
+    owner_gone,
+    ready_episodes_dir,
+    remove_episode,
+)
 from termgym.sandbox._hostwall import say_once, wall_bwrap
-from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
+from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
@@ -64,12 +70,6 @@ WRITABLE = ("/tmp", "/var/tmp", "/root", "/home")
 
 HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 """The whole environment bwrap itself starts with (the sandbox's comes from --setenv)."""
-
-
-def episodes_dir() -> Path:
-    from termgym.sandbox._images import cache_dir
-
-    return cache_dir() / "episodes"
 
 
 class BwrapSandbox(KeepsStandby, ShellSandbox):
@@ -116,8 +116,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             )
         self.rootfs = rootfs_for(self.config.image)
         deadline = time.monotonic() + _deadline.START_DEADLINE
-        episodes_dir().mkdir(parents=True, exist_ok=True)
-        self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=episodes_dir()))
+        self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=ready_episodes_dir()))
         self.home.chmod(0o711)
         (self.home / "owner.pid").write_text(str(os.getpid()))
         try:
@@ -558,29 +557,14 @@ def _check_reachable(folder: Path) -> None:
             )
 
 
-def remove_episode(home: Path) -> None:
-    """Unmount (if mounted) and delete one episode folder."""
-    for mounted in (
-        home / "snap" / "merged",
-        home / "snap" / "disk",
-        home / "merged",
-        home / "disk",
-    ):
-        if os.path.ismount(mounted):
-            unmount(str(mounted))
-    shutil.rmtree(home, ignore_errors=True)
-
-
 def collect_bwrap_garbage() -> list[str]:
     """Remove episode folders whose owning process is gone; return their names."""
     removed: list[str] = []
     if not episodes_dir().is_dir():
         return removed
     for home in episodes_dir().iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            owner = int((home / "owner.pid").read_text())
-            if Path(f"/proc/{owner}").exists():
-                continue
+        if not owner_gone(home, unknown=True):
+            continue
         remove_episode(home)
         removed.append(home.name)
     live = {home.name.rsplit("-", 1)[0] for home in episodes_dir().iterdir()}
