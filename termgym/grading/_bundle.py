@@ -144,7 +144,9 @@ def write_bundle(
                     member.uname = member.gname = ""
                     member.mode &= 0o777
                     tar.addfile(member, data)
-        contents = folder_files(task_graders, files)
+        # what the standby holds was read from the task's graders/ when it was prepared (a
+        # change there makes a new preparation): only the kinds' files may differ from it
+        contents = folder_files(None if held else task_graders, files)
         contents["manifest.json"] = (json.dumps(manifest).encode(), 0o600)
         if held:
             contents = {rel: entry for rel, entry in contents.items() if held.get(rel) != entry}

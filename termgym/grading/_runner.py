@@ -5,12 +5,11 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import io
 import json
 import tarfile
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from termgym.errors import (
@@ -56,16 +55,43 @@ from termgym.sandbox import (
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 
-def write_tree(folder: Path, files: dict[str, bytes] | Any, modes: Task | None = None) -> None:
-    """Write `files` (relative path -> bytes) under `folder`, keeping the task files' modes."""
-    for rel, content in files.items():
-        target = folder / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-        if modes is not None:
-            source = modes.root / modes.spec.files / rel
-            if source.exists():
-                target.chmod(source.stat().st_mode & 0o777)
+def _files_archive(
+    files: dict[str, bytes] | Any, workdir: str, modes: Task | None = None
+) -> BinaryIO:
+    """`files` (relative path -> bytes) as a tar at their places below `workdir`, root's:
+    each file with its task file's mode (`modes`; 0644 without one), each folder below the
+    workdir 0755. The workdir itself is not in it: it keeps the mode and owner its sandbox
+    gave it."""
+    base = "".join(part + "/" for part in workdir.split("/") if part)
+    folders: set[str] = set()
+    now = time.time()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for rel, content in sorted(files.items()):
+            parts = rel.split("/")
+            for depth in range(1, len(parts)):
+                folder = "/".join(parts[:depth])
+                if folder not in folders:
+                    folders.add(folder)
+                    tar.addfile(_member(base + folder, tarfile.DIRTYPE, 0o755, now))
+            mode = 0o644
+            if modes is not None:
+                source = modes.root / modes.spec.files / rel
+                if source.exists():
+                    mode = source.stat().st_mode & 0o777
+            member = _member(base + rel, tarfile.REGTYPE, mode, now)
+            member.size = len(content)
+            tar.addfile(member, io.BytesIO(content))
+    out.seek(0)
+    return out
+
+
+def _member(name: str, kind: bytes, mode: int, mtime: float) -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.type, member.mode, member.mtime = kind, mode, mtime
+    member.uid = member.gid = 0
+    member.uname = member.gname = "root"
+    return member
 
 
 def prepare(sandbox: Sandbox, plan: EpisodePlan, timeout: float = 300.0) -> None:
@@ -75,9 +101,7 @@ def prepare(sandbox: Sandbox, plan: EpisodePlan, timeout: float = 300.0) -> None
         TaskError: a setup command failed (its output is in the message).
     """
     if plan.files:
-        with tempfile.TemporaryDirectory(prefix="termgym-files-") as tmp:
-            write_tree(Path(tmp), plan.files, modes=plan.task)
-            sandbox.copy_in(Path(tmp), plan.workdir)
+        sandbox.import_archive(_files_archive(plan.files, plan.workdir, modes=plan.task))
     if plan.setup:
         script = "set -e\n" + "\n".join(plan.setup) + "\n"
         result = sandbox.exec(["bash", "-c", script], timeout=timeout, workdir=plan.workdir)

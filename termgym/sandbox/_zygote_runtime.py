@@ -33,6 +33,7 @@ reads nothing but its control socket, and never holds a verifier's channel past 
 
 from __future__ import annotations
 
+import _signal
 import array
 import contextlib
 import ctypes
@@ -296,9 +297,9 @@ def _first(request: dict[str, Any], root: str, channel: int) -> None:
     _keep_only(request.get("caps") or [])
     os.setsid()
     os.umask(0o022)
-    for number in range(1, signal.NSIG):
+    for number in range(1, signal.NSIG):  # the C module's call: no enum made per signal
         with contextlib.suppress(OSError, RuntimeError, ValueError):
-            signal.signal(number, signal.SIG_DFL)
+            _signal.signal(number, signal.SIG_DFL)
     for fd in (0, 1, 2):
         os.dup2(channel, fd)
     if channel > 2:

@@ -564,7 +564,7 @@ def standby() -> None:
     for name in WARM:
         __import__(name)
     folder = preparation.get("folder")
-    files = preparation.get("files") or {}
+    files = _decoded(preparation.get("files") or {})  # once: every fork of a zygote writes them
 
     def child() -> None:
         """A zygote's fork, in its verifier's own root: the folder, as this process
@@ -617,10 +617,19 @@ def _blob(stream: Any) -> bytes:
     return stream.read(int(line)) if line.strip() else b""
 
 
-def _unpack(folder: str, files: dict[str, Any]) -> None:
+def _decoded(files: dict[str, Any]) -> dict[str, tuple[bytes | None, int]]:
+    """The preparation's {relative path: [base64 content, or None for a folder; mode]}, its
+    contents decoded."""
+    return {
+        rel: (None if content is None else base64.b64decode(content), mode)
+        for rel, (content, mode) in files.items()
+    }
+
+
+def _unpack(folder: str, files: dict[str, tuple[bytes | None, int]]) -> None:
     """The grading folder at `folder` (root's, 0700, as the host's bundle makes it), from
-    {relative path: [base64 content, or None for a folder; mode]}; the task's files, no
-    manifest, no rule."""
+    {relative path: (content, or None for a folder; mode)} (`_decoded`); the task's files,
+    no manifest, no rule."""
     os.makedirs(GRADE_ROOT, 0o711, exist_ok=True)
     os.chmod(GRADE_ROOT, 0o711)
     os.makedirs(folder, 0o700, exist_ok=True)
@@ -631,7 +640,7 @@ def _unpack(folder: str, files: dict[str, Any]) -> None:
             continue
         os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as handle:
-            handle.write(base64.b64decode(content))
+            handle.write(content)
 
 
 def _serve(runtime: bytes, control: int, child: Callable[[], None]) -> None:
