@@ -299,7 +299,7 @@ def _first(request: dict[str, Any], root: str, channel: int) -> None:
     os.umask(0o022)
     for number in range(1, signal.NSIG):  # the C module's call: no enum made per signal
         with contextlib.suppress(OSError, RuntimeError, ValueError):
-            _signal.signal(number, signal.SIG_DFL)
+            _signal.signal(number, _signal.SIG_DFL)
     for fd in (0, 1, 2):
         os.dup2(channel, fd)
     if channel > 2:
