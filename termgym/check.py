@@ -26,6 +26,7 @@ from termgym.grading import (
     GradeReport,
     InputsComparison,
     copy_limits,
+    episode_files,
     grade,
     prepare,
     report_inputs,
@@ -302,11 +303,7 @@ def surface_row(task: Task, image: str, backend: str) -> CheckRow | None:
         try:
             sandbox.start()
             prepare(sandbox, plan)
-            with tempfile.TemporaryDirectory(prefix="termgym-answer-") as tmp:
-                for rel, data in answer.items():
-                    (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
-                    (Path(tmp) / rel).write_bytes(data)
-                sandbox.copy_in(Path(tmp), plan.workdir)
+            sandbox.copy_in(episode_files(answer), plan.workdir)
             report = grade(sandbox, plan, verifiers=source)
         finally:
             sandbox.close()

@@ -18,6 +18,7 @@ from termgym.grading._launcher import OFF as NEST_LAUNCHER_OFF
 from termgym.grading._launcher import nest_launcher
 from termgym.grading._runner import (
     copy_limits,
+    episode_files,
     grade,
     grade_rulesets,
     grade_rulesets_in,
@@ -53,6 +54,7 @@ __all__ = [
     "classify",
     "compare_inputs",
     "copy_limits",
+    "episode_files",
     "grade",
     "grade_rulesets",
     "grade_rulesets_in",

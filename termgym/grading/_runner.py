@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
-import io
 import json
 import tarfile
 import time
@@ -42,6 +41,7 @@ from termgym.sandbox import (
     CHANGED_LIMIT,
     SNAPSHOT_PATH,
     CopyLimits,
+    FileTree,
     HoldsStandby,
     HoleSpool,
     RunResult,
@@ -55,43 +55,19 @@ from termgym.sandbox import (
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
 
-def _files_archive(
-    files: dict[str, bytes] | Any, workdir: str, modes: Task | None = None
-) -> BinaryIO:
-    """`files` (relative path -> bytes) as a tar at their places below `workdir`, root's:
-    each file with its task file's mode (`modes`; 0644 without one), each folder below the
-    workdir 0755. The workdir itself is not in it: it keeps the mode and owner its sandbox
-    gave it."""
-    base = "".join(part + "/" for part in workdir.split("/") if part)
-    folders: set[str] = set()
-    now = time.time()
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        for rel, content in sorted(files.items()):
-            parts = rel.split("/")
-            for depth in range(1, len(parts)):
-                folder = "/".join(parts[:depth])
-                if folder not in folders:
-                    folders.add(folder)
-                    tar.addfile(_member(base + folder, tarfile.DIRTYPE, 0o755, now))
-            mode = 0o644
-            if modes is not None:
-                source = modes.root / modes.spec.files / rel
-                if source.exists():
-                    mode = source.stat().st_mode & 0o777
-            member = _member(base + rel, tarfile.REGTYPE, mode, now)
-            member.size = len(content)
-            tar.addfile(member, io.BytesIO(content))
-    out.seek(0)
-    return out
-
-
-def _member(name: str, kind: bytes, mode: int, mtime: float) -> tarfile.TarInfo:
-    member = tarfile.TarInfo(name)
-    member.type, member.mode, member.mtime = kind, mode, mtime
-    member.uid = member.gid = 0
-    member.uname = member.gname = "root"
-    return member
+def episode_files(files: dict[str, bytes] | Any, modes: Task | None = None) -> FileTree:
+    """An episode's rendered `files` (relative path -> bytes) as a FileTree: each with its
+    task file's mode (`modes`: the task whose files/ they were rendered from; 0644 where it
+    has none)."""
+    tree = {}
+    for rel, content in files.items():
+        mode = 0o644
+        if modes is not None:
+            source = modes.root / modes.spec.files / rel
+            if source.exists():
+                mode = source.stat().st_mode & 0o777
+        tree[rel] = (content, mode)
+    return FileTree(tree)
 
 
 def prepare(sandbox: Sandbox, plan: EpisodePlan, timeout: float = 300.0) -> None:
@@ -101,7 +77,7 @@ def prepare(sandbox: Sandbox, plan: EpisodePlan, timeout: float = 300.0) -> None
         TaskError: a setup command failed (its output is in the message).
     """
     if plan.files:
-        sandbox.import_archive(_files_archive(plan.files, plan.workdir, modes=plan.task))
+        sandbox.copy_in(episode_files(plan.files, modes=plan.task), plan.workdir)
     if plan.setup:
         script = "set -e\n" + "\n".join(plan.setup) + "\n"
         result = sandbox.exec(["bash", "-c", script], timeout=timeout, workdir=plan.workdir)

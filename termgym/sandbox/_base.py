@@ -76,6 +76,16 @@ class StandbySpec:
 
 
 @dataclass(frozen=True)
+class FileTree:
+    """Files made in memory, for `Sandbox.copy_in(tree, dest)`: {path relative to `dest`:
+    (content, mode)}. They arrive below `dest`, root's, with their modes, each folder between
+    them and `dest` 0755; `dest` itself is made where it is missing and otherwise keeps its
+    mode and owner (a host folder copied in names `dest` and gives it its own)."""
+
+    files: Mapping[str, tuple[bytes, int]]
+
+
+@dataclass(frozen=True)
 class SandboxConfig:
     """What a sandbox is started with.
 
@@ -205,8 +215,9 @@ class Sandbox(Protocol):
     def send_keys(self, keys: str | bytes, settle: float = 0.2, timeout: float = 5.0) -> RunResult:
         """Type raw keystrokes (control keys included); return once output goes quiet."""
 
-    def copy_in(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder into the sandbox at `dest` (an absolute path)."""
+    def copy_in(self, src: Path | FileTree, dest: str) -> None:
+        """Copy a host file or folder into the sandbox at `dest` (an absolute path), which
+        names the copy; or the files of a `FileTree`, below `dest`."""
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy a sandbox file or folder at `src` to the host path `dest`."""

@@ -45,7 +45,13 @@ from typing import BinaryIO
 
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy, _seccomp, _userns
-from termgym.sandbox._base import VERIFIER_CAPS, RunResult, SandboxConfig, StandbyProgram
+from termgym.sandbox._base import (
+    VERIFIER_CAPS,
+    FileTree,
+    RunResult,
+    SandboxConfig,
+    StandbyProgram,
+)
 from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
@@ -342,12 +348,15 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         assert self.rootfs is not None
         return self.rootfs, path, ""
 
-    def copy_in(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder to `dest` (absolute); `dest` names the copy."""
+    def copy_in(self, src: Path | FileTree, dest: str) -> None:
+        """Copy a host file or folder to `dest` (absolute; it names the copy), or a
+        FileTree's files below it."""
         root, inner, _ = self._roots(dest)
         if not inner.strip("/"):
             raise SandboxError(f"Expected a path below a writable folder to copy to; got {dest!r}.")
-        _fscopy.copy_in(root, Path(src), inner, uid_base=self.uid_base)
+        _fscopy.copy_in(
+            root, src if isinstance(src, FileTree) else Path(src), inner, uid_base=self.uid_base
+        )
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox file or folder `src` to the host path `dest`."""

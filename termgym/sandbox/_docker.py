@@ -43,7 +43,13 @@ from termgym.errors import (
     SandboxError,
     SandboxStartError,
 )
-from termgym.sandbox._base import SANDBOX_LABEL, VERIFIER_CAPS, RunResult, SandboxConfig
+from termgym.sandbox._base import (
+    SANDBOX_LABEL,
+    VERIFIER_CAPS,
+    FileTree,
+    RunResult,
+    SandboxConfig,
+)
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
@@ -57,6 +63,7 @@ from termgym.sandbox._disk import (
     shared_watch,
 )
 from termgym.sandbox._engine import docker_client, engine_address
+from termgym.sandbox._fscopy import tree_archive
 from termgym.sandbox._hostwall import BRIDGE, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._seccomp import verifier_profile
@@ -458,26 +465,37 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         if self.container is None:
             raise SandboxError("The docker sandbox is not started; call start() first.")
 
-    def copy_in(self, src: Path, dest: str) -> None:
-        """Copy a host file or folder to `dest` (absolute); `dest` names the copy."""
+    def copy_in(self, src: Path | FileTree, dest: str) -> None:
+        """Copy a host file or folder to `dest` (absolute; it names the copy), or a
+        FileTree's files below it."""
         self._check_running()
-        src = Path(src)
-        if not src.exists():
-            raise SandboxError(f"Expected {src} to exist to copy it in; found nothing there.")
         target = PurePosixPath(dest)
         if not target.is_absolute():
             raise SandboxError(f"Expected an absolute sandbox path to copy to; got {dest!r}.")
+        if isinstance(src, FileTree):
+            self._copy_archive(tree_archive(src, dest), "files made in memory", dest)
+            return
+        src = Path(src)
+        if not src.exists():
+            raise SandboxError(f"Expected {src} to exist to copy it in; found nothing there.")
         with tempfile.TemporaryFile() as spool:
             with tarfile.open(fileobj=spool, mode="w") as tar:
                 tar.add(str(src), arcname=str(target).lstrip("/") or ".", filter=_as_root)
             size = spool.tell()
             spool.seek(0)
-            if size <= SHELL_COPY_LIMIT and self.shell is not None and self.shell.alive:
-                self._untar_through_shell(spool.read(), src, dest)
+            if size <= SHELL_COPY_LIMIT:
+                self._copy_archive(spool.read(), str(src), dest)
             else:
                 self.import_archive(spool)
 
-    def _untar_through_shell(self, archive: bytes, src: Path, dest: str) -> None:
+    def _copy_archive(self, archive: bytes, what: str, dest: str) -> None:
+        """A small tar through the shell (`_untar_through_shell`), else through the engine."""
+        if len(archive) <= SHELL_COPY_LIMIT and self.shell is not None and self.shell.alive:
+            self._untar_through_shell(archive, what, dest)
+        else:
+            self.import_archive(io.BytesIO(archive))
+
+    def _untar_through_shell(self, archive: bytes, what: str, dest: str) -> None:
         """Small copies ride the attached shell as base64 (a few ms; put_archive costs ~60).
 
         Only ever used before the agent acts (laying out a task's files)."""
@@ -487,7 +505,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         result = self.shell.run(command, timeout=60)  # type: ignore[union-attr]
         if result.exit_code != 0:
             raise SandboxError(
-                f"Copying {src} to {dest} through the shell failed (exit {result.exit_code}): "
+                f"Copying {what} to {dest} through the shell failed (exit {result.exit_code}): "
                 f"{result.output.strip()[-500:]}"
             )
 

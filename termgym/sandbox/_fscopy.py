@@ -19,11 +19,13 @@ import io
 import os
 import stat
 import tarfile
+import time
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from termgym.errors import SandboxError
+from termgym.sandbox._base import FileTree
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 
 MAX_HOPS = 40
@@ -395,8 +397,12 @@ def _remove(parent: int, name: str, info: os.stat_result) -> None:
     os.rmdir(name, dir_fd=parent)
 
 
-def copy_in(root: Path, src: Path, dest: str, *, uid_base: int = 0) -> None:
-    """Copy the host file or folder `src` to the sandbox path `dest` (which names the copy)."""
+def copy_in(root: Path, src: Path | FileTree, dest: str, *, uid_base: int = 0) -> None:
+    """Copy the host file or folder `src` to the sandbox path `dest` (which names the copy),
+    or a FileTree's files below `dest`."""
+    if isinstance(src, FileTree):
+        import_tree(root, io.BytesIO(tree_archive(src, dest)), uid_base=uid_base)
+        return
     if not src.exists():
         raise SandboxError(f"Expected {src} to exist to copy it in; found nothing there.")
     import tempfile
@@ -406,6 +412,35 @@ def copy_in(root: Path, src: Path, dest: str, *, uid_base: int = 0) -> None:
             tar.add(str(src), arcname="/".join(_components(dest)), filter=_as_root)
         spool.seek(0)
         import_tree(root, spool, uid_base=uid_base)  # type: ignore[arg-type]
+
+
+def tree_archive(tree: FileTree, dest: str) -> bytes:
+    """A tar of `tree`'s files below `dest` (the FileTree's promises): no member for `dest`
+    itself, one for each folder between (0755), then the files with their modes; root's."""
+    base = "".join(part + "/" for part in _components(dest))
+    folders: set[str] = set()
+    now = int(time.time())
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for rel, (content, mode) in sorted(tree.files.items()):
+            parts = _components(rel)
+            if not parts or ".." in parts:
+                raise SandboxError(f"Expected a path below the folder to copy to; got {rel!r}.")
+            for end in range(1, len(parts)):
+                folder = "/".join(parts[:end])
+                if folder not in folders:
+                    folders.add(folder)
+                    tar.addfile(_root_member(base + folder, tarfile.DIRTYPE, 0o755, now))
+            member = _root_member(base + "/".join(parts), tarfile.REGTYPE, mode & 0o7777, now)
+            member.size = len(content)
+            tar.addfile(member, io.BytesIO(content))
+    return out.getvalue()
+
+
+def _root_member(name: str, kind: bytes, mode: int, mtime: int) -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.type, member.mode, member.mtime = kind, mode, mtime
+    return _as_root(member)
 
 
 def copy_out(

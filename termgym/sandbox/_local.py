@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy
-from termgym.sandbox._base import RunResult, SandboxConfig
+from termgym.sandbox._base import FileTree, RunResult, SandboxConfig
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits
 from termgym.sandbox._shell import BASH_ARGV
@@ -75,9 +75,9 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
     def _kill_hook(self, pid: int) -> None:
         kill_session(pid)
 
-    def copy_in(self, src: Path, dest: str) -> None:
+    def copy_in(self, src: Path | FileTree, dest: str) -> None:
         """Copy a host file or folder to the sandbox path `dest` (resolved inside the root)."""
-        _fscopy.copy_in(self._root(), Path(src), dest)
+        _fscopy.copy_in(self._root(), src if isinstance(src, FileTree) else Path(src), dest)
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox path `src` to the host path `dest` (resolved inside the root)."""

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from termgym.errors import SandboxError
 from termgym.grading import prepare
-from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
+from termgym.sandbox import FileTree, Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import instantiate, load_task
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
@@ -49,3 +50,12 @@ def test_files_keep_their_modes_and_the_workdir_its_own(sandbox: Sandbox, tmp_pa
         "640 root deep/er/kept.txt",
     ]
     assert sandbox.run("/app/run.sh").output == "ran\n"
+
+
+def test_a_file_tree_path_out_of_its_folder_is_refused(sandbox: Sandbox) -> None:
+    for rel in ("../escaped", "a/../../escaped", ""):
+        with pytest.raises(SandboxError, match="below the folder to copy to"):
+            sandbox.copy_in(FileTree({rel: (b"x", 0o644)}), "/app/in")
+    assert (
+        sandbox.run("ls /app/in /escaped 2>&1 | wc -l; ls / | grep -c escaped").output == "2\n0\n"
+    )
