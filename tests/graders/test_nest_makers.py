@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 
-from termgym.grading._launcher import nest_launcher
+from termgym.grading._launcher import LAUNCHER
 from termgym.verifier import NEST
-from tests.conftest import _unavailable
 
 AGENT = 60000
 
@@ -89,20 +88,9 @@ finally:
 
 
 @pytest.fixture(scope="module")
-def launcher() -> Iterator[Path]:
-    """A copy of the launcher, root's and 0700, as a grading folder holds it."""
-    if os.geteuid() != 0:
-        _unavailable("Making nests", "a nest maps ids and mounts: run as root")
-    program = nest_launcher()
-    if program is None:
-        _unavailable("The nests' launcher", "no C compiler here builds a static program")
-    folder = Path(tempfile.mkdtemp(prefix="termgym-makers-"))
-    try:
-        (folder / "termgym_nest_launch").write_bytes(program)
-        (folder / "termgym_nest_launch").chmod(0o700)
-        yield folder / "termgym_nest_launch"
-    finally:
-        shutil.rmtree(folder)
+def launcher(launcher_folder: Path) -> Path:
+    """The launcher's copy, as a grading folder holds it."""
+    return launcher_folder / LAUNCHER
 
 
 @pytest.fixture

@@ -23,37 +23,24 @@ from typing import Any
 
 import pytest
 
-from termgym.grading._launcher import nest_launcher
 from termgym.verifier import AGENTEXEC
-from tests.conftest import _unavailable
 
 AGENT = 60000
 LIMIT = 8
 
 
 @pytest.fixture(scope="module")
-def agentexec() -> Iterator[ModuleType]:
+def agentexec(launcher_folder: Path) -> ModuleType:
     """termgym_agentexec, loaded from a folder that holds the launcher too."""
-    if os.geteuid() != 0:
-        _unavailable("Reading as the agent's user", "these checks switch users: run as root")
-    launcher = nest_launcher()
-    if launcher is None:
-        _unavailable("The nests' launcher", "no C compiler here builds a static program")
-    folder = Path(tempfile.mkdtemp(prefix="termgym-reads-"))
-    try:
-        shutil.copy(AGENTEXEC, folder / "termgym_agentexec.py")
-        (folder / "termgym_nest_launch").write_bytes(launcher)  # the program's bytes
-        (folder / "termgym_nest_launch").chmod(0o700)
-        spec = importlib.util.spec_from_file_location(
-            "termgym_agentexec_reads", folder / "termgym_agentexec.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        assert module.privileged() and module.AGENT_UID == AGENT
-        yield module
-    finally:
-        shutil.rmtree(folder)
+    shutil.copy(AGENTEXEC, launcher_folder / "termgym_agentexec.py")
+    spec = importlib.util.spec_from_file_location(
+        "termgym_agentexec_reads", launcher_folder / "termgym_agentexec.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.privileged() and module.AGENT_UID == AGENT
+    return module
 
 
 @pytest.fixture
