@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 
 IN_CI = os.environ.get("CI") == "true"
 
 
-def _unavailable(what: str, reason: str) -> None:
+def _unavailable(what: str, reason: str) -> NoReturn:
     if IN_CI:
         pytest.fail(f"{what} is required with CI=true: {reason}")
     pytest.skip(f"{what} unavailable: {reason}")
