@@ -290,7 +290,9 @@ class Nest:
 
     def __init__(self, spec: dict[str, Any], launcher: int = -1) -> None:
         """`launcher`: a descriptor of the nests' launcher (termgym_nest_launch), whose
-        init mode the maker starts as the nest's pid 1; -1: a fork of the maker is."""
+        make mode makes the nest (for a nest that pivots into `spec["root"]`, the Python
+        maker does, and starts the launcher's init mode as its pid 1); -1: the Python
+        maker, and a fork of it as pid 1."""
         self.spec = spec
         self.launcher = launcher
         self.program = b""
