@@ -42,7 +42,8 @@ def ready_episodes_dir() -> Path:
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0 and not os.path.ismount(folder):
-        with open(folder.parent / LOCK, "a") as lock:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        with open(os.open(folder.parent / LOCK, flags, 0o600), "rb") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
             if not os.path.ismount(folder):
                 for home in folder.iterdir():
