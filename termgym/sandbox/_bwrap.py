@@ -354,9 +354,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         root, inner, _ = self._roots(dest)
         if not inner.strip("/"):
             raise SandboxError(f"Expected a path below a writable folder to copy to; got {dest!r}.")
-        _fscopy.copy_in(
-            root, src if isinstance(src, FileTree) else Path(src), inner, uid_base=self.uid_base
-        )
+        _fscopy.copy_in(root, src, inner, uid_base=self.uid_base)
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox file or folder `src` to the host path `dest`."""

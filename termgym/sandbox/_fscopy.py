@@ -403,6 +403,7 @@ def copy_in(root: Path, src: Path | FileTree, dest: str, *, uid_base: int = 0) -
     if isinstance(src, FileTree):
         import_tree(root, io.BytesIO(tree_archive(src, dest)), uid_base=uid_base)
         return
+    src = Path(src)
     if not src.exists():
         raise SandboxError(f"Expected {src} to exist to copy it in; found nothing there.")
     import tempfile

@@ -77,7 +77,7 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
 
     def copy_in(self, src: Path | FileTree, dest: str) -> None:
         """Copy a host file or folder to the sandbox path `dest` (resolved inside the root)."""
-        _fscopy.copy_in(self._root(), src if isinstance(src, FileTree) else Path(src), dest)
+        _fscopy.copy_in(self._root(), src, dest)
 
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy the sandbox path `src` to the host path `dest` (resolved inside the root)."""
