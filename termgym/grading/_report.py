@@ -41,7 +41,9 @@ class RunnerReport:
         nest: Why the agent's programs could not run in nests of their own there ("": they
             did; docs/security.md).
         prepared: The jobs whose program the standby runner had loaded before the work
-            arrived (termgym.grading._standby), run in a fork of it.
+            arrived (termgym.grading._standby), run in a fork of it or in it.
+        inline: Those of `prepared` run in the runner itself, not a fork of it (a
+            verifier's only job: termgym.verifier.prepare's `run_here`).
         forked: The runner was a standby forked from a zygote (termgym.sandbox._zygote).
         imported: The modules a forked runner imported that its zygote had not loaded
             (each grading compiles them again); () for a runner not forked.
@@ -51,6 +53,7 @@ class RunnerReport:
     dumpable: bool = False
     nest: str = ""
     prepared: tuple[str, ...] = ()
+    inline: tuple[str, ...] = ()
     forked: bool = False
     imported: tuple[str, ...] = ()
 
@@ -136,6 +139,8 @@ def _decode(payload: str) -> RunnerReport:
         or not isinstance(runner.get("nest", ""), str)
         or not isinstance(runner.get("prepared", []), list)
         or not all(isinstance(j, str) for j in runner.get("prepared", []))
+        or not isinstance(runner.get("inline", []), list)
+        or not all(isinstance(j, str) for j in runner.get("inline", []))
         or not isinstance(runner.get("forked", False), bool)
         or not isinstance(runner.get("imported", []), list)
         or not all(isinstance(m, str) for m in runner.get("imported", []))
@@ -151,7 +156,8 @@ def _decode(payload: str) -> RunnerReport:
         jobs[job["id"]] = list(runs)
     return RunnerReport(
         jobs=jobs, dumpable=runner["dumpable"], nest=runner.get("nest", ""),
-        prepared=tuple(runner.get("prepared", [])), forked=runner.get("forked", False),
+        prepared=tuple(runner.get("prepared", [])), inline=tuple(runner.get("inline", [])),
+        forked=runner.get("forked", False),
         imported=tuple(runner.get("imported", [])),
     )  # fmt: skip
 

@@ -6,6 +6,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import signal
 import tarfile
 import time
 from collections.abc import Iterator, Sequence
@@ -545,13 +546,16 @@ def _read(result: RunResult, key: str, plan: GradingPlan, *, alone: bool = True)
     """The run's authentic report, or the GraderError that says why there is none."""
     report = read_report(result.output, key, alone=alone)
     if report is None:
-        why = (
-            f"the grading run overran its {plan.budget:.0f} s"
-            if result.timed_out
-            else f"the grading run printed no authentic report (exit {result.exit_code}): "
-            f"{tail(result.output, 800)}"
+        if result.timed_out:
+            raise GraderError(f"the grading run overran its {plan.budget:.0f} s")
+        ended = f"exit {result.exit_code}"
+        if result.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            ended += ": killed by signal 9, out of memory or stopped"
+        if result.memory_kills:
+            ended += f"; the verifier's memory limit killed {result.memory_kills} of its processes"
+        raise GraderError(
+            f"the grading run printed no authentic report ({ended}): {tail(result.output, 800)}"
         )
-        raise GraderError(why)
     return report
 
 

@@ -156,6 +156,9 @@ class RunResult:
         restarted: The shell had to be killed and restarted (state such as cwd is lost).
         raw: The terminal bytes as received (escape sequences kept), for screen emulation
             and asciicast recordings.
+        memory_kills: Processes of the sandbox its memory limit killed by the time the
+            program ended, where the backend counts them (a verifier's standby forked from
+            a zygote, whose exit status the host cannot see); else 0.
     """
 
     output: str
@@ -165,6 +168,7 @@ class RunResult:
     truncated: bool = False
     restarted: bool = False
     raw: bytes = b""
+    memory_kills: int = 0
 
 
 class StandbyProgram(Protocol):

@@ -490,7 +490,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 env={**self._shell_env(), **dict(standby.env)}, workdir=standby.workdir,
                 caps=(*VERIFIER_CAPS, *self.config.capabilities),
                 seccomp=_seccomp.verifier_filter(), limit=self.config.output_limit,
-                timeout=standby.ready_timeout,
+                timeout=standby.ready_timeout, memory_kills=cgroup.memory_kills,
             )  # fmt: skip
         except SandboxError as exc:
             log.warning("the zygote gave no standby, one starts anew: %s", exc)

@@ -74,6 +74,18 @@ class Cgroup:
         (`termgym.sandbox._spawn.Launch.cgroups`)."""
         return tuple(str(folder / "cgroup.procs") for folder in self.dirs)
 
+    def memory_kills(self) -> int:
+        """How many of its processes its memory limit killed so far (the memory controller's
+        oom_kill count; 0 where it keeps none or no memory cgroup is applied)."""
+        for folder in self.dirs:
+            for name in ("memory.oom_control", "memory.events"):  # v1, v2
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (folder / name).read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+        return 0
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for folder in self.dirs:

@@ -25,6 +25,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import ctypes
+import dataclasses
 import json
 import logging
 import multiprocessing.util
@@ -120,9 +121,11 @@ class Zygote:
         seccomp: bytes,
         limit: int,
         timeout: float,
+        memory_kills: Callable[[], int] | None = None,
     ) -> ZygoteStandby:
         """A standby forked into a fresh verifier whose root is the mount at `root`, moved
-        into the cgroups whose `cgroup.procs` files are `cgroup_procs`.
+        into the cgroups whose `cgroup.procs` files are `cgroup_procs` (`memory_kills`:
+        how many processes of them their memory limit killed so far, for its result).
 
         Raises:
             SandboxError: the zygote is gone, or the child could not be made (why, if it said).
@@ -167,7 +170,9 @@ class Zygote:
             raise
         with self._lock:
             self.in_use += 1
-        return ZygoteStandby(mine, pidfd, limit, done=self._done, zygote=self.alive)
+        return ZygoteStandby(
+            mine, pidfd, limit, done=self._done, zygote=self.alive, memory_kills=memory_kills
+        )
 
     def _done(self) -> None:
         with self._lock:
@@ -217,10 +222,12 @@ class ZygoteStandby:
         *,
         done: Callable[[], None],
         zygote: Callable[[], bool],
+        memory_kills: Callable[[], int] | None = None,
     ) -> None:
         self.sock = sock
         self.pidfd = pidfd
         self._zygote = zygote
+        self._memory_kills = memory_kills
         self._collector = _Collector(limit)
         self._finished = False
         self._eof = False
@@ -290,7 +297,9 @@ class ZygoteStandby:
         self._release()
         if not self._zygote():  # its verifier's processes lived in the zygote's namespaces
             raise EngineError("the zygote this verifier's runner was forked from died")
-        return collected(self._collector, None, began=began, timed_out=timed_out)
+        result = collected(self._collector, None, began=began, timed_out=timed_out)
+        kills = self._memory_kills() if self._memory_kills is not None else 0
+        return dataclasses.replace(result, memory_kills=kills) if kills else result
 
     def _kill(self) -> None:
         with contextlib.suppress(OSError):

@@ -12,8 +12,13 @@ from there; a handle of None means the job is run as usual.
 At grading time the runner asks `prepared(job, ...)` for a job's handle. A job with one
 runs in a fork of the runner (`run_in_fork`): a session of its own, its environment and
 working folder, its output to its log, stdin /dev/null, without the runner's channel, as
-the job's own interpreter would have run it; a job without one runs as usual. Why loading
-before the work arrives is sound: docs/security.md, "The standby runner".
+the job's own interpreter would have run it; a job without one runs as usual. A verifier's
+only job runs in the runner itself instead (`run_here`): the same environment, folder,
+output, stdin and timeout, and the runner put back as it was afterwards. A fork would copy
+every page of memory both processes touch, twice where the runner is itself a zygote's
+fork, and the runner has nothing left to do but report that one job (why that is as sound:
+docs/security.md, "The standby runner"). Why loading before the work arrives is sound:
+the same section.
 
 A zygote (the standby forked for each verifier, `termgym.sandbox._zygote`) holds nothing a
 fork would share with another: `check_forkable()` refuses a zygote with a thread or with a
@@ -215,17 +220,93 @@ def _become_job(env: dict[str, str], cwd: str, log: int) -> None:
     os.setsid()
     if _CHANNEL[0] >= 0:
         os.close(_CHANNEL[0])
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _enter_job(env, cwd, log)
+
+
+_JOB_SIGNALS = (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM)
+"""Signals a job starts with at their default disposition (and SIGALRM, its timer's)."""
+
+
+def _enter_job(env: dict[str, str], cwd: str, log: int) -> None:
+    """The job's stdio (stdin /dev/null, stdout and stderr its log), signals, environment
+    and folder, in the process that runs it."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    for number in (signal.SIGALRM, signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+    for number in _JOB_SIGNALS:
         signal.signal(number, signal.SIG_DFL)
-    signal.setitimer(signal.ITIMER_REAL, 0)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
+
+
+GRACE = 5.0
+"""Seconds a job run in the runner (`run_here`) has, once interrupted at its timeout, to end
+its session before the runner leaves without a report."""
+
+
+class Overran(KeyboardInterrupt):
+    """Raised in a job run in the runner at its timeout: a KeyboardInterrupt, which pytest
+    lets through its tests to end the session (its report written as far as it got)."""
+
+
+def run_here(
+    entry: dict[str, Any], env: dict[str, str], cwd: str, log: int, timeout: float
+) -> tuple[int | None, bool]:
+    """Run the prepared program of `entry` in this process, with what `run_in_fork` gives a
+    fork (`_enter_job`; the runner's channel stays close-on-exec, so no program the job
+    starts holds it), then put this process back as it was; (its exit status, or None once
+    it overran; timed out).
+
+    At `timeout` the job is interrupted (`Overran`); one that is still running `GRACE`
+    seconds later ends this process at once: no report, which the host takes for a failed
+    grading. A job that takes SIGALRM for itself takes its own timer with it (the host's
+    budget for the whole run still holds)."""
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    env_before, cwd_before = dict(os.environ), os.getcwd()
+    signals = {number: signal.getsignal(number) for number in (signal.SIGALRM, *_JOB_SIGNALS)}
+    overran = []  # type: list[bool]
+
+    def alarm(signum: int, frame: object) -> None:
+        if overran:
+            os._exit(124)
+        overran.append(True)
+        signal.setitimer(signal.ITIMER_REAL, GRACE)
+        raise Overran()
+
+    code = 3  # type: int | None
+    try:
+        _enter_job(env, cwd, log)
+        signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            code = int(entry["handle"].run() or 0)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Overran:
+            pass
+        except BaseException:  # noqa: B036 - said in its log, as an interpreter would
+            import traceback
+
+            os.write(2, traceback.format_exc().encode("utf-8", "replace"))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # its output is in the log, or lost with it
+                stream.flush()
+        for number, handler in signals.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        for fd, copy in enumerate(saved):  # fds 0, 1 and 2
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.chdir(cwd_before)
+        os.environ.clear()
+        os.environ.update(env_before)
+    return (None, True) if overran else (code, False)
 
 
 def check_forkable(control: int) -> str:

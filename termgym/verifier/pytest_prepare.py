@@ -6,9 +6,10 @@ then)` in a standby runner (or a zygote) before any file of the agent's is there
 runs as `python3 -m pytest args` would, with termgym's plugin (`termgym_pytest`) loaded for
 the rule sets `names`, up to where the tests would start to run; there it hands a
 `Prepared` to `then`, which never returns (the standby waits for its grading, the zygote
-serves). At grading time `Prepared.run()`, in a fork of the runner with the job's
-environment, takes the rule sets' values, runs the collected tests and finishes the
-session as pytest's own `wrap_session` does.
+serves). At grading time `Prepared.run()`, in a fork of the runner (or in the runner
+itself, for a verifier's only job: `termgym_prepare.run_here`) with the job's environment,
+takes the rule sets' values, runs the collected tests and finishes the session as pytest's
+own `wrap_session` does.
 
 Collecting before the work exists is sound only for tests that do not look at the work
 while they are collected: while they are, a program started, or one of the work's folders

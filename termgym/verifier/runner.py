@@ -217,10 +217,15 @@ def run_exec(
     start = time.monotonic()
     out: dict[str, Any] = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
     with open(log_path, "wb") as log:
-        if entry is not None:  # loaded before the work existed: run in a fork of this process
+        if entry is not None:  # loaded before the work existed: run here, or in a fork
             ctx["prepared"].append(job["id"])
             env.pop("PYTHONPATH", None)
-            out["exit_code"], out["timed_out"] = sys.modules["termgym_prepare"].run_in_fork(
+            prepare = sys.modules["termgym_prepare"]
+            run = prepare.run_in_fork
+            if ctx["alone"]:  # the only job: this process has nothing left but its report
+                ctx["inline"].append(job["id"])
+                run = prepare.run_here
+            out["exit_code"], out["timed_out"] = run(
                 entry, env, ctx["cwd"], log.fileno(), job["timeout"]
             )
         else:
@@ -429,6 +434,10 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         "as_agent": sys.executable + " -I -B " + os.path.join(graders, "termgym_agentexec.py"),
         "record_inputs": bool(manifest.get("record_inputs")),
         "prepared": [],
+        "inline": [],
+        # one job of one run: a prepared one runs in this process (termgym_prepare.run_here)
+        "alone": len(manifest["jobs"]) == 1
+        and (bool(manifest["jobs"][0].get("batch")) or len(manifest["jobs"][0]["rulesets"]) == 1),
     }
     if manifest.get("snapshot"):
         import termgym_snapshot
@@ -449,7 +458,10 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
         else:
             runs = [run_exec(job, [n], rulesets, ctx) for n in names]
         jobs.append({"id": job["id"], "runs": runs})
-    facts = {"dumpable": _DUMPABLE[0], "nest": why, "prepared": ctx["prepared"]}
+    facts = {
+        "dumpable": _DUMPABLE[0], "nest": why, "prepared": ctx["prepared"],
+        "inline": ctx["inline"],
+    }  # fmt: skip
     zygote = sys.modules.get("termgym_zygote")
     facts["forked"] = zygote is not None
     if zygote is not None:  # what every grading compiles again, which its zygote could load

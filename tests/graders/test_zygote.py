@@ -1,5 +1,6 @@
 """Verifiers forked from a zygote, and standby runners that load a task's tests before the
-work arrives (docs/security.md, "The standby runner"): single-use state per grading.
+work arrives (docs/security.md, "The standby runner"): single-use state per grading; a
+verifier's only job, so loaded, run in the runner itself, its timeout kept.
 
 Each grading's agent program (`PROBE`, run by the fixture task's pytest grader) looks for
 what another grading's programs could have left (files in /tmp, /var/tmp, /dev/shm and the
@@ -25,6 +26,7 @@ from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
 from termgym.tasks import EpisodePlan, Task, instantiate, load_task
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "zygote-probe"
+ALONE = FIXTURE.with_name("inline-job")
 
 PROBE = r"""#!/bin/bash
 # The agent's program: what another grading left or runs beside it, then leave it all.
@@ -389,3 +391,96 @@ def test_a_zygote_outlives_the_pool_thread_that_started_it(base_rootfs: str) -> 
         box.close()
         first.close()
         other.close()
+
+
+def _alone(tmp_path: Path, test: str, timeout: int) -> Task:
+    """The one-grader fixture task with `test` as its grader's tests, graded in `timeout` s."""
+    root = tmp_path / "inline-job"
+    shutil.copytree(ALONE, root)
+    (root / "graders" / "test_answer.py").write_text(test)
+    spec = (root / "task.yaml").read_text()
+    (root / "task.yaml").write_text(spec.replace("timeout: 60", f"timeout: {timeout}"))
+    return load_task(root)
+
+
+def test_a_verifiers_only_job_runs_in_the_runner_itself_and_grades_as_in_a_fork(
+    pool: SandboxPool, backend: str
+) -> None:
+    task = load_task(ALONE)
+    box, plan = _episode(backend, task)
+    try:
+        graded = _grade(pool, box, plan)
+    finally:
+        box.close()
+    # prepared before the work arrived, and run in the runner, not a fork of it
+    assert [(r.prepared, r.inline) for r in graded.runners] == [(("answer",), ("answer",))] * 2
+    for name, answered in (("contradicted", True), ("original", False)):
+        (result,) = graded.verdicts[name].results
+        failed = ["test_where_it_ran"] + ([] if answered else ["test_the_answer"])
+        assert sorted(result.details["failed"]) == sorted(failed), result
+        facts = json.loads(result.message.split("facts ", 1)[1].split(";")[0])
+        assert facts["cwd"] == "/app"  # the job's folder, as in a fork
+        # the agent's program the tests started found the runner they ran in, and reached
+        # nothing of it: its environment, memory, descriptors, signals
+        ran, found, took = facts["agent"]
+        assert ran == "ran" and int(found) >= 1 and took == "0", facts
+        if backend == "bwrap":  # the runner is the verifier's pid 1: the tests ran there
+            assert facts["nspid"][-1] == "1", facts
+
+
+OVERRUNS = """
+import time
+
+
+def test_slow(rules):
+    time.sleep(300)
+"""
+
+HOLDS_ON = """
+import time
+
+
+def test_slow_and_deaf(rules):
+    while True:
+        try:
+            time.sleep(300)
+        except KeyboardInterrupt:  # its timeout's interrupt, swallowed
+            pass
+"""
+
+
+def test_a_job_run_in_the_runner_that_overruns_ends_at_its_timeout(
+    pool: SandboxPool, backend: str, tmp_path: Path
+) -> None:
+    task = _alone(tmp_path, OVERRUNS, timeout=3)
+    box, plan = _episode(backend, task)
+    try:
+        began = time.monotonic()
+        graded = _grade(pool, box, plan)
+        took = time.monotonic() - began
+    finally:
+        box.close()
+    assert [r.inline for r in graded.runners] == [("answer",)] * 2
+    for name in ("contradicted", "original"):
+        (result,) = graded.verdicts[name].results
+        assert result.error and "timed out" in result.error, result
+    # its own timeout ended it, not the host's budget for the whole run (3 s + 30)
+    assert took < 3 + 20, took
+
+
+def test_a_job_run_in_the_runner_that_will_not_stop_ends_the_grading_with_no_verdict(
+    pool: SandboxPool, backend: str, tmp_path: Path
+) -> None:
+    from termgym.errors import GraderError
+
+    task = _alone(tmp_path, HOLDS_ON, timeout=3)
+    box, plan = _episode(backend, task)
+    try:
+        began = time.monotonic()
+        with pytest.raises(GraderError, match="no authentic report"):
+            _grade(pool, box, plan)
+        took = time.monotonic() - began
+    finally:
+        box.close()
+    # the runner left GRACE seconds after the timeout, before the host's budget (3 s + 30)
+    assert took < 3 + 20, took
