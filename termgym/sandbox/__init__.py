@@ -56,6 +56,7 @@ from termgym.sandbox._registry import (
 from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
+from termgym.sandbox._static import static_program
 from termgym.sandbox._userns import AGENT_UID
 from termgym.sandbox._zygote import close_zygotes
 
@@ -117,4 +118,5 @@ __all__ = [
     "BwrapSandbox",
     "docker_client",
     "seccomp_filter_fd",
+    "static_program",
 ]

@@ -5,8 +5,11 @@ forever: a child that runs Python before its exec (a pre-exec hook) can block on
 its parent blocks with it, waiting for the exec. So every process a sandbox starts (the
 agent's shell, an exec, a standby program) is started by `spawn`: `subprocess.Popen`
 without `preexec_fn` (vfork, then only C code of CPython's until the exec), and what the
-process needs before its program runs is done by small programs it execs first, each ending
-in an exec of the next (`Launch`):
+process needs before its program runs is done by a program it execs first (`Launch`):
+termgym's own spawn helper (`spawn_launch.c`, a static program built once per host:
+`termgym.sandbox._static`) takes every step below in one process. Where it cannot be built
+(no C compiler) or TERMGYM_SPAWN_HELPER=0, small programs of the host's take them, each
+ending in an exec of the next, a process start each (about a millisecond of CPU apiece):
 
 - `sh` writes its own pid into the sandbox's `cgroup.procs` files, so that bwrap is
   already inside the cgroups when it clones the sandbox's namespaces (its cgroup namespace
@@ -45,6 +48,7 @@ from typing import IO, Any
 
 from termgym.errors import BackendUnavailable
 from termgym.sandbox import _signals
+from termgym.sandbox._static import static_program
 
 _RESET_BY_POPEN = frozenset({signal.SIGPIPE, signal.SIGXFSZ})
 """Popen's `restore_signals` puts these back to SIG_DFL in the child itself."""
@@ -77,6 +81,13 @@ class Launch:
             tty: A terminal the process opens as its controlling terminal (its stdin).
             default_signals: Reset every signal's disposition before `program` runs.
         """
+        if not (self.cgroups or tty or self.nproc is not None or default_signals) and not (
+            self.userns or self.netns
+        ):
+            return list(program)
+        helper = _helper()
+        if helper is not None:
+            return [helper, *self._helper_steps(tty), "--", *program]
         steps: list[str] = []
         script = [f"echo $$ >{shlex.quote(path)} || exit 125" for path in self.cgroups]
         if tty:
@@ -96,6 +107,35 @@ class Launch:
                 steps.append(f"--user={self.userns}")
             steps.append("--")
         return steps + list(program)
+
+    def _helper_steps(self, tty: str) -> list[str]:
+        """The spawn helper's arguments for these steps (it resets every signal itself)."""
+        steps: list[str] = []
+        for path in self.cgroups:
+            steps += ["-c", path]
+        if tty:
+            steps += ["-t", tty]
+        if self.nproc is not None:
+            steps += ["-n", str(self.nproc)]
+        if self.netns:
+            steps += ["-N", self.netns]
+        if self.userns:
+            steps += ["-U", self.userns]
+        return steps
+
+
+SPAWN_LAUNCH = Path(__file__).with_name("spawn_launch.c")
+"""The spawn helper's source (built once per host: `static_program`)."""
+HELPER_OFF = "TERMGYM_SPAWN_HELPER"
+"""Set to 0 to take the launch steps with the host's small programs instead of the helper."""
+
+
+def _helper() -> str | None:
+    """The spawn helper's path, or None where there is none (or it is turned off)."""
+    if os.environ.get(HELPER_OFF, "1") == "0":
+        return None
+    program = static_program(SPAWN_LAUNCH, "termgym_spawn")
+    return str(program) if program is not None else None
 
 
 def spawn(

@@ -74,7 +74,7 @@ def test_the_launcher_builds_with_every_compiler_the_host_has(tmp_path: Path) ->
     import shutil
     import subprocess
 
-    from termgym.grading._launcher import COMPILERS, FLAGS
+    from termgym.sandbox._static import COMPILERS, FLAGS
     from termgym.verifier import NEST_LAUNCH
 
     found = {name: path for name in COMPILERS if (path := shutil.which(name))}

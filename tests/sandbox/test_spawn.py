@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from termgym.errors import SandboxStartError
-from termgym.sandbox import Sandbox, SandboxConfig, StandbySpec, _deadline, make_sandbox
+from termgym.sandbox import Sandbox, SandboxConfig, StandbySpec, _deadline, _spawn, make_sandbox
 from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
 from termgym.sandbox._common import HostProcess
 from termgym.sandbox._local import LocalSandbox
-from termgym.sandbox._spawn import Launch, spawn
+from termgym.sandbox._spawn import HELPER_OFF, SPAWN_LAUNCH, Launch, spawn
+from tests.conftest import _unavailable
 
 _WATCH: dict[str, int] = {}
 
@@ -54,6 +55,17 @@ def python_in_children() -> Iterator[Callable[[], int]]:
     _WATCH.pop("fd", None)
     os.close(read)
     os.close(write)
+
+
+@pytest.fixture(params=["helper", "programs"])
+def launch_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Sandbox processes launched by termgym's spawn helper, or by the host's small programs
+    (sh, prlimit, env, nsenter: TERMGYM_SPAWN_HELPER=0, as where no compiler builds it)."""
+    if request.param == "programs":
+        monkeypatch.setenv(HELPER_OFF, "0")
+    elif _spawn._helper() is None:
+        _unavailable("termgym's spawn helper", "no C compiler here builds a static program")
+    return str(request.param)
 
 
 @pytest.fixture(params=["bwrap", "local"])
@@ -98,7 +110,9 @@ def test_no_sandbox_process_runs_python_between_its_fork_and_its_exec(
     assert python_in_children() == 0
 
 
-def test_sandbox_processes_get_no_descriptor_but_stdio(starts: Callable[..., Sandbox]) -> None:
+def test_sandbox_processes_get_no_descriptor_but_stdio(
+    launch_by: str, starts: Callable[..., Sandbox]
+) -> None:
     box = starts()
     listed = "ls /proc/self/fd"  # ls's own listing of the folder is its fd 3
     assert box.run(listed).output.split() == ["0", "1", "2", "3"]
@@ -117,7 +131,7 @@ def _pid1_environ(box: Sandbox) -> str:
     return box.exec(["cat", "/proc/1/environ"]).output
 
 
-def test_a_process_limit_holds_from_the_start_where_no_pids_cgroup_does() -> None:
+def test_a_process_limit_holds_from_the_start_where_no_pids_cgroup_does(launch_by: str) -> None:
     """The RLIMIT_NPROC fallback (termgym without root and without delegated cgroups)."""
     process = spawn(
         ["grep", "Max processes", "/proc/self/limits"], launch=Launch(nproc=77),
@@ -152,7 +166,7 @@ def signals_handed_down() -> Iterator[None]:
 
 
 def test_no_blocked_or_ignored_signal_reaches_a_sandbox(
-    signals_handed_down: None, starts: Callable[..., Sandbox]
+    launch_by: str, signals_handed_down: None, starts: Callable[..., Sandbox]
 ) -> None:
     box = starts()
     status = "grep -E '^Sig(Blk|Ign)' /proc/self/status"
@@ -165,7 +179,7 @@ def test_no_blocked_or_ignored_signal_reaches_a_sandbox(
 @pytest.mark.bwrap
 @pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and the shifted user namespace need root")
 def test_every_bwrap_process_starts_inside_its_cgroups_and_as_the_shifted_root(
-    base_rootfs: str,
+    launch_by: str, base_rootfs: str
 ) -> None:
     """Joined before bwrap clones the sandbox: the sandbox's cgroup namespace is rooted at
     its own cgroups, which hold the shell and each exec from the host's view too."""
@@ -244,3 +258,50 @@ def test_input_a_program_never_reads_is_bounded_by_its_timeout() -> None:
     program = HostProcess(["sleep", "600"])
     result = program.finish(b"x" * (1 << 20), timeout=1)
     assert result.timed_out and result.exit_code is None and result.duration < 30
+
+
+def test_a_cgroup_that_cannot_be_joined_stops_the_start_before_the_program(
+    launch_by: str, tmp_path: Path
+) -> None:
+    """Joining is the first step: a process outside its sandbox's cgroups never runs."""
+    ran = tmp_path / "ran"
+    process = spawn(
+        ["touch", str(ran)], launch=Launch(cgroups=(str(tmp_path / "gone" / "cgroup.procs"),)),
+        stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 125 and b"gone" in err, err
+    assert not ran.exists()
+
+
+def test_the_launch_steps_take_one_process_with_the_helper() -> None:
+    launch = Launch(
+        cgroups=("/a/cgroup.procs", "/b/cgroup.procs"), nproc=9, userns="/u", netns="/n"
+    )
+    helper = _spawn._helper()
+    if helper is None:
+        _unavailable("termgym's spawn helper", "no C compiler here builds a static program")
+    assert launch.argv(["bwrap", "x"], tty="/dev/pts/9", default_signals=True) == [
+        helper, "-c", "/a/cgroup.procs", "-c", "/b/cgroup.procs", "-t", "/dev/pts/9",
+        "-n", "9", "-N", "/n", "-U", "/u", "--", "bwrap", "x",
+    ]  # fmt: skip
+    assert Launch().argv(["bwrap"]) == ["bwrap"]  # nothing to do: the program alone
+
+
+def test_the_spawn_helper_builds_with_every_compiler_the_host_has(tmp_path: Path) -> None:
+    import shutil
+
+    from termgym.sandbox._static import COMPILERS, FLAGS
+
+    found = {name: path for name in COMPILERS if (path := shutil.which(name))}
+    if not found:
+        _unavailable("A C compiler", "none of " + ", ".join(COMPILERS) + " is installed")
+    for name, path in found.items():
+        out = tmp_path / name
+        built = subprocess.run(
+            [path, *FLAGS, "-Wall", "-Werror", "-o", str(out), "-"],
+            input=SPAWN_LAUNCH.read_bytes(), capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert built.returncode == 0, (name, built.stderr.decode()[-2000:])
+        usage = subprocess.run([str(out), "-q", "x", "--", "true"], capture_output=True)
+        assert usage.returncode == 125 and b"unknown step -q" in usage.stderr, usage
