@@ -21,7 +21,7 @@ import stat
 import tarfile
 import time
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
 from termgym.errors import SandboxError
@@ -38,7 +38,11 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _components(path: str) -> list[str]:
-    return [p for p in PurePosixPath(path).parts if p not in ("/", ".", "")]
+    """The names along `path` from the sandbox's root: empty names and "." left out, ".."
+    kept (a walk takes it inside the root). Not pathlib's parts, which keeps a leading "//"
+    as one part: looked up relative to a folder's descriptor, "//" is the host's root, and
+    an agent's link to "//etc" would have carried the host's walks out of the sandbox."""
+    return [part for part in path.split("/") if part not in ("", ".")]
 
 
 def resolve_parent(root_fd: int, path: str, *, create: bool, uid: int = 0) -> tuple[int, str]:
@@ -296,7 +300,7 @@ def _import_member(
     keep_ids: bool,
     budget: CopyBudget | None,
 ) -> None:
-    if member.name.startswith("/") or ".." in PurePosixPath(member.name).parts:
+    if member.name.startswith("/") or ".." in member.name.split("/"):
         raise SandboxError(f"Expected archive members below the root; got {member.name!r}.")
     if not _components(member.name):
         return

@@ -1,0 +1,55 @@
+"""The host's walks of a sandbox's root (`termgym.sandbox._fscopy`), which copy the agent's
+work out and files in: every path resolves inside the root, whatever the agent's links say.
+
+A link's target starting with "//" is the host's root to a lookup relative to a folder's
+descriptor; pathlib keeps that "//" as one part of a path. Before the walks split paths
+themselves, an agent's link to "//HOST-FOLDER" carried both walks onto the host: the copy
+out read the host's files, the copy in wrote there (as root).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from termgym.sandbox import CopyLimits
+from termgym.sandbox._fscopy import export_tree, import_tree
+
+
+def _names_and_contents(archive: bytes) -> dict[str, bytes]:
+    found = {}
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar:
+            handle = tar.extractfile(member) if member.isfile() else None
+            found[member.name] = handle.read() if handle is not None else b""
+    return found
+
+
+@pytest.mark.parametrize("slashes", ["/", "//", "///"])
+def test_an_agents_link_is_followed_inside_the_root_however_many_slashes_begin_it(
+    tmp_path: Path, slashes: str
+) -> None:
+    root, host = tmp_path / "root", tmp_path / "host"
+    (root / "app").mkdir(parents=True)
+    host.mkdir()
+    (host / "tool").write_text("host only\n")
+    (root / "app" / "out").symlink_to(slashes + str(host).lstrip("/"))
+
+    out = io.BytesIO()
+    export_tree(root, ["/app/out/tool"], out, budget=CopyLimits(bytes=1 << 20).budget())
+    assert b"host only" not in out.getvalue()
+    assert _names_and_contents(out.getvalue()) == {}  # inside the root the path is missing
+
+    bundle = io.BytesIO()
+    with tarfile.open(fileobj=bundle, mode="w") as tar:
+        member = tarfile.TarInfo("app/out/planted")
+        member.size = 4
+        tar.addfile(member, io.BytesIO(b"mine"))
+    bundle.seek(0)
+    import_tree(root, bundle)
+    assert sorted(p.name for p in host.iterdir()) == ["tool"]  # nothing written on the host
+    inside = root / str(host).lstrip("/") / "planted"  # where the link points in the root
+    assert inside.read_bytes() == b"mine"
