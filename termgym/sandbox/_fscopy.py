@@ -215,12 +215,28 @@ class _Walk:
             member.linkname = self.seen[key]
             self.tar.addfile(member)
         else:
+            fd = _open_file(parent, name, key)
             self.seen[key] = arcname
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
             with os.fdopen(fd, "rb") as handle:
                 member.size = size
                 self.tar.addfile(member, _Exact(handle, size, self.budget))
         return None
+
+
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _open_file(parent: int, name: str, key: tuple[int, int]) -> int:
+    """The regular file `name` looked at as `key` (device, inode), opened for reading; one
+    swapped since (a live agent's processes still run in live-state grading) is gone for
+    the walk (FileNotFoundError). Opened without blocking: a fifo put in its place would
+    hold the open, and the grading with it, until something wrote to it."""
+    fd = os.open(name, _FILE, dir_fd=parent)
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != key:
+        os.close(fd)
+        raise FileNotFoundError(errno.ENOENT, "swapped while the walk looked at it", name)
+    return fd
 
 
 def _listing(fd: int, budget: CopyBudget) -> list[str]:

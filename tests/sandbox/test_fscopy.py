@@ -4,7 +4,8 @@ work out and files in: every path resolves inside the root, whatever the agent's
 A link's target starting with "//" is the host's root to a lookup relative to a folder's
 descriptor; pathlib keeps that "//" as one part of a path. Before the walks split paths
 themselves, an agent's link to "//HOST-FOLDER" carried both walks onto the host: the copy
-out read the host's files, the copy in wrote there (as root).
+out read the host's files, the copy in wrote there (as root). And a walk that opens what
+the agent's running processes may swap (live-state grading) must never wait on it.
 """
 
 from __future__ import annotations
@@ -53,3 +54,46 @@ def test_an_agents_link_is_followed_inside_the_root_however_many_slashes_begin_i
     assert sorted(p.name for p in host.iterdir()) == ["tool"]  # nothing written on the host
     inside = root / str(host).lstrip("/") / "planted"  # where the link points in the root
     assert inside.read_bytes() == b"mine"
+
+
+def test_a_file_swapped_for_a_fifo_as_the_copy_looks_at_it_neither_holds_nor_travels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In live-state grading the agent's processes still run while its work is copied out:
+    one that swaps a file for a fifo between the walk's look and its open would hold the
+    open (and the grading) until something wrote to the fifo. Played here by a look that
+    still sees the file the fifo replaced."""
+    import os
+    import stat
+    import threading
+
+    import termgym.sandbox._fscopy as fscopy
+
+    root = tmp_path / "root"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "kept.txt").write_text("kept\n")
+    os.mkfifo(root / "app" / "swapped")
+    real = os.stat
+
+    def looked(name: object, *args: object, **kwargs: object) -> os.stat_result:
+        info = real(name, *args, **kwargs)  # type: ignore[arg-type]
+        if name == "swapped":  # a regular file when looked at; a fifo by the open
+            return os.stat_result((stat.S_IFREG | 0o644, *tuple(info)[1:]))
+        return info
+
+    monkeypatch.setattr(fscopy.os, "stat", looked)
+    out = io.BytesIO()
+    done = threading.Event()
+
+    def copy() -> None:
+        export_tree(root, ["/app"], out, budget=CopyLimits(bytes=1 << 20).budget())
+        done.set()
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    if not done.is_set():  # let the hung open go before failing
+        with open(root / "app" / "swapped", "wb"):
+            pass
+    assert done.is_set(), "the copy held on the fifo"
+    assert _names_and_contents(out.getvalue()) == {"app": b"", "app/kept.txt": b"kept\n"}
