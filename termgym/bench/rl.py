@@ -4,8 +4,10 @@ by a cgroup of the run (`python -m termgym.bench rl`).
 Measured in one run, inside one cgroup (`termgym.bench.cpu`), so what the episodes start and
 kill (forked workers, sandboxes, the verifiers' zygotes, Ray's daemons) is counted:
 
-- the floor: a bwrap start (the command line termgym runs, run bare), termgym's own exec of
-  it (spawned without a pre-exec hook: `termgym.sandbox._spawn`), a python start, pytest's
+- the floor, before the episodes and again after them (the ratios are to the mean of the
+  two: the machine's speed moves by a tenth or more within a run): a bwrap start (the
+  command line termgym runs, run bare), termgym's own exec of it (spawned without a
+  pre-exec hook: `termgym.sandbox._spawn`), a python start, pytest's
   start, and a one-assert test run in a process that imported pytest already (a fork of
   it); each by its CPU, with the floor of a one-check episode (bwrap start + python start)
   and of one pytest-graded rule set (bwrap start + python start + pytest start + the test);
@@ -308,14 +310,15 @@ def bench_rl(quick: bool = False) -> Section:
         if not meter.counts:
             return Section("rl", title, (), ("not measured: no cgroup of the run can be made",))
         load = _load()
-        floor = _floor(meter, 10 if quick else 30)
+        before = _floor(meter, 10 if quick else 30)
         notes.append(
-            f"floor (CPU, {meter.counts}; load {load}): bwrap start {floor['bwrap']:.1f} ms "
-            f"(termgym's exec of it {floor['exec']:.1f} ms, spawned without a pre-exec hook: "
-            f"{floor['exec'] / floor['bwrap']:.2f}x), python start {floor['python']:.1f} ms, "
-            f"pytest start {floor['pytest']:.1f} ms, a one-assert test in a process that "
-            f"imported pytest {floor['test']:.1f} ms; one-check episode "
-            f"{floor['one_check']:.1f} ms, one pytest-graded rule set {floor['pytest_set']:.1f} ms"
+            f"floor before the episodes (CPU, {meter.counts}; load {load}): bwrap start "
+            f"{before['bwrap']:.1f} ms (termgym's exec of it {before['exec']:.1f} ms, spawned "
+            f"without a pre-exec hook: {before['exec'] / before['bwrap']:.2f}x), python start "
+            f"{before['python']:.1f} ms, pytest start {before['pytest']:.1f} ms, a one-assert "
+            f"test in a process that imported pytest {before['test']:.1f} ms; one-check "
+            f"episode {before['one_check']:.1f} ms, one pytest-graded rule set "
+            f"{before['pytest_set']:.1f} ms"
         )
         count = 8 if quick else 40
         runs = [
@@ -324,6 +327,7 @@ def bench_rl(quick: bool = False) -> Section:
              False),
         ]  # fmt: skip
         figures: dict[tuple[str, str], dict[str, float]] = {}
+        ratio_notes: list[int] = []  # the notes that name a ratio to the floor, in order
         for vector in ("async", "ray"):
             for label, task, command, shadow in runs:
                 load = _load()
@@ -334,15 +338,31 @@ def bench_rl(quick: bool = False) -> Section:
                     continue
                 figures[(vector, task)] = got
                 name = "AsyncVectorEnv" if vector == "async" else "RayVectorEnv (local Ray)"
-                floor_ms = floor["one_check"]
-                if task == "text-report":
-                    floor_ms = floor["pytest_set"] * (2 if shadow else 1)
+                ratio_notes.append(len(notes))
                 notes.append(
                     f"{name} of 4, {label}: {got['rate']:.2f} episodes/s, CPU "
-                    f"{got['cpu_ms']:.0f} ms per episode ({got['cpu_ms'] / floor_ms:.2f}x its "
-                    f"floor of {floor_ms:.0f} ms; {got['episodes']:.0f} episodes, load {load} "
-                    f"before, {_load()} after)"
+                    f"{got['cpu_ms']:.0f} ms per episode ({{ratio}}; {got['episodes']:.0f} "
+                    f"episodes, load {load} before, {_load()} after)"
                 )
+        load = _load()
+        after = _floor(meter, 10 if quick else 30)
+        floor = {name: (before[name] + after[name]) / 2 for name in before}
+        notes.append(
+            f"floor after the episodes (load {load}): bwrap start {after['bwrap']:.1f} ms, python "
+            f"start {after['python']:.1f} ms, pytest start {after['pytest']:.1f} ms, the "
+            f"one-assert test {after['test']:.1f} ms; one-check episode "
+            f"{after['one_check']:.1f} ms (before: {before['one_check']:.1f}), one pytest-graded "
+            f"rule set {after['pytest_set']:.1f} ms (before: {before['pytest_set']:.1f}); every "
+            "ratio to the floor is to the mean of the two"
+        )
+        shadows = {task: shadow for _, task, _, shadow in runs}
+        for index, ((_, task), got) in enumerate(figures.items()):
+            floor_ms = floor["one_check"]
+            if task == "text-report":
+                floor_ms = floor["pytest_set"] * (2 if shadows[task] else 1)
+            notes[ratio_notes[index]] = notes[ratio_notes[index]].replace(
+                "{ratio}", f"{got['cpu_ms'] / floor_ms:.2f}x its floor of {floor_ms:.0f} ms"
+            )
         text = figures.get(("async", "text-report"))
         if text is not None:
             notes.append(
