@@ -9,7 +9,8 @@ verifier whose standby unpacked the same folder before the work arrived
 (`termgym.grading._standby`), the digest of its files.
 The agent's work keeps its paths; every entry of it becomes the agent's user's
 (AGENT_UID), loses setuid, setgid and sticky bits, and devices are left out, as is anything
-below a symlink of the work itself (it would land where the agent's symlink points).
+below a symlink of the work itself, or below a hard link to one (it would land where the
+agent's symlink points).
 """
 
 from __future__ import annotations
@@ -133,12 +134,17 @@ def write_bundle(
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         if work is not None:
             links: set[str] = set()
+            kept: set[str] = set()
             with tarfile.open(fileobj=work, mode="r|") as source:
                 for member in source:
                     if member.ischr() or member.isblk() or _under_a_link(member.name, links):
                         continue
-                    if member.issym():
+                    if member.islnk() and member.linkname.strip("/") not in kept:
+                        continue  # a second name of what was left out: it would name
+                        # whatever the verifier holds at that path
+                    if member.issym() or member.islnk() and _is_link(member.linkname, links):
                         links.add(member.name.strip("/"))
+                    kept.add(member.name.strip("/"))
                     data = source.extractfile(member) if member.isfile() else None
                     member.uid = member.gid = AGENT_UID
                     member.uname = member.gname = ""
@@ -185,6 +191,13 @@ def _under_a_link(name: str, links: set[str]) -> bool:
     wherever that symlink points in the verifier, so it is left out."""
     parts = name.strip("/").split("/")
     return any("/".join(parts[:end]) in links for end in range(1, len(parts)))
+
+
+def _is_link(name: str, links: set[str]) -> bool:
+    """A hard link's target `name` is one of the work's symlinks: the hard link is that
+    symlink again (docker's archive stores a second name of any non-folder as a hard link,
+    a symlink's too)."""
+    return name.strip("/") in links
 
 
 def _dir(tar: tarfile.TarFile, name: str, mode: int) -> None:
