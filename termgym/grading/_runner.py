@@ -138,16 +138,21 @@ def grade(
         source: SandboxSource = verifiers or ColdStarts(
             sandbox.backend, allow_local=sandbox.backend == "local"
         )
-        network = sandbox.network_handle() if live else ""
+        network = _live_network(sandbox) if live else ""
         if (live or snapshot) and verifiers is not None:  # made for this agent's sandbox
             source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
-        graded = grade_rulesets_in(
-            source, _agent_config(sandbox), task, rulesets, work=None if snapshot else work,
-            network_of=network, record_inputs=record_inputs, snapshot_of=snapshot_of,
-            changed=changed,
-            standby=isinstance(sandbox, HoldsStandby) if standby is None else standby,
-            zygote=source is verifiers,
-        )  # fmt: skip
+        try:
+            graded = grade_rulesets_in(
+                source, _agent_config(sandbox), task, rulesets, work=None if snapshot else work,
+                network_of=network, record_inputs=record_inputs, snapshot_of=snapshot_of,
+                changed=changed,
+                standby=isinstance(sandbox, HoldsStandby) if standby is None else standby,
+                zygote=source is verifiers,
+            )  # fmt: skip
+        except SandboxStartError:
+            if live:  # a verifier that could not join a network the agent let go of
+                _live_network(sandbox)
+            raise
         verdicts = graded.verdicts
         timings.update(graded.timings)
     if live:
@@ -178,6 +183,18 @@ def _agent_config(sandbox: Sandbox) -> SandboxConfig:
     if not isinstance(config, SandboxConfig):
         raise TaskError(f"expected a termgym sandbox with a SandboxConfig, found {sandbox!r}")
     return config
+
+
+def _live_network(sandbox: Sandbox) -> str:
+    """The agent's sandbox's network, which live-state verifiers join; gone (its shell or
+    container stopped by the agent, its services with it), the live state is: the agent's
+    failure, as for work that cannot be copied."""
+    try:
+        return sandbox.network_handle()
+    except InfrastructureError:
+        raise
+    except SandboxError as exc:
+        raise GraderError(f"the agent's live state could not be graded: {exc}") from exc
 
 
 def _freeze(sandbox: Sandbox) -> None:

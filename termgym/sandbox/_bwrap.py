@@ -99,6 +99,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         """The sandbox's own network (`limits.network`), entered by every process of it."""
         self.zygote_control = -1
         """A zygote's own sandbox: the descriptor of its program's control socket."""
+        self._netns_fd = -1
+        """The shell's network namespace, held open once a verifier joins it (live state)."""
 
     @property
     def limits(self) -> list[str]:
@@ -394,18 +396,34 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         _fscopy.import_tree(root, archive, uid_base=self.uid_base, budget=budget)
 
     def network_handle(self) -> str:
-        """The sandbox's network namespace file: its own network's, else its shell's."""
+        """The sandbox's network namespace file: its own network's, else its shell's, held
+        open by this process from the first call on (so a pid the shell's namespace holder
+        left, and another process took, never names another namespace)."""
         if self.net is not None:
             return self.net.path
+        if self._netns_fd < 0:
+            self._netns_fd = self._open_shell_netns()
+        return f"/proc/{os.getpid()}/fd/{self._netns_fd}"
+
+    def _open_shell_netns(self) -> int:
         channel = self.shell._child if self.shell is not None else None  # noqa: SLF001
         pid = getattr(channel, "pid", 0)
         if not pid:
             raise SandboxError(f"The bwrap sandbox {self.name} has no shell to share a network.")
+        children = f"/proc/{pid}/task/{pid}/children"
         try:
-            inner = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0]
+            inner = Path(children).read_text().split()[0]
+            fd = os.open(f"/proc/{inner}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         except (OSError, IndexError) as exc:
             raise SandboxError(f"The bwrap sandbox {self.name}'s shell is gone.") from exc
-        return f"/proc/{inner}/ns/net"
+        try:  # still the shell's: the pid was not let go and taken in between
+            still = Path(children).read_text().split()[:1] == [inner]
+        except OSError:
+            still = False
+        if not still:
+            os.close(fd)
+            raise SandboxError(f"The bwrap sandbox {self.name}'s shell is gone.")
+        return fd
 
     # ---- processes -----------------------------------------------------------------------
 
@@ -524,6 +542,9 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             self.cgroup.remove()
         if self.net is not None:
             self.net.close()
+        if self._netns_fd >= 0:
+            os.close(self._netns_fd)
+            self._netns_fd = -1
         if self.snapshot is not None:
             self.snapshot.close()
         if self.home is not None:

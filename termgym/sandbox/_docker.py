@@ -617,7 +617,14 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             raise EngineError(f"Docker could not stop {self.name}: {exc}") from exc
 
     def network_handle(self) -> str:
-        """The container id (a verifier joins it as `network_mode=container:<id>`)."""
+        """The container id (a verifier joins it as `network_mode=container:<id>`), while
+        the container runs."""
+        self._check_running()
+        state = self._state()
+        if not state.get("Running"):
+            raise SandboxError(
+                f"The docker sandbox {self.name} stopped ({state.get('Status', 'gone')})."
+            )
         return self.container_id
 
     def snapshot_handle(self) -> str:

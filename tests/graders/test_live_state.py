@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import termgym
@@ -87,3 +88,18 @@ def test_live_rule_sets_are_graded_one_after_another_the_enforced_first(backend)
             env.close()
         assert info["error"] is None, info["error"]
         assert (reward, info["class"]) == (1.0, "adapted"), (seed, obs, info)
+
+
+def test_an_agent_that_stops_its_own_sandbox_before_grading_fails_the_task(backend) -> None:
+    """Its live state is gone with its shell: the agent's failure, counted, never an error
+    of termgym's (which a run retries and leaves out of every rate)."""
+    task = load_task(TASK)
+    env = termgym.make(task, variant="contradicted", backend=backend, pool_size=0)
+    try:
+        env.reset(seed=0)
+        env.step("(sleep 0.5; kill -9 $$) >/dev/null 2>&1 & disown; echo started")
+        time.sleep(1.5)
+        _, reward, _, _, info = env.step(termgym.SUBMIT)
+    finally:
+        env.close()
+    assert reward == 0.0 and info["class"] in ("neither", "grader-error"), info
