@@ -42,7 +42,12 @@ GRADE_ROOT = "var/lib/termgym-verifier"
 """Where grading folders go in a verifier (relative to its root; mode 0711)."""
 
 CHANGED = "termgym_changed.txt"
-"""Snapshot grading: what the agent made or changed, one sandbox path a line."""
+"""Snapshot grading: what the agent made or changed, one sandbox path a line, after header
+lines that are no path (termgym.verifier.snapshot's `changed_files` reads them):
+`since SECONDS` (the host's clock when the listing was begun: what changed since is the
+agent's too) and `everything` (the listing is not the whole of it: every file counts)."""
+LISTED_SINCE = "since "
+LISTED_ALL = "everything"
 AGENT_CODE = ".termgym-agent-code"
 """In a run's result files: what of the agent's its tests loaded (termgym_snapshot)."""
 FILTER = "termgym_seccomp.bpf"

@@ -26,6 +26,8 @@ from termgym.grading._bundle import (
     AGENT_CODE,
     CHANGED,
     GRADED,
+    LISTED_ALL,
+    LISTED_SINCE,
     GradingFolder,
     new_folder,
     write_bundle,
@@ -227,7 +229,11 @@ def copy_limits(task: Task) -> CopyLimits:
 
 def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
     """The frozen agent sandbox's snapshot handle, and the list of what the agent made or
-    changed there (`list_changes`: one sandbox path a line)."""
+    changed there (`list_changes`: one sandbox path a line, after the header `CHANGED`
+    names). A list that is not the whole of it (the scan stopped at its bound: 200,000
+    empty files would push the agent's own module out of it; or a backend that cannot list)
+    says so, and every file of the snapshot counts as the agent's: closed."""
+    began = time.time()  # a live agent's processes still write: what changes after counts
     try:
         handle = sandbox.snapshot_handle()
         changes = list_changes(sandbox, limit=CHANGED_LIMIT, scan=4 * CHANGED_LIMIT)
@@ -235,8 +241,11 @@ def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
         raise
     except SandboxError as exc:
         raise EngineError(f"could not take the agent's snapshot: {exc}") from exc
+    header = [f"{LISTED_SINCE}{began!r}"]
+    if changes is None or not changes.exact or changes.truncated:
+        header.append(LISTED_ALL)
     names = [c.path for c in (changes.entries if changes else ()) if c.kind != "deleted"]
-    return handle, "".join(n + "\n" for n in names).encode("utf-8", "surrogateescape")
+    return handle, "".join(n + "\n" for n in header + names).encode("utf-8", "surrogateescape")
 
 
 def _export_work(sandbox: Sandbox, task: Task, out: BinaryIO) -> None:

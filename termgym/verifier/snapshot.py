@@ -39,7 +39,10 @@ JOB = NEST_ROOT + "/job"
 RESULTS = NEST_ROOT + "/results"
 SCRATCH = NEST_ROOT + "/scratch"
 CHANGED = "termgym_changed.txt"
-"""The grading folder's list of what the agent made or changed (sandbox paths, one a line)."""
+"""The grading folder's list of what the agent made or changed (sandbox paths, one a line,
+after header lines that are no path: termgym.grading._bundle.CHANGED)."""
+LISTED_SINCE = "since "
+LISTED_ALL = "everything"
 AGENT_CODE = ".termgym-agent-code"
 """In a job's result folder: the files of the agent's its tests loaded, one a line."""
 PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup",
@@ -123,22 +126,36 @@ def _which(name: str) -> str:
 def changed_files(listing: str) -> Callable[[Any], bool]:
     """Whether a path is a file of the agent's, outside termgym's folders and the task's
     tests: one it made or changed before grading (the host's listing, one sandbox path a
-    line), or one anything changed since the listing was laid out in this verifier (its
-    status-change time: a program of the agent's the tests started wrote it, and no process
-    without the clock's capability can set that time back)."""
+    line), or one anything changed since the listing was begun on the host (its header's
+    `since`) or laid out in this verifier, whichever came first (its status-change time: a
+    program of the agent's wrote it, and no process without the clock's capability can set
+    that time back); every file, where the listing says it is not the whole of it."""
     changed: set[str] = set()
     since = time.time()
+    everything = False
     if os.path.isfile(listing):
         since = os.stat(listing).st_ctime
         with open(listing, encoding="utf-8", errors="replace") as handle:
-            changed = {line.rstrip("\n") for line in handle if line.strip()}
+            for line in handle:
+                line = line.rstrip("\n")
+                if line.startswith("/"):
+                    changed.add(line)
+                elif line == LISTED_ALL:
+                    everything = True
+                elif line.startswith(LISTED_SINCE):
+                    try:
+                        since = min(since, float(line[len(LISTED_SINCE) :]))
+                    except ValueError:
+                        everything = True  # not what the host writes: closed
+                elif line.strip():
+                    everything = True
 
     def agents(path: Any) -> bool:
         if not isinstance(path, str) or not path.startswith("/"):
             return False
         if path.startswith((NEST_ROOT + "/", "/tests/")):
             return False
-        if os.path.normpath(path) in changed:
+        if everything or os.path.normpath(path) in changed:
             return True
         try:
             return os.stat(path).st_ctime >= since

@@ -51,10 +51,12 @@ def _after_the_clock_moved_on(folder: Path) -> None:
         time.sleep(0.005)
 
 
-def _import(tmp_path: Path, site: Path, listed: list[Path], *late: Path) -> tuple[str, list]:
+def _import(
+    tmp_path: Path, site: Path, listed: list[Path], *late: Path, header: tuple[str, ...] = ()
+) -> tuple[str, list]:
     _after_the_clock_moved_on(site)
     listing = tmp_path / "termgym_changed.txt"
-    listing.write_text("".join(f"{p}\n" for p in listed))
+    listing.write_text("".join(f"{line}\n" for line in (*header, *listed)))
     record = tmp_path / "agent-code.txt"
     done = subprocess.run(
         [sys.executable, "-c", IMPORTER, str(_injected(tmp_path)), str(site), str(listing),
@@ -126,3 +128,50 @@ def test_a_clean_module_is_not_recorded(tmp_path: Path) -> None:
     (site / "greeting.py").write_text("WORD = 'Hello'\n")
     word, loaded = _import(tmp_path, site, [])
     assert (word, loaded) == ("Hello", [])
+
+
+def test_a_listing_that_is_not_the_whole_of_it_counts_every_module_closed(tmp_path: Path) -> None:
+    """200,000 empty files the agent made in a folder that sorts first would fill the
+    host's bounded listing and push its own module out of it: the listing then says so, and
+    every module counts as the agent's."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "greeting.py").write_text("WORD = 'Hello'  # not listed\n")
+    word, loaded = _import(tmp_path, site, [], header=("everything",))
+    assert word == "Hello" and str(site / "greeting.py") in loaded, loaded
+
+
+def test_a_module_written_after_the_host_began_its_listing_is_the_agents(tmp_path: Path) -> None:
+    """A live agent's processes still write while the host lists what changed and the
+    verifier starts: what changed since the listing was begun counts, though it was written
+    before the listing was laid out in the verifier."""
+    site = tmp_path / "site"
+    site.mkdir()
+    began = time.time()
+    _after_the_clock_moved_on(site)  # the host's clock moves on past `began`
+    while time.time() <= began + 0.02:
+        time.sleep(0.005)
+    (site / "greeting.py").write_text("WORD = 'written while the host listed'\n")
+    word, loaded = _import(tmp_path, site, [], header=(f"since {began!r}",))
+    assert loaded == [str(site / "greeting.py")], (word, loaded)
+
+
+def test_the_host_says_when_its_listing_is_not_the_whole_of_it(monkeypatch) -> None:  # noqa: ANN001
+    import termgym.grading._runner as runner
+    from termgym.sandbox import Change, Changes
+
+    class Frozen:
+        def snapshot_handle(self) -> str:
+            return "handle"
+
+    listed = Changes((Change("/0/1", "added", "file"),), total=1, exact=True)
+    for changes, closed in ((listed, False), (Changes(listed.entries, 2, True), True),
+                            (Changes(listed.entries, 1, False), True), (None, True)):  # fmt: skip
+        monkeypatch.setattr(runner, "list_changes", lambda *a, _c=changes, **k: _c)
+        before = time.time()
+        handle, listing = runner._snapshot_of(Frozen())  # type: ignore[arg-type]
+        lines = listing.decode().splitlines()
+        assert handle == "handle" and lines[0].startswith("since ")
+        assert before - 1 <= float(lines[0].split()[1]) <= time.time()
+        assert ("everything" in lines) is closed, (changes, lines)
+        assert ("/0/1" in lines) is (changes is not None)
