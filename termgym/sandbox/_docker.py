@@ -168,6 +168,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         self.layer_disk: LayerDisk | None = None
         self._disk_exceeded: str | None = None
         self.snapshot: SnapshotMount | None = None
+        self._frozen = False
+        """Every process of the container was killed (`freeze`): none of the agent's runs."""
 
     @property
     def container_id(self) -> str:
@@ -541,11 +543,19 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         if self.container is None:
             raise SandboxError("The docker sandbox is not started; call start() first.")
         budget = limits.budget()
-        within(
-            limits.seconds + ENGINE_DEADLINE,  # past the copy's own time: the engine stalled
-            "copying files out",
-            lambda: self._export(paths, out, budget),
-        )
+        try:
+            within(
+                limits.seconds + ENGINE_DEADLINE,  # past the copy's own time: a stall
+                "copying files out",
+                lambda: self._export(paths, out, budget),
+            )
+        except EngineError:
+            if self._frozen:
+                raise  # nothing of the agent's ran to hold the copy: the engine stalled
+            # the agent's processes still run (live-state grading): one can hold the
+            # engine's reads (a file lease waits 45 s an open), past the copy's own time
+            budget.check_time()
+            raise
 
     def _export(self, paths: Sequence[str], out: BinaryIO, budget: CopyBudget) -> None:
         import docker.errors
@@ -611,6 +621,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                 if time.monotonic() > deadline:
                     raise EngineError(f"The docker sandbox {self.name} did not stop when killed.")
                 time.sleep(0.01)
+            self._frozen = True
         except docker.errors.NotFound as exc:
             raise EngineError(f"The docker sandbox {self.name} is gone: {exc}") from exc
         except docker.errors.APIError as exc:

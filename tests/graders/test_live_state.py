@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 import termgym
 from termgym.tasks import load_task
 
@@ -103,3 +105,48 @@ def test_an_agent_that_stops_its_own_sandbox_before_grading_fails_the_task(backe
     finally:
         env.close()
     assert reward == 0.0 and info["class"] in ("neither", "grader-error"), info
+
+
+LEASE = r"""
+cat > /app/lease.py <<'PY'
+import fcntl, os, signal, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)  # a lease break asked: not given
+fd = os.open("/app/held.txt", os.O_RDONLY)
+fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)  # F_SETLEASE: any other open waits for the break
+print("leased", flush=True)
+time.sleep(600)
+PY
+echo held > /app/held.txt
+nohup python3 /app/lease.py > /app/lease.log 2>&1 &
+sleep 1; cat /app/lease.log
+"""
+
+
+@pytest.mark.docker
+def test_a_copy_of_live_work_the_agents_process_holds_up_is_the_agents_failure(
+    docker_engine: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file lease of the agent's (live state: its processes still run while its work is
+    copied out) holds the engine's read of the file for 45 s: the copy passes its own time,
+    which is the agent's failure, counted, not a stall of the engine's (an infrastructure
+    error, retried and left out of every rate)."""
+    import shutil
+
+    import termgym.sandbox._docker as docker_backend
+
+    root = tmp_path / "live-service"
+    shutil.copytree(TASK, root)
+    spec = (root / "task.yaml").read_text()
+    limits = "{grading_timeout: 20, work_copy_timeout: 2}"
+    (root / "task.yaml").write_text(spec.replace("{grading_timeout: 20}", limits))
+    monkeypatch.setattr(docker_backend, "ENGINE_DEADLINE", 3.0)
+    env = termgym.make(load_task(root), variant="contradicted", backend="docker", pool_size=0)
+    try:
+        env.reset(seed=0)
+        out = env.step(LEASE)[0]["output"]
+        assert "leased" in out, out
+        _, reward, _, _, info = env.step(termgym.SUBMIT)
+    finally:
+        env.close()
+    assert (reward, info["class"]) == (0.0, "grader-error"), info["error"]
+    assert "took longer than 2 s" in info["error"], info["error"]
