@@ -270,8 +270,11 @@ def run_here(
     env_before, cwd_before = dict(os.environ), os.getcwd()
     signals = {number: signal.getsignal(number) for number in (signal.SIGALRM, *_JOB_SIGNALS)}
     overran = []  # type: list[bool]
+    over = [False]  # the job ended: a timer that fires from here on stops nothing
 
     def alarm(signum: int, frame: object) -> None:
+        if over[0]:
+            return
         if overran:
             os._exit(124)
         overran.append(True)
@@ -294,6 +297,7 @@ def run_here(
 
             os.write(2, traceback.format_exc().encode("utf-8", "replace"))
     finally:
+        over[0] = True  # first, and no call: a pending timer's handler runs at a call
         signal.setitimer(signal.ITIMER_REAL, 0)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # its output is in the log, or lost with it
