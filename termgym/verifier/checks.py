@@ -20,7 +20,27 @@ def _resolve(path, workdir):
 
 
 def _read(path, workdir):
-    return termgym_agentexec.read_as_agent(_resolve(path, workdir), READ_LIMIT)
+    """The file's text, or ValueError where it holds more than a check reads (so what lies
+    past the limit, which a sparse file puts there at the cost of a few blocks, is never
+    taken for absent)."""
+    return _whole(path, termgym_agentexec.read_as_agent(_resolve(path, workdir), READ_LIMIT + 1))
+
+
+def _whole(path, text):
+    if text is not None and len(text) > READ_LIMIT:
+        raise ValueError(f"{path} holds more than the {READ_LIMIT} characters a check reads")
+    return text
+
+
+def _not_json(constant):
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(number):
+    value = float(number)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{number} is past what a JSON number holds here")
+    return value
 
 
 def _as_list(value):
@@ -33,7 +53,13 @@ def file_check(path, workdir, exists=True, contains=None, not_contains=None, equ
     """The file exists (or not) and holds / lacks the given text."""
     full = _resolve(path, workdir)
     wants_text = exists and not (contains is None and not_contains is None and equals is None)
-    text = termgym_agentexec.look_as_agent(full, wants_text, READ_LIMIT)  # one look, as the agent
+    text = termgym_agentexec.look_as_agent(
+        full, wants_text, READ_LIMIT + 1
+    )  # one look, as the agent
+    try:
+        text = _whole(path, text)
+    except ValueError as exc:
+        return (False, str(exc))
     if text is None:
         return (not exists, f"{path} does not exist")
     if not exists:
@@ -68,8 +94,8 @@ def _dig(data, key):
 
 
 def _same(found, expected):
-    if isinstance(expected, bool) or isinstance(found, bool):
-        return found is expected or found == expected
+    if isinstance(expected, bool) or isinstance(found, bool):  # true is not 1, nor 1 true
+        return isinstance(found, bool) and isinstance(expected, bool) and found is expected
     if isinstance(expected, (int, float)) and isinstance(found, (int, float)):
         return abs(float(found) - float(expected)) <= 1e-9 * max(1.0, abs(float(expected)))
     return found == expected
@@ -80,7 +106,8 @@ def json_check(
 ):
     """The JSON file parses and the value at dotted `key` meets every given condition."""
     try:
-        data = json.loads(_read(path, workdir))
+        # NaN and Infinity are no JSON: compared with a bound, NaN passes every one
+        data = json.loads(_read(path, workdir), parse_constant=_not_json, parse_float=_finite)
     except FileNotFoundError:
         return (False, f"{path} does not exist")
     except ValueError as exc:
@@ -112,6 +139,8 @@ def regex_check(path, workdir, pattern, expect="match", count=None, ignore_case=
         text = _read(path, workdir)
     except FileNotFoundError:
         return (False, f"{path} does not exist")
+    except ValueError as exc:
+        return (False, str(exc))
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     found = len(re.findall(pattern, text, flags))
     if expect == "no-match":
