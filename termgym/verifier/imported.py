@@ -319,9 +319,12 @@ def pytest_main(args):
         import termgym_snapshot
 
         work = os.environ.get("TERMGYM_WORKDIR", "/app").rstrip("/") + "/"
-        termgym_snapshot.prepare_python(
-            lambda path: termgym_agentexec.refusal(path) if str(path).startswith(work) else None
-        )
+
+        def refuse(path):  # in the work, or there through a link of the agent's
+            inside = any(str(p).startswith(work) for p in (path, os.path.realpath(str(path))))
+            return termgym_agentexec.refusal(path) if inside else None
+
+        termgym_snapshot.prepare_python(refuse)
     termgym_agentexec.install()
     if os.environ.get("TERMGYM_PROTECTION") == "clean":  # its programs see no tests, no logs
         termgym_agentexec.hide([TESTS, LOGS])

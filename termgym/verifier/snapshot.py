@@ -151,8 +151,13 @@ def changed_files(listing: str) -> Callable[[Any], bool]:
                     everything = True
 
     def agents(path: Any) -> bool:
+        """`path`'s file, or the file it is through the agent's links (a folder of the
+        image's site-packages that is a link to a folder the agent made)."""
         if not isinstance(path, str) or not path.startswith("/"):
             return False
+        return any(_one(p) for p in {path, os.path.realpath(path)})
+
+    def _one(path: str) -> bool:
         if path.startswith((NEST_ROOT + "/", "/tests/")):
             return False
         if everything or os.path.normpath(path) in changed:

@@ -175,3 +175,17 @@ def test_the_host_says_when_its_listing_is_not_the_whole_of_it(monkeypatch) -> N
         assert before - 1 <= float(lines[0].split()[1]) <= time.time()
         assert ("everything" in lines) is closed, (changes, lines)
         assert ("/0/1" in lines) is (changes is not None)
+
+
+def test_the_agents_package_behind_a_link_of_a_folder_is_recorded(tmp_path: Path) -> None:
+    """The agent makes a folder of its own and links a package name of the site to it: the
+    path the import takes (through the link) is in no listing and older than it, the file
+    behind it is the agent's."""
+    site, own = tmp_path / "site", tmp_path / "opt" / "evilpkg"
+    site.mkdir()
+    own.mkdir(parents=True)
+    (own / "__init__.py").write_text("WORD = 'the agent s own package'\n")
+    (site / "greeting").symlink_to(own)
+    word, loaded = _import(tmp_path, site, [site / "greeting", own, own / "__init__.py"])
+    assert word == "the agent s own package"
+    assert str(own / "__init__.py") in loaded or str(site / "greeting" / "__init__.py") in loaded
