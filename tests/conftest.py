@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -16,6 +17,29 @@ def _unavailable(what: str, reason: str) -> NoReturn:
     if IN_CI:
         pytest.fail(f"{what} is required with CI=true: {reason}")
     pytest.skip(f"{what} unavailable: {reason}")
+
+
+def built_by_every_compiler(source: Path, folder: Path) -> dict[str, Path]:
+    """`source` (one of termgym's static programs) built by every compiler the host has, as
+    termgym builds it and with every warning an error: compiler name -> program."""
+    import shutil
+    import subprocess
+
+    from termgym.sandbox._static import COMPILERS, FLAGS
+
+    found = {name: path for name in COMPILERS if (path := shutil.which(name))}
+    if not found:
+        _unavailable("A C compiler", "none of " + ", ".join(COMPILERS) + " is installed")
+    built = {}
+    for name, path in found.items():
+        out = folder / name
+        done = subprocess.run(
+            [path, *FLAGS, "-Wall", "-Werror", "-o", str(out), "-"],
+            input=source.read_bytes(), capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, (name, done.stderr.decode()[-2000:])
+        built[name] = out
+    return built
 
 
 @pytest.fixture(scope="session")

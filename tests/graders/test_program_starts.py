@@ -17,7 +17,7 @@ import termgym
 from termgym.grading import _bundle, _standby
 from termgym.grading._launcher import OFF, nest_launcher
 from termgym.tasks import load_task
-from tests.conftest import _unavailable
+from tests.conftest import _unavailable, built_by_every_compiler
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 
@@ -71,25 +71,14 @@ def test_a_tests_programs_keep_subprocess_promises_through_either_entry(
 def test_the_launcher_builds_with_every_compiler_the_host_has(tmp_path: Path) -> None:
     """The launcher's source needs a C library's headers only (no kernel headers), so musl's
     compiler, which makes it a tenth of glibc's size, builds it as cc does."""
-    import shutil
     import subprocess
 
-    from termgym.sandbox._static import COMPILERS, FLAGS
     from termgym.verifier import NEST_LAUNCH
 
-    found = {name: path for name in COMPILERS if (path := shutil.which(name))}
-    if not found:
-        _unavailable("A C compiler", "none of " + ", ".join(COMPILERS) + " is installed")
     sizes = {}
-    for name, path in found.items():
-        out = tmp_path / name
-        built = subprocess.run(
-            [path, *FLAGS, "-Wall", "-Werror", "-o", str(out), "-"],
-            input=NEST_LAUNCH.read_bytes(), capture_output=True, timeout=120,
-        )  # fmt: skip
-        assert built.returncode == 0, (name, built.stderr.decode()[-2000:])
-        usage = subprocess.run([str(out)], capture_output=True, timeout=10)
+    for name, program in built_by_every_compiler(NEST_LAUNCH, tmp_path).items():
+        usage = subprocess.run([str(program)], capture_output=True, timeout=10)
         assert usage.returncode == 126 and b"expected USER MNT PID" in usage.stderr
-        sizes[name] = out.stat().st_size
+        sizes[name] = program.stat().st_size
     if "musl-gcc" in sizes and "cc" in sizes:
         assert sizes["musl-gcc"] < sizes["cc"] / 4, sizes

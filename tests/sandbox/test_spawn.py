@@ -22,7 +22,7 @@ from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox
 from termgym.sandbox._common import HostProcess
 from termgym.sandbox._local import LocalSandbox
 from termgym.sandbox._spawn import HELPER_OFF, SPAWN_LAUNCH, Launch, spawn
-from tests.conftest import _unavailable
+from tests.conftest import _unavailable, built_by_every_compiler
 
 _WATCH: dict[str, int] = {}
 
@@ -289,19 +289,6 @@ def test_the_launch_steps_take_one_process_with_the_helper() -> None:
 
 
 def test_the_spawn_helper_builds_with_every_compiler_the_host_has(tmp_path: Path) -> None:
-    import shutil
-
-    from termgym.sandbox._static import COMPILERS, FLAGS
-
-    found = {name: path for name in COMPILERS if (path := shutil.which(name))}
-    if not found:
-        _unavailable("A C compiler", "none of " + ", ".join(COMPILERS) + " is installed")
-    for name, path in found.items():
-        out = tmp_path / name
-        built = subprocess.run(
-            [path, *FLAGS, "-Wall", "-Werror", "-o", str(out), "-"],
-            input=SPAWN_LAUNCH.read_bytes(), capture_output=True, timeout=120,
-        )  # fmt: skip
-        assert built.returncode == 0, (name, built.stderr.decode()[-2000:])
-        usage = subprocess.run([str(out), "-q", "x", "--", "true"], capture_output=True)
+    for program in built_by_every_compiler(SPAWN_LAUNCH, tmp_path).values():
+        usage = subprocess.run([str(program), "-q", "x", "--", "true"], capture_output=True)
         assert usage.returncode == 125 and b"unknown step -q" in usage.stderr, usage
