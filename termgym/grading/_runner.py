@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
+from termgym._vocabulary import IMPOSSIBLE
 from termgym.errors import (
     ArchiveTooLarge,
     EngineError,
@@ -408,9 +409,18 @@ def pooled_verifiers(
 ) -> tuple[SandboxConfig, int] | None:
     """The verifier configuration `grade(sandbox, plan, shadow, verifiers=POOL)` will take
     from a pool for an agent's sandbox of configuration `agent` on `backend`, and how many
-    of them (one per group of rule sets that grade alike), so a caller can start them
-    before the agent's sandbox is even taken; None where grading starts its verifiers
-    itself (live state and snapshots: made for this agent's sandbox)."""
+    to start for it, so a caller can start them before the agent's sandbox is even taken;
+    None where grading starts its verifiers itself (live state and snapshots: made for this
+    agent's sandbox).
+
+    How many: the most any variant of the task grades with (one per group of rule sets
+    that grade alike), not this plan's own count, which the verifiers' starts would show
+    the agent while it works. Every sandbox reads the host's counters (`/proc/meminfo`'s
+    Shmem grew by 244 kB a verifier, the threads of `/proc/loadavg` by one): an audit told
+    original and withheld (one verifier) from contradicted, sampled and swapped (two) and
+    impossible (three), swapped and impossible included, whose files are the original's or
+    say nothing. The grading takes what its rule sets need; the rest stay warm for the next
+    episode."""
     task = plan.task
     if task.spec.grading.mode == "live" or task.spec.grading.filesystem == "snapshot":
         return None
@@ -420,7 +430,19 @@ def pooled_verifiers(
     config = verifier_config(
         agent, standby=verifier_standby(task, prepared=prepared, zygote=True) if standby else None
     )
-    return config, len(_alike(rulesets))
+    return config, max(len(_alike(rulesets)), _most_rule_sets(task, shadow))
+
+
+def _most_rule_sets(task: Task, shadow: bool) -> int:
+    """The most rule sets an episode of `task` is graded under, whatever its variant: its
+    own, the original's as a shadow (every variant but original), and the one its files
+    state (impossible)."""
+    if not shadow:
+        return 1
+    variants = set(task.spec.variants)
+    if IMPOSSIBLE in variants:
+        return 3
+    return 2 if variants - {"original"} else 1
 
 
 def verifier_standby(task: Task, *, prepared: bool = True, zygote: bool = False) -> StandbySpec:
