@@ -606,15 +606,17 @@ def _compiled_from_source(spec: Any, is_agents: Callable[[Any], bool]) -> None:
 
 def watch_agent_code(
     is_agents: Callable[[Any], bool],
-    record: str | None = None,
+    record: str | int | None = None,
     refuse: Callable[[Any], BaseException | None] | None = None,
 ) -> None:
     """From now on, every file this process loads as code (a module or extension module it
     imports, code it compiles or executes, cached bytecode, a library through ctypes) that
     `is_agents` says is the agent's is refused (`refuse(path)` returns the exception to
-    raise) or recorded: appended to `record`, written and flushed before the load goes on,
-    so that the agent's code cannot unsay it. A finder first on sys.meta_path and an audit
-    hook (Python 3.8+)."""
+    raise) or recorded before the load goes on: written to `record`, a pipe's descriptor
+    whose other end a process outside this one reads (what was written there the agent's
+    code, once it runs here, cannot take back), or a file's path (appended and flushed:
+    for a process that runs nothing of the agent's after). A finder first on
+    sys.meta_path and an audit hook (Python 3.8+)."""
 
     def met(path: Any) -> None:
         if not is_agents(path):
@@ -624,9 +626,13 @@ def watch_agent_code(
             raise refusal
         if record is not None and path not in seen:
             seen.add(path)
+            line = (str(path).replace("\n", " ") + "\n").encode("utf-8", "replace")
+            if isinstance(record, int):
+                os.write(record, line)  # one write: a pipe takes it whole (PIPE_BUF)
+                return
             fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, (str(path) + "\n").encode("utf-8", "replace"))
+                os.write(fd, line)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -225,6 +225,8 @@ def run_script(config, env, results_dir):
         if config["protection"] == "clean":
             if config.get("toolchain"):  # the clean image's bash, on the snapshot
                 argv = config["toolchain"]["bash"] + [config["script_at"]]
+            # the runner's pipe for the record of the agent's code, down to the tests' pytest
+            record = env.get("TERMGYM_AGENT_CODE_FD", "")
             code = subprocess.call(
                 argv,
                 stdout=log,
@@ -233,6 +235,7 @@ def run_script(config, env, results_dir):
                 cwd=config["cwd"],
                 stdin=subprocess.DEVNULL,
                 user=os.geteuid(),
+                pass_fds=(int(record),) if record.isdigit() else (),
             )
         else:
             import termgym_agentexec
@@ -303,6 +306,36 @@ def _reports(path):
     if not listed:
         return {n: s for n, s in results.items() if s not in _PASSING}
     return results
+
+
+def _images_plugins(is_agents):
+    """The modules of the pytest plugins installed on the snapshot or the toolchain (entry
+    points of the group pytest11, which pytest would load by itself) that are none of the
+    agent's: neither their entry point nor their module. Found without importing anything
+    (a package's own code runs when one of its modules is looked for by importlib.util)."""
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7: pytest then loads no plugin but those named
+        return []
+    import importlib.machinery
+
+    found = []
+    for dist in metadata.distributions():
+        where = getattr(dist, "_path", None)
+        for point in dist.entry_points:
+            if point.group != "pytest11":
+                continue
+            module = point.value.partition(":")[0].strip()
+            top, _, rest = module.partition(".")
+            spec = importlib.machinery.PathFinder.find_spec(top)
+            origin = getattr(spec, "origin", None)
+            files = [str(where) + "/entry_points.txt" if where is not None else None, origin]
+            if origin and rest:
+                folder = os.path.dirname(origin)
+                files.append(os.path.join(folder, *rest.split(".")) + ".py")
+            if all(f and not is_agents(f) for f in files) and module not in found:
+                found.append(module)
+    return found
 
 
 def pytest_main(args):
@@ -376,6 +409,10 @@ def pytest_main(args):
         for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
     )
     fixed = ["-p", "no:cacheprovider", "--rootdir", TESTS]
+    if snapshot:  # no plugin the agent installed (an entry point of its) loads in here
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        for module in _images_plugins(termgym_snapshot.changed_listed()):
+            fixed += ["-p", module]
     if not own_ini:
         fixed += ["-c", os.devnull]
     if not any(a == "--basetemp" or str(a).startswith("--basetemp=") for a in args):

@@ -42,6 +42,9 @@ from typing import Any
 OUTPUT_TAIL = 4000
 FILE_LIMIT = 256000
 INPUTS_RECORD = ".termgym-inputs.jsonl"
+AGENT_CODE = ".termgym-agent-code"
+"""In a snapshot run's files: the agent's code its tests loaded (termgym_snapshot), as the
+runner heard it on its own pipe (`_Record`), never a file of the tests'."""
 INPUTS_LIMIT = 4 << 20
 REPORT_PREFIX = "TERMGYM-REPORT "
 RUNNER_ERROR = "TERMGYM-RUNNER-ERROR "
@@ -208,11 +211,13 @@ def run_exec(
     argv, spec = _python_launch([sub(a) for a in job["argv"]])
     if spec is not None:
         spec["path"] = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p]
-    cwd, nest, preexec = ctx["cwd"], None, None
+    cwd, nest, preexec, record = ctx["cwd"], None, None, None
     if ctx.get("snapshot"):  # the job runs in a nest on the snapshot, from the toolchain
         argv, env, spec, nest = _on_snapshot(argv, env, spec, ctx, results, scratch)
         cwd = ctx["workdir"] if os.path.isdir(ctx["snapshot"] + ctx["workdir"]) else "/"
         preexec = nest.entry(cwd, 0)
+        record = _Record()  # what of the agent's its tests load, told to this process
+        env[record.VARIABLE] = str(record.write)
     log_path = os.path.join(results, ".log")
     start = time.monotonic()
     out: dict[str, Any] = {"rulesets": names, "exit_code": None, "timed_out": False, "error": None}
@@ -229,7 +234,8 @@ def run_exec(
                 entry, env, ctx["cwd"], log.fileno(), job["timeout"]
             )
         else:
-            _popen_job(out, argv, env, ctx["cwd"], spec, preexec, log, job["timeout"])
+            passed = (record.write,) if record is not None else ()
+            _popen_job(out, argv, env, ctx["cwd"], spec, preexec, log, job["timeout"], passed)
     ctx["agentexec"].stop_agent_processes()
     if nest is not None:
         nest.close()
@@ -240,7 +246,42 @@ def run_exec(
             with contextlib.suppress(OSError):
                 os.remove(private)
     out["files"] = _read_results(results)
+    if record is not None:  # the runner's record, whatever the tests' process left as files
+        out["files"][AGENT_CODE] = record.read()
     return out
+
+
+class _Record:
+    """A pipe the tests' process writes the record of the agent's code to (their process
+    runs that code once loaded, as root: it could rewrite a file of theirs, never what it
+    already wrote here), read on a thread of the runner's so a long record never holds the
+    tests."""
+
+    VARIABLE = "TERMGYM_AGENT_CODE_FD"
+
+    def __init__(self) -> None:
+        import threading
+
+        reading, self.write = os.pipe()  # handed to the tests by pass_fds alone
+        self.chunks = []  # type: list[bytes]
+
+        def drain() -> None:
+            with open(reading, "rb", buffering=0) as source:
+                chunk = source.read(65536)
+                while chunk:
+                    self.chunks.append(chunk)
+                    chunk = source.read(65536)
+
+        self.thread = threading.Thread(target=drain, daemon=True)
+        self.thread.start()
+
+    def read(self) -> str:
+        """What the tests wrote, once their process ended (and the runner's end is let go:
+        a process of theirs that still holds the pipe gets a second, then what came)."""
+        with contextlib.suppress(OSError):
+            os.close(self.write)
+        self.thread.join(timeout=1.0)
+        return b"".join(self.chunks).decode("utf-8", "replace")
 
 
 def _popen_job(
@@ -252,6 +293,7 @@ def _popen_job(
     preexec: Any,
     log: Any,
     timeout: float,
+    pass_fds: tuple[int, ...] = (),
 ) -> None:
     """Run the job's program (its `spec` on stdin, for a python job) into `out`."""
     try:
@@ -265,6 +307,7 @@ def _popen_job(
             stdin=subprocess.PIPE if spec is not None else subprocess.DEVNULL,
             user=os.geteuid(),  # the grader itself: root, not the agent's user
             preexec_fn=preexec,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         out["error"] = f"could not start {argv[0]}: {exc}"

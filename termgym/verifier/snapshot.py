@@ -44,7 +44,11 @@ after header lines that are no path: termgym.grading._bundle.CHANGED)."""
 LISTED_SINCE = "since "
 LISTED_ALL = "everything"
 AGENT_CODE = ".termgym-agent-code"
-"""In a job's result folder: the files of the agent's its tests loaded, one a line."""
+"""In a job's result files: the files of the agent's its tests loaded, one a line."""
+AGENT_CODE_FD = "TERMGYM_AGENT_CODE_FD"
+"""In the tests' environment: the pipe the record goes to, whose other end the runner reads
+(outside the tests' process and nest: the agent's code, once loaded there, could rewrite
+a file of the result folder, never what it already wrote to the runner)."""
 PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup",
           "tomli", "termgym_pytest", "termgym_agentexec", "termgym_nest", "termgym_inputprint",
           "termgym_imported", "termgym_snapshot")  # fmt: skip
@@ -170,6 +174,11 @@ def changed_files(listing: str) -> Callable[[Any], bool]:
     return agents
 
 
+def changed_listed() -> Callable[[Any], bool]:
+    """`changed_files` of the grading folder's listing (what prepare_python watches)."""
+    return changed_files(os.path.join(JOB, CHANGED))
+
+
 def prepare_python(refuse: Any = None) -> None:
     """In the tests' interpreter (toolchain python in the nest): sys.path, the pinned
     modules, and the record of the agent's code loaded (module docstring; `refuse`: see
@@ -199,9 +208,12 @@ def prepare_python(refuse: Any = None) -> None:
     sys.dont_write_bytecode = True
     import termgym_agentexec
 
-    termgym_agentexec.watch_agent_code(
-        changed_files(os.path.join(JOB, CHANGED)), os.path.join(results, AGENT_CODE), refuse
-    )
+    record = os.path.join(results, AGENT_CODE)  # type: str | int
+    piped = os.environ.pop(AGENT_CODE_FD, "")
+    if piped.isdigit():  # the runner's pipe: what is written there stays written
+        record = int(piped)
+        os.set_inheritable(record, False)
+    termgym_agentexec.watch_agent_code(changed_listed(), record, refuse)
     # What the tests run as `sys.executable` is the snapshot's python, as on the agent's
     # machine (the toolchain's is neither visible to the agent's programs nor theirs).
     for name in ("python3", "python"):
