@@ -8,6 +8,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from .agent_text import agent_text
+
 
 class AuditPanel(Static):
     """Leaked rules, platform mentions and other audit hits, by step."""
@@ -29,5 +31,6 @@ class AuditPanel(Static):
         for step in keys:
             for hit in by_step[step]:
                 where = "—" if step is None else str(step)
-                table.add_row(where, str(hit.get("kind", "?")), str(hit.get("message", "")))
+                kind, message = hit.get("kind", "?"), hit.get("message", "")
+                table.add_row(where, agent_text(kind), agent_text(message))
         self.update(table)

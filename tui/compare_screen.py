@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from .agent_text import agent_text
 from .help_screen import HelpScreen, describe
 from .model import EpisodeModel, row_flags
 from .rules_panel import CLASS_STYLE
@@ -69,7 +70,7 @@ class Side:
             ("reward", Text("—" if end is None else f"{end.reward:.2f}")),
             ("steps", Text(str(len(self.model)))),
             ("flags", Text(row_flags(h.variant if h else "", end) or "—", style="bold red")),
-            ("conflict", Text(_reported(end))),
+            ("conflict", agent_text(_reported(end))),
             ("tamper", Text("—" if tamper is None else tamper.summary())),
         ]  # fmt: skip
 
@@ -147,13 +148,13 @@ def compare_tables(left: EpisodeModel, right: EpisodeModel) -> Group:
     fa = [f"[{f.ruleset}] {f.test or f.grader}: {_cut(f.message)}" for f in left.failures()]
     fb = [f"[{f.ruleset}] {f.test or f.grader}: {_cut(f.message)}" for f in right.failures()]
     for index in range(max(len(fa), len(fb))):
-        failing.add_row(*(Text(x[index] if index < len(x) else "", style="red") for x in (fa, fb)))
+        failing.add_row(*(agent_text(x[index] if index < len(x) else "", "red") for x in (fa, fb)))
     actions = Table(title=f"actions (first {ACTIONS} steps)", title_justify="left")
     for column in ("step", "A", "B"):
         actions.add_column(column, overflow="fold")
     for index in range(min(ACTIONS, max(len(left), len(right)))):
         cells = [
-            Text(_cut(m.step(index).action) if index < len(m) else "", style="cyan")
+            agent_text(_cut(m.step(index).action) if index < len(m) else "", "cyan")
             for m in (left, right)
         ]
         actions.add_row(str(index), *cells)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from .agent_text import agent_text
 from .line_view import LineView
 
 
@@ -40,7 +41,7 @@ class OutputView(LineView):
         return self._widest
 
     def line_text(self, index: int) -> Text:
-        text = Text(self._lines[index].replace("\t", "    "))
+        text = agent_text(self._lines[index].replace("\t", "    "))
         if self.highlight:
             text.highlight_words([self.highlight], style="black on yellow", case_sensitive=False)
         return text

@@ -15,6 +15,8 @@ from termgym.grading import GradeReport
 from termgym.recording import EpisodeEnd, EpisodeHeader
 from termgym.tasks import TAMPER_KINDS, TamperEvidence
 
+from .agent_text import agent_text
+
 CLASS_STYLE = {
     "adapted": "bold green",
     "stale": "bold red",
@@ -93,7 +95,7 @@ def verdict_table(report: GradeReport | None) -> Table:
             mark,
             _fmt(score if score is None else f"{score:.2f}"),
             graders,
-            Text(_fmt(verdict.error), style="red"),
+            agent_text(_fmt(verdict.error), "red"),
         )
     return table
 
@@ -106,7 +108,10 @@ def failures_table(failures: list[Failure]) -> Table | Text:
     for column in ("rule set", "grader", "test", "message"):
         table.add_column(column, overflow="fold")
     for f in failures:
-        table.add_row(f.ruleset, f.grader, f.test or "—", Text(f.message[:400], style="red"))
+        table.add_row(
+            agent_text(f.ruleset), agent_text(f.grader), agent_text(f.test or "—"),
+            agent_text(f.message[:400], "red"),
+        )  # fmt: skip
     return table
 
 
@@ -124,7 +129,7 @@ def conflict_text(conflict: dict[str, Any] | None, end: EpisodeEnd | None) -> Te
         if text:
             text.append("\n")
         text.append("reported a conflict: ", style="bold yellow")
-        text.append(end.conflict or "(no reason given)")
+        text.append(agent_text(end.conflict or "(no reason given)"))
     elif conflict and end is not None:
         text.append("\nthe agent did not report the conflict", style="italic")
     return text if text else None
@@ -141,7 +146,7 @@ def tamper_text(evidence: TamperEvidence | None) -> Text:
     for kind in TAMPER_KINDS:
         for change in evidence.of(kind):
             text.append(f"\n  {kind:<9} ", style="bold")
-            text.append(f"{change.kind:<7} {change.path}")
+            text.append(agent_text(f"{change.kind:<7} {change.path}"))
             if change.type != "unknown":
                 text.append(f" ({change.type})", style="dim")
     return text
@@ -185,9 +190,9 @@ class RulesPanel(Static):
             summary.append(f"  reward {end.reward:.2f}")
             summary.append("  submitted" if end.terminated else "  truncated (limit)")
             if end.error:
-                summary.append(f"\nerror: {end.error}", style="bold red")
+                summary.append(agent_text(f"\nerror: {end.error}", "bold red"))
             if unreadable:
-                summary.append(f"\nverdicts unreadable: {unreadable}", style="bold red")
+                summary.append(agent_text(f"\nverdicts unreadable: {unreadable}", "bold red"))
         conflict = header.extra.get("conflict")
         parts: list[Any] = [summary]
         said = conflict_text(conflict if isinstance(conflict, dict) else None, end)

@@ -11,6 +11,8 @@ from textual.widgets import Static
 from termgym.env import typed_text
 from termgym.recording import StepRecord
 
+from .agent_text import agent_text
+
 SAID = 400
 """Characters of the agent's message shown with a step (the transcript pane has it whole)."""
 
@@ -56,7 +58,7 @@ class StepDetail(Static):
             if flag:
                 facts.append(f"  {label}", style="bold yellow")
         action = Text("$ " if step.mode == "command" else "> ", style="bold cyan")
-        action.append(step.action.rstrip("\n") or "(empty)")
+        action.append(agent_text(step.action.rstrip("\n") or "(empty)"))
         parts: list[Text] = [facts, action]
         if step.mode == "keys" and step.action:
             typed = Text("typed: ", style="bold cyan")
@@ -69,13 +71,13 @@ class StepDetail(Static):
                     line = Text(f"{label}: ", style="bold green" if key == "content" else "dim")
                     cut = value[:SAID] + ("…" if len(value) > SAID else "")
                     line.append(
-                        cut.replace("\n", " ⏎ "), style="" if key == "content" else "dim italic"
+                        agent_text(cut, "" if key == "content" else "dim italic", one_line=True)
                     )
                     parts.append(line)
         for hit in hits:
             line = Text("⚑ audit ", style="bold magenta")
-            line.append(f"{hit.get('kind', '?')}: ", style="bold")
-            line.append(str(hit.get("message", "")))
+            line.append(agent_text(f"{hit.get('kind', '?')}: ", "bold"))
+            line.append(agent_text(hit.get("message", "")))
             parts.append(line)
         self.plain = "\n".join(part.plain for part in parts)
         self.update(Group(*parts))

@@ -5,8 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from termgym._terminal_text import printable
-
+from .agent_text import printable
 from .line_view import LineView
 from .messages import StepHighlighted
 from .model import EpisodeModel

@@ -8,6 +8,8 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
+from .agent_text import agent_text
+
 ROLE_STYLE = {
     "system": "dim",
     "user": "cyan",
@@ -33,18 +35,18 @@ def entry_text(entry: dict[str, Any], current: bool = False) -> Text:
     text = Text()
     text.append("▶ " if current else "  ", style="bold magenta")
     text.append(f"step {entry.get('step', 0)} ", style="dim")
-    text.append(role, style=ROLE_STYLE.get(role, "bold"))
+    text.append(agent_text(role, ROLE_STYLE.get(role, "bold")))
     if entry.get("probe_mode"):
-        text.append(f" ({entry['probe_mode']})", style="dim")
+        text.append(agent_text(f" ({entry['probe_mode']})", "dim"))
     reasoning = entry.get("reasoning")
     if reasoning:
         text.append("\n    thinking: ", style="italic dim")
-        text.append(_clip(str(reasoning)).replace("\n", "\n    "), style="italic dim")
+        text.append(agent_text(_clip(str(reasoning)).replace("\n", "\n    "), "italic dim"))
     content = str(entry.get("content") or "")
     if content:
-        text.append("\n    " + _clip(content).replace("\n", "\n    "))
+        text.append(agent_text("\n    " + _clip(content).replace("\n", "\n    ")))
     if entry.get("error"):
-        text.append(f"\n    error: {entry['error']}", style="bold red")
+        text.append(agent_text(f"\n    error: {entry['error']}", "bold red"))
     return text
 
 

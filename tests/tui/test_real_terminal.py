@@ -86,3 +86,90 @@ def test_the_app_runs_in_a_real_terminal_and_answers_keys(run_dir: Path, tmux_se
         time.sleep(0.1)
     else:
         pytest.fail("q did not quit the app")
+
+
+def _title(session: str) -> str:
+    done = subprocess.run(
+        ["tmux", "display-message", "-p", "-t", session, "#{pane_title}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def _escaping_episode(folder: Path) -> Path:
+    """An episode whose every field an agent writes, or a grader quotes, sets the terminal's
+    title to say which field it came from, were it obeyed."""
+    from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
+
+    def sets(field: str) -> str:
+        return f"\x1b]2;SET-BY-{field}\x1b\\\x1b[2J"
+
+    header = EpisodeHeader(
+        episode_id="ep", task="fuel-planner", task_version=1, variant="contradicted",
+        rules_visible={"max_weight": 100}, rules_enforced={"max_weight": 150}, seed=0,
+        agent="llm", backend="bwrap", versions={}, started=time.time(),
+        extra={"instruction": "plan"},
+    )  # fmt: skip
+    with EpisodeWriter(folder, header) as writer:
+        writer.step(
+            StepRecord(0, "command", "ls" + sets("action"), "out" + sets("output"), 0, 0.01)
+        )
+        writer.end(
+            EpisodeEnd(
+                reward=0.0,
+                terminated=True,
+                truncated=False,
+                episode_class="stale",
+                conflict="why" + sets("conflict"),
+                verdicts={
+                    "contradicted": {
+                        "passed": False,
+                        "rules": {"max_weight": 150},
+                        "results": [
+                            {
+                                "grader": "tests",
+                                "passed": False,
+                                "score": 0.0,
+                                "message": "test_a: got " + sets("failure"),
+                                "details": {"failed": ["test_a"]},
+                            }
+                        ],
+                    },
+                    "original": {"passed": True, "rules": {"max_weight": 100}},
+                },
+                extra={
+                    "transcript": [
+                        {
+                            "step": 1,
+                            "role": "assistant",
+                            "content": "hi" + sets("transcript"),
+                            "reasoning": "so" + sets("reasoning"),
+                        }
+                    ]
+                },
+                tamper={
+                    "tests": [{"path": "/app/x" + sets("tamper"), "kind": "changed"}],
+                    "known": True,
+                },
+            )  # fmt: skip
+        )
+    return folder / "episodes" / "ep.jsonl"
+
+
+def test_what_an_agent_wrote_is_shown_never_obeyed_by_the_terminal(
+    tmux_session: str, tmp_path: Path
+) -> None:
+    """Its action, output, transcript, a grader's message quoting it, its conflict report,
+    the paths it changed: an escape sequence in any of them set the window title (and could
+    clear the screen or write over a verdict) before every pane showed it as text."""
+    episode = _escaping_episode(tmp_path)
+    _start(tmux_session, f"env -u COLUMNS -u LINES {TERMGYM} tui {episode}")
+    _wait_for(tmux_session, "step 0 (1 of 1)")
+    before = _title(tmux_session)
+    assert "SET-BY" not in before, before
+    for pane in ("2", "3", "4", "1"):
+        _keys(tmux_session, pane)
+        time.sleep(0.5)
+        assert "SET-BY" not in _title(tmux_session), (pane, _title(tmux_session))
+    shown = _screen(tmux_session)
+    assert "⎋]2;SET-BY-action" in shown, shown  # there, as text
