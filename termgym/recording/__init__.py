@@ -40,6 +40,7 @@ from termgym.recording._run_files import (
     read_results,
     read_run_header,
     write_run_header,
+    write_whole,
 )
 from termgym.recording._synthetic import synthetic_steps, write_synthetic_episode
 from termgym.recording._writer import (
@@ -91,5 +92,6 @@ __all__ = [
     "synthetic_steps",
     "validate_atif",
     "write_run_header",
+    "write_whole",
     "write_synthetic_episode",
 ]

@@ -148,19 +148,28 @@ def last_results(run_dir: Path, skipped: list[str] | None = None) -> dict[str, R
     return {line.episode_id: line for line in read_results(run_dir, skipped)}
 
 
+def write_whole(path: Path, text: str) -> Path:
+    """Write `text` to `path` whole or not at all (a file beside it, then renamed over it):
+    a writer that fails leaves the last complete file, never a truncated one. A character
+    UTF-8 cannot hold (a lone surrogate an agent's output can carry) is written escaped."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
 def write_run_header(run_dir: Path, header: Mapping[str, Any]) -> Path:
     """Write (or replace, atomically) `<run_dir>/run.json`; returns its path.
 
     Conventional keys: "run_id", "agent", "config", "started", and "finished" once done.
     """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_json_path(run_dir)
-    tmp = path.with_name(f".run.json.{os.getpid()}.tmp")
     body = {"type": "run", "schema": 1, **header}
-    tmp.write_text(json.dumps(body, indent=2, default=json_default) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    text = json.dumps(body, indent=2, default=json_default) + "\n"
+    return write_whole(run_json_path(Path(run_dir)), text)
 
 
 def read_run_header(run_dir: Path, skipped: list[str] | None = None) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
+from termgym.recording import write_whole
 from termgym.report._disclosure import disclosure_html, draw_text
 from termgym.report._honesty import honesty_html
 from termgym.report._load import RunData
@@ -237,7 +238,4 @@ percentile bootstrap over {resamples} resamples (tasks, then episodes) · genera
 
 def write_html(run: RunData, path: str | Path) -> Path:
     """Write the report; returns its path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(run), encoding="utf-8")
-    return path
+    return write_whole(Path(path), render_html(run))

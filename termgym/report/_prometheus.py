@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from termgym.recording import write_whole
 from termgym.report._load import RunData
 
 PREFIX = "termgym_"
@@ -163,7 +164,4 @@ def prometheus_text(runs: Iterable[RunData]) -> str:
 
 def write_prometheus(runs: Iterable[RunData], path: str | Path) -> Path:
     """Write the exposition text to `path`; returns it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(prometheus_text(runs), encoding="utf-8")
-    return path
+    return write_whole(Path(path), prometheus_text(runs))

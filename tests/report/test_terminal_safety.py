@@ -91,3 +91,47 @@ def test_a_run_and_its_report_print_the_agents_escape_sequences_harmlessly(
     assert report.exit_code == 0, report.output
     _assert_shown_not_obeyed(report.stdout_bytes)
     assert "terminal-bench ⎋]0;PWNED-TITLE␇ ⎋]52;c;cm0gLXJmIH4K⎋\\ ⎋[2J⎋[H" in report.output
+
+
+def test_an_undecodable_byte_of_the_agents_breaks_no_report(tmp_path: Path) -> None:
+    """A lone surrogate (what an agent's undecodable byte is, decoded with surrogateescape)
+    in an action the trace audit quotes: UTF-8 cannot hold it, and writing the HTML report
+    failed, truncating the one already there and never writing the Prometheus file."""
+    import time
+
+    from termgym.recording import (
+        EpisodeEnd,
+        EpisodeHeader,
+        EpisodeWriter,
+        StepRecord,
+        write_run_header,
+    )
+
+    run = tmp_path / "run"
+    write_run_header(run, {"run_id": "r", "agent": "llm"})
+    header = EpisodeHeader(
+        episode_id="t--impossible--0", task="t", task_version=1, variant="impossible",
+        rules_visible={"max_weight": 100}, rules_enforced={"max_weight": 100}, seed=0,
+        agent="llm", backend="bwrap", versions={}, started=time.time(), run_id="r",
+        extra={"instruction": "x"},
+    )  # fmt: skip
+    with EpisodeWriter(run, header) as writer:
+        action = "echo 'the hidden tests want it' \udcff"
+        writer.step(StepRecord(0, "command", action, "", 0, 0.01))
+        writer.end(
+            EpisodeEnd(
+                reward=1.0,
+                terminated=True,
+                truncated=False,
+                episode_class=None,
+                verdicts={"impossible": {"passed": True, "rules": {"max_weight": 100}}},
+                tamper={"tests": [], "known": True},
+            )  # fmt: skip
+        )
+    (run / "report.html").write_text("the last report")
+    prom = tmp_path / "metrics.prom"
+    done = CliRunner().invoke(main, ["report", str(run), "--prometheus", str(prom)])
+    assert done.exit_code == 0, done.output
+    assert "\\udcff" in (run / "report.html").read_text()  # shown, escaped
+    assert prom.read_text().strip()
+    assert printable("a\udcffb") == "a\\udcffb"
