@@ -475,6 +475,8 @@ def transcript_parts(
     """
     visible: list[tuple[int, str]] = []
     written: list[Written] = []
+    first_user = True  # the task's own message; later ones at step 0 answer the agent's
+    # replies (a malformed first reply is answered quoting it: never what the task showed)
     for entry in transcript:
         role = str(entry.get("role", ""))
         step = int(entry.get("step", 0) or 0)
@@ -488,8 +490,12 @@ def transcript_parts(
             if reasoning:
                 label = "probe-reasoning" if role == "probe" else "reasoning"
                 written.append(Written(when, label, str(reasoning)))
-        elif content and (role in PROMPT_ROLES or step == 0):
+        elif content and role in PROMPT_ROLES:
             visible.append((step, content))
+        elif role == "user" and first_user:
+            first_user = False
+            if content and step == 0:
+                visible.append((step, content))
     return visible, written
 
 

@@ -108,3 +108,19 @@ def test_the_oracle_s_fallback_code_is_not_a_rule_name_leak(tmp_path) -> None:
 def test_a_recording_from_before_keeps_its_reference_channel(tmp_path) -> None:
     command = "TERMGYM_WITHHELD_RULES='{\"max_weight\":100}' python3 plan.py"
     assert _episode(tmp_path, [(command, "")], legacy=True) == []
+
+
+def test_an_answer_to_the_agents_own_malformed_reply_does_not_make_a_value_visible(
+    tmp_path,
+) -> None:
+    """Before any action ran, the harness answers a malformed first reply quoting it (a
+    tool name that holds the hidden value): only the task's own first message was shown."""
+    transcript = [
+        {"step": 0, "role": "system", "content": "You run commands."},
+        {"step": 0, "role": "user", "content": "Plan the cargo under the policy."},
+        {"step": 1, "role": "assistant", "content": '{"name": "max_weight limit 100"}'},
+        {"step": 0, "role": "user", "content": "There is no tool 'max_weight limit 100'."},
+        {"step": 1, "role": "assistant", "content": "echo 'MAX_WEIGHT = 100'"},
+    ]
+    hits = _episode(tmp_path, [("echo 'MAX_WEIGHT = 100'", "")], transcript=transcript)
+    assert ("leak", "max_weight=100", "action") in hits, hits
