@@ -55,6 +55,9 @@ _PYTEST = re.compile(
     r"^((?:uv\s+run|uvx)\s+(?:--?[\w-]+(?:[\s=]+[^-\s]\S*)?\s+)*)?(python3?\s+-m\s+)?"
     r"pytest(?=\s|$)"
 )
+_BEYOND_PYTEST = re.compile(r"[;&|`<>\n]|\$\(")
+"""On a pytest line, what would run something beside pytest (another command, a pipe, a
+substitution, a redirection): such a line is no pytest line of a clean script."""
 _RUN_UV_PYTEST = re.compile(r"^(bash\s+|sh\s+)?\"?\$TEST_DIR\"?/run-uv-pytest\.sh$")
 _SAFE = (
     re.compile(r"^#.*$"),
@@ -255,6 +258,9 @@ def plan_script(text: str, task: str, name: str) -> ScriptPlan:
             out.append(f"{indent}$TERMGYM_PYTEST{rest}")
             with_pkgs = re.findall(r"(?:--with|-w)[\s=]+(\S+)", pytest_match.group(1) or "")
             pip.extend(["pytest", *with_pkgs])
+            if _BEYOND_PYTEST.search(rest) and not why:  # `pytest ... && bash /app/x.sh`:
+                # what follows pytest on its line would run as root, unread
+                why = f"{name} line {number}: `{code[:120]}`"
             continue
         if _NETWORK.search(code) and not _LOCAL.search(code) and not heredoc:
             raise ImportRefused(

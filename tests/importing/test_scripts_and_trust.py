@@ -53,6 +53,24 @@ def test_activating_a_venv_the_script_did_not_drop_keeps_it_agent_user() -> None
     assert plan.protection == "agent-user" and "activate" in plan.why
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pytest /tests/test_outputs.py -rA && bash /app/cleanup.sh",
+        "pytest /tests/test_outputs.py -rA; python3 /app/report.py",
+        "pytest /tests/test_outputs.py -rA | tee /logs/verifier/out.txt",
+        "python -m pytest -rA $(cat /app/args)",
+        "pytest -rA `cat /app/args`",
+        "pytest -rA > /app/out.txt",
+    ],
+)
+def test_what_follows_pytest_on_its_line_keeps_the_script_agent_user(line: str) -> None:
+    """The pytest line becomes termgym's pytest, run as root in a clean script: what else
+    its line runs (another command, a pipe, a substitution) would run as root, unread."""
+    plan = plan_script(f"#!/bin/bash\n{line}\n", "t", "tests/test.sh")
+    assert plan.protection == "agent-user", plan.script
+
+
 def test_harbors_uvx_template_is_clean_and_its_packages_move_to_build_time() -> None:
     plan = plan_script((HARBOR_WORDS / "tests" / "test.sh").read_text(), "t", "tests/test.sh")
     assert plan.protection == "clean", plan.why
