@@ -58,13 +58,17 @@ _PYTEST = re.compile(
 _BEYOND_PYTEST = re.compile(r"[;&|`<>\n]|\$\(")
 """On a pytest line, what would run something beside pytest (another command, a pipe, a
 substitution, a redirection): such a line is no pytest line of a clean script."""
+_LOADS_CODE = r"(?!(?:LD_\w*|BASH_ENV|ENV|PATH|PYTHON\w*|PERL5\w*|NODE_OPTIONS)=)"
+"""Variables that make what runs next load other code (the loader's preload, a shell's
+start file, the programs found, Python's and Perl's start-up): set in a clean script, they
+would load the agent's code into what runs as root. Their assignments are not safe lines."""
 _RUN_UV_PYTEST = re.compile(r"^(bash\s+|sh\s+)?\"?\$TEST_DIR\"?/run-uv-pytest\.sh$")
 _SAFE = (
     re.compile(r"^#.*$"),
     re.compile(r"^set\s+[-+][a-zA-Z]+(\s+\w+)?(\s+[-+][a-zA-Z]+)*$"),
     re.compile(r"^cd\s+[^;&|`$()]*$|^cd\s+\"?\$(TEST_DIR|HOME)\"?$"),
-    re.compile(r"^export\s+[A-Za-z_][A-Za-z0-9_]*=[^;&|`()]*$"),
-    re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(\$\?|[^;&|`()$]*)$"),
+    re.compile(rf"^export\s+{_LOADS_CODE}[A-Za-z_][A-Za-z0-9_]*=[^;&|`()]*$"),
+    re.compile(rf"^{_LOADS_CODE}[A-Za-z_][A-Za-z0-9_]*=(\$\?|[^;&|`()$]*)$"),
     re.compile(r"^(echo|printf)\b[^;&|`()]*$"),
     re.compile(r"^(if|elif)\s+\[\[?\s[^;&|`()]*\]\]?(\s*&&\s*\[\[?\s[^;&|`()]*\]\]?)*\s*;\s*then$"),
     re.compile(r"^(then|else|fi)$"),

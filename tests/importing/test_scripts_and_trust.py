@@ -62,6 +62,10 @@ def test_activating_a_venv_the_script_did_not_drop_keeps_it_agent_user() -> None
         "python -m pytest -rA $(cat /app/args)",
         "pytest -rA `cat /app/args`",
         "pytest -rA > /app/out.txt",
+        "export LD_PRELOAD=/app/libx.so\npytest -rA",
+        "BASH_ENV=/app/env.sh\npytest -rA",
+        "export PATH=/app/bin:$PATH\npytest -rA",
+        "export PYTHONSTARTUP=/app/x.py\npytest -rA",
     ],
 )
 def test_what_follows_pytest_on_its_line_keeps_the_script_agent_user(line: str) -> None:
