@@ -234,8 +234,7 @@ def run_exec(
                 entry, env, ctx["cwd"], log.fileno(), job["timeout"]
             )
         else:
-            passed = (record.write,) if record is not None else ()
-            _popen_job(out, argv, env, ctx["cwd"], spec, preexec, log, job["timeout"], passed)
+            _popen_job(out, argv, env, ctx["cwd"], spec, preexec, log, job["timeout"], record)
     ctx["agentexec"].stop_agent_processes()
     if nest is not None:
         nest.close()
@@ -260,13 +259,17 @@ class _Record:
     VARIABLE = "TERMGYM_AGENT_CODE_FD"
 
     def __init__(self) -> None:
+        self.reading, self.write = os.pipe()  # handed to the tests by pass_fds alone
+        self.chunks = []  # type: list[bytes]
+        self.thread = None  # type: Any
+
+    def start(self) -> None:
+        """Read on a thread from now on: once the tests' process started (no thread of this
+        one's stands beside the fork that starts it)."""
         import threading
 
-        reading, self.write = os.pipe()  # handed to the tests by pass_fds alone
-        self.chunks = []  # type: list[bytes]
-
         def drain() -> None:
-            with open(reading, "rb", buffering=0) as source:
+            with open(self.reading, "rb", buffering=0) as source:
                 chunk = source.read(65536)
                 while chunk:
                     self.chunks.append(chunk)
@@ -280,6 +283,9 @@ class _Record:
         a process of theirs that still holds the pipe gets a second, then what came)."""
         with contextlib.suppress(OSError):
             os.close(self.write)
+        if self.thread is None:  # the tests never started: nothing to read
+            os.close(self.reading)
+            return ""
         self.thread.join(timeout=1.0)
         return b"".join(self.chunks).decode("utf-8", "replace")
 
@@ -293,9 +299,10 @@ def _popen_job(
     preexec: Any,
     log: Any,
     timeout: float,
-    pass_fds: tuple[int, ...] = (),
+    record: _Record | None = None,
 ) -> None:
-    """Run the job's program (its `spec` on stdin, for a python job) into `out`."""
+    """Run the job's program (its `spec` on stdin, for a python job) into `out`, with
+    `record`'s pipe handed down (read from its start on)."""
     try:
         proc = subprocess.Popen(
             argv,
@@ -307,11 +314,13 @@ def _popen_job(
             stdin=subprocess.PIPE if spec is not None else subprocess.DEVNULL,
             user=os.geteuid(),  # the grader itself: root, not the agent's user
             preexec_fn=preexec,
-            pass_fds=pass_fds,
+            pass_fds=(record.write,) if record is not None else (),
         )
     except OSError as exc:
         out["error"] = f"could not start {argv[0]}: {exc}"
         return
+    if record is not None:
+        record.start()
     if spec is not None:
         assert proc.stdin is not None
         with contextlib.suppress(OSError):
