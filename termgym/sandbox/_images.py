@@ -293,7 +293,7 @@ def _rootfs_for(image: str, *, log: Log = _quiet) -> Path:
         client = docker_client()
     except BackendUnavailable as exc:
         if image == BASE_IMAGE:
-            return ensure_base_rootfs(log=log)
+            return shifted_rootfs(ensure_base_rootfs(log=log), log=log)
         raise ImageError(
             f"bwrap needs the root filesystem of {image}; without a Docker engine only "
             f"{BASE_IMAGE} can be made (by debootstrap). {exc}"

@@ -36,6 +36,32 @@ def test_root_is_a_writable_overlay_with_limits_and_no_capabilities(
     assert bwrap_box.run("awk 'NR > 2 {print $1}' /proc/net/dev").output.split() == ["lo:"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the shifted root filesystem is root's")
+def test_without_a_docker_engine_root_in_the_sandbox_owns_the_debootstrapped_root(
+    base_rootfs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no engine the base image comes from debootstrap's folder: as root, termgym must
+    give bwrap its copy owned by the shifted ids, or root in the sandbox is a stranger to
+    its own root filesystem (nothing in /etc, /var/lib written; the verifiers' zygote fails)."""
+    from termgym.sandbox import BASE_IMAGE, rootfs_for
+    from termgym.sandbox._engine import forget_clients
+    from termgym.sandbox._images import _forget_rootfs
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    forget_clients()
+    _forget_rootfs(BASE_IMAGE)
+    try:
+        root = rootfs_for(BASE_IMAGE)
+        assert "debootstrap" in root.parts  # the engine's export is not what this tests
+        with make_sandbox("bwrap", SandboxConfig(pids=100)) as box:
+            done = box.run("mkdir /var/lib/mine && echo x > /etc/written && stat -c %u /etc")
+            assert (done.exit_code, done.output) == (0, "0\n")
+    finally:
+        monkeypatch.undo()
+        forget_clients()
+        _forget_rootfs(BASE_IMAGE)
+
+
 def test_shell_killed_from_outside_is_restarted_and_files_stay(bwrap_box: BwrapSandbox) -> None:
     bwrap_box.run("echo saved > /app/f")
     assert bwrap_box.shell is not None
