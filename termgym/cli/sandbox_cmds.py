@@ -67,7 +67,10 @@ def gc(everything: bool) -> None:
 
     try:
         removed = collect_bwrap_garbage()
-        removed += collect_garbage(everything=everything)
+        try:
+            removed += collect_garbage(everything=everything)
+        except BackendUnavailable:
+            click.echo("No Docker engine answered: no containers looked at.", err=True)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"Removed {len(removed)} leftover sandbox(es).")

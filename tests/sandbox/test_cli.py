@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -35,3 +38,34 @@ def test_image_build_base_is_cached_and_gc_reports_what_it_removed(base_image: s
     assert built.exit_code == 0 and "up to date" in built.output
     swept = CliRunner().invoke(main, ["gc"])
     assert swept.exit_code == 0 and "leftover sandbox" in swept.output
+
+
+def test_gc_without_a_docker_engine_removes_the_bwrap_leftovers_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no engine `termgym gc` still sweeps bwrap's episode folders: it failed on the
+    containers' half, after removing them unreported."""
+    from termgym.sandbox import BASE_IMAGE
+    from termgym.sandbox._engine import forget_clients
+    from termgym.sandbox._images import _forget_rootfs
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid no process has now
+    leftover = tmp_path / "episodes" / "bwrap-left-1"
+    leftover.mkdir(parents=True)
+    (leftover / "owner.pid").write_text(str(gone.pid))
+    monkeypatch.setenv("TERMGYM_CACHE", str(tmp_path))
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    monkeypatch.setattr("termgym.sandbox._bwrap.remove_stale_cgroups", lambda live: None)
+    forget_clients()
+    _forget_rootfs(BASE_IMAGE)
+    try:
+        swept = CliRunner().invoke(main, ["gc"])
+        assert swept.exit_code == 0, swept.output
+        assert "Removed 1 leftover sandbox(es).\n  bwrap-left-1\n" in swept.output
+        assert "No Docker engine answered" in swept.output
+        assert not leftover.exists()
+    finally:
+        monkeypatch.undo()
+        forget_clients()
+        _forget_rootfs(BASE_IMAGE)
