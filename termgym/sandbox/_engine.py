@@ -8,10 +8,13 @@ from typing import Any
 
 from termgym.errors import BackendUnavailable
 
-HOW_TO_START_DOCKER = (
+START_DOCKER = (
     "Start a Docker engine (`make system` installs and starts one on Debian as root; "
-    "otherwise `sudo systemctl start docker` or open Docker Desktop), "
-    "or use the daemon-free bubblewrap backend with backend='bwrap' (install `bubblewrap`)."
+    "otherwise `sudo systemctl start docker` or open Docker Desktop)"
+)
+HOW_TO_START_DOCKER = (
+    START_DOCKER
+    + ", or use the daemon-free bubblewrap backend with backend='bwrap' (install `bubblewrap`)."
 )
 
 
@@ -37,13 +40,30 @@ def _client_for(address: str, pid: int) -> Any:
     return client
 
 
-def docker_client() -> Any:
+def docker_client(needed_for: str = "") -> Any:
     """Return a Docker SDK client whose engine answered a ping.
+
+    `needed_for` names a step only an engine does whatever the backend (building an image,
+    exporting one for bwrap): the error then says so, rather than suggest bwrap.
 
     Raises:
         BackendUnavailable: no engine answers; the message says how to start one.
     """
-    return _client_for(engine_address(), os.getpid())
+    try:
+        return _client_for(engine_address(), os.getpid())
+    except BackendUnavailable as exc:
+        if not needed_for:
+            raise
+        raise BackendUnavailable(
+            f"{needed_for} needs a Docker engine, whichever the backend (without one, bwrap "
+            f"runs only the base image, made by debootstrap); none answered at "
+            f"{engine_address()} ({_why(exc)}). {START_DOCKER}."
+        ) from exc
+
+
+def _why(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {cause}"
 
 
 def docker_answers() -> bool:

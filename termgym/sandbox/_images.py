@@ -216,7 +216,7 @@ def build_image(context_dir: Path, tag: str, *, log: Log = _quiet) -> str:
     _forget_rootfs(tag)
     if not (context_dir / "Dockerfile").is_file():
         raise ImageError(f"Expected a Dockerfile in {context_dir}, found none.")
-    client = docker_client()
+    client = docker_client(f"Building {tag} from its Dockerfile")
     image = _build(client, log, path=str(context_dir), tag=tag)
     return str(image.id)
 
@@ -290,14 +290,11 @@ def _forget_rootfs(tag: str) -> None:
 
 def _rootfs_for(image: str, *, log: Log = _quiet) -> Path:
     try:
-        client = docker_client()
+        client = docker_client(f"The root filesystem of {image} for bwrap")
     except BackendUnavailable as exc:
         if image == BASE_IMAGE:
             return shifted_rootfs(ensure_base_rootfs(log=log), log=log)
-        raise ImageError(
-            f"bwrap needs the root filesystem of {image}; without a Docker engine only "
-            f"{BASE_IMAGE} can be made (by debootstrap). {exc}"
-        ) from exc
+        raise ImageError(str(exc)) from exc
     found = _image_or_none(client, image)
     if found is None:
         if image == BASE_IMAGE:

@@ -346,7 +346,7 @@ def ensure_local_base(base: LocalBase, *, log: Log = _quiet) -> str:
     Raises:
         ImageError: debootstrap is missing or failed, or the keyring did not match.
     """
-    client = docker_client()
+    client = docker_client(f"The stand-in {base.tag} (an imported task's FROM)")
     if _image_or_none(client, base.tag) is not None:
         return base.tag
     rootfs_tag = f"termgym/tb-rootfs-{base.distro}-{base.suite}:{base.rootfs_recipe()}"
