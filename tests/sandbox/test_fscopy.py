@@ -11,11 +11,13 @@ the agent's running processes may swap (live-state grading) must never wait on i
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from termgym.errors import SandboxError
 from termgym.sandbox import CopyLimits
 from termgym.sandbox._fscopy import export_tree, import_tree
 
@@ -97,3 +99,73 @@ def test_a_file_swapped_for_a_fifo_as_the_copy_looks_at_it_neither_holds_nor_tra
             pass
     assert done.is_set(), "the copy held on the fifo"
     assert _names_and_contents(out.getvalue()) == {"app": b"", "app/kept.txt": b"kept\n"}
+
+
+def _archive(*members: tuple[str, bytes, str]) -> io.BytesIO:
+    """A tar of (name, kind, content or link target): kind "dir", "file" or "sym"."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, kind, content in members:
+            member = tarfile.TarInfo(name)
+            if kind == "dir":
+                member.type, member.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(member)
+            elif kind == "sym":
+                member.type, member.linkname = tarfile.SYMTYPE, content.decode()
+                tar.addfile(member)
+            else:
+                member.size = len(content)
+                tar.addfile(member, io.BytesIO(content))
+    out.seek(0)
+    return out
+
+
+def test_a_folder_an_archive_replaces_is_walked_afresh_by_the_members_after_it(
+    tmp_path: Path,
+) -> None:
+    """The unpacking holds the folders its members land in; a member that replaces one (a
+    folder turned into a link) must send the members after it where a fresh walk would:
+    through the new link, inside the root, not into the folder it removed."""
+    root = tmp_path / "root"
+    root.mkdir()
+    import_tree(
+        root,
+        _archive(
+            ("app/b", "dir", b""),
+            ("app/b/first", "file", b"1"),
+            ("app/b", "sym", b"../kept"),
+            ("app/b/second", "file", b"2"),
+            ("app/b/deeper/third", "file", b"3"),
+        ),
+    )
+    assert (root / "app" / "b").is_symlink()
+    assert (root / "kept" / "second").read_bytes() == b"2"
+    assert (root / "kept" / "deeper" / "third").read_bytes() == b"3"
+    assert sorted(p.name for p in (root / "kept").iterdir()) == ["deeper", "second"]
+
+
+def test_a_folder_turned_into_a_file_stops_the_members_below_it(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    members = [("app/d", "dir", b""), ("app/d/f", "file", b"1"), ("app/d", "file", b"now a file")]
+    with pytest.raises(SandboxError, match="app/d/g"):
+        import_tree(root, _archive(*members, ("app/d/g", "file", b"2")))
+    assert (root / "app" / "d").read_bytes() == b"now a file"
+
+
+def test_an_archive_of_many_folders_lands_whole_and_leaves_no_descriptor_open(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    members = []
+    for index in range(100):  # more folders than the unpacking holds at once, revisited
+        members.append((f"app/d{index}/f", "file", b"%d" % index))
+    for index in range(100):
+        members.append((f"app/d{index}/g", "file", b"again %d" % index))
+    before = len(os.listdir("/proc/self/fd"))
+    import_tree(root, _archive(*members))
+    assert len(os.listdir("/proc/self/fd")) == before
+    for index in range(100):
+        assert (root / "app" / f"d{index}" / "f").read_bytes() == b"%d" % index
+        assert (root / "app" / f"d{index}" / "g").read_bytes() == b"again %d" % index
