@@ -35,7 +35,6 @@ import dataclasses
 import logging
 import os
 import secrets
-import shutil
 import tarfile
 import tempfile
 import time
@@ -63,6 +62,7 @@ from termgym.sandbox._episodes import (
 )
 from termgym.sandbox._hostwall import say_once, wall_bwrap
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount
+from termgym.sandbox._programs import on_path
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
@@ -112,7 +112,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         """Prepare the writable root (and, for an agent, start the shell)."""
         from termgym.sandbox._images import rootfs_for
 
-        if shutil.which("bwrap") is None:
+        if on_path("bwrap") is None:
             raise BackendUnavailable(
                 "Expected bubblewrap (`bwrap`) on PATH for the bwrap backend; found none. "
                 "Install it (`apt-get install bubblewrap`, or `make system`)."

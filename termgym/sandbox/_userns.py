@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import threading
 import time
 
 from termgym.errors import BackendUnavailable
+from termgym.sandbox._programs import on_path
 
 UID_BASE = int(os.environ.get("TERMGYM_UID_BASE", "300000"))
 """Host uid of a bwrap sandbox's root (TERMGYM_UID_BASE); the next 65535 ids are its users."""
@@ -37,7 +37,7 @@ _fd: int | None = None
 
 def mapped() -> bool:
     """True when sandboxes get a shifted user namespace here (termgym runs as root)."""
-    return os.geteuid() == 0 and shutil.which("unshare") is not None
+    return os.geteuid() == 0 and on_path("unshare") is not None
 
 
 def userns_fd() -> int:
