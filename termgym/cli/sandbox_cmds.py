@@ -19,7 +19,7 @@ def image() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe is unchanged.")
 def build_base_cmd(force: bool) -> None:
     """Build termgym/base:bookworm (Debian bookworm with bash, python3, tmux ...); cached."""
-    from termgym.sandbox import BASE_IMAGE, build_base, ensure_base_rootfs
+    from termgym.sandbox import BASE_IMAGE, build_base, rootfs_for
 
     started = time.monotonic()
     try:
@@ -27,7 +27,7 @@ def build_base_cmd(force: bool) -> None:
     except BackendUnavailable as exc:
         click.echo(f"{exc}\nPreparing the bubblewrap root filesystem instead.", err=True)
         try:
-            rootfs = ensure_base_rootfs(log=click.echo)
+            rootfs = rootfs_for(BASE_IMAGE, log=click.echo)  # as root, owned by shifted ids
         except TermgymError as inner:
             raise click.ClickException(str(inner)) from inner
         click.echo(f"Base root filesystem for bwrap: {rootfs}")

@@ -69,3 +69,26 @@ def test_gc_without_a_docker_engine_removes_the_bwrap_leftovers_and_says_so(
         monkeypatch.undo()
         forget_clients()
         _forget_rootfs(BASE_IMAGE)
+
+
+@pytest.mark.bwrap
+def test_image_build_base_without_a_docker_engine_prepares_the_folder_bwrap_runs(
+    base_rootfs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It named (and made) debootstrap's folder, not the copy owned by the shifted ids that
+    bwrap runs as root: that copy was left to the first episode's start."""
+    from termgym.sandbox import BASE_IMAGE, rootfs_for
+    from termgym.sandbox._engine import forget_clients
+    from termgym.sandbox._images import _forget_rootfs
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    forget_clients()
+    _forget_rootfs(BASE_IMAGE)
+    try:
+        built = CliRunner().invoke(main, ["image", "build-base"])
+        assert built.exit_code == 0, built.output
+        assert f"Base root filesystem for bwrap: {rootfs_for(BASE_IMAGE)}\n" in built.output
+    finally:
+        monkeypatch.undo()
+        forget_clients()
+        _forget_rootfs(BASE_IMAGE)
