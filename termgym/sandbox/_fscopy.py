@@ -296,66 +296,20 @@ def import_tree(
         ArchiveTooLarge: the unpacking took longer than `budget` allows.
     """
     root_fd = os.open(root, _DIR)
-    parents = _Parents(root_fd, uid_base)
     try:
         with tarfile.open(fileobj=archive, mode="r|*") as tar:
             for member in tar:
                 if budget is not None:
                     budget.check_time()
-                _import_member(parents, tar, member, uid_base, keep_ids, budget)
+                _import_member(root_fd, tar, member, uid_base, keep_ids, budget)
     except tarfile.TarError as exc:
         raise SandboxError(f"Could not unpack an archive into the sandbox: {exc}") from exc
     finally:
-        parents.forget()
         os.close(root_fd)
 
 
-class _Parents:
-    """The folders one archive's members land in, each resolved once (`resolve_parent`)
-    and held open while the archive is unpacked, so that the members of one folder do not
-    walk from the root each. A held descriptor stays the folder the walk found inside the
-    root, wherever that folder is moved. All are let go when a member replaces an entry
-    already there (a folder turned into a file or a link must be walked afresh, as the
-    next member's own walk would see it), and the oldest when HELD are open."""
-
-    HELD = 32
-
-    def __init__(self, root_fd: int, uid: int) -> None:
-        self.root_fd = root_fd
-        self.uid = uid
-        self._open: dict[str, int] = {}
-
-    def of(self, path: str) -> tuple[int, str]:
-        """(a held fd of the folder holding `path`, its last component); missing folders
-        are made (owned by host `uid`). The fd stays open: `forget()` closes it."""
-        parts = _components(path)
-        if not parts:
-            raise SandboxError(f"Expected a path below the sandbox root; got {path!r}.")
-        key = "/".join(parts[:-1])
-        fd = self._open.get(key)
-        if fd is None:
-            fd = _walk(self.root_fd, parts[:-1], create=True, uid=self.uid)
-            if len(self._open) >= self.HELD:
-                os.close(self._open.pop(next(iter(self._open))))
-            self._open[key] = fd
-        return fd, parts[-1]
-
-    def forget(self) -> None:
-        """Close every held folder."""
-        self.forget_but(-1)
-
-    def forget_but(self, kept: int) -> None:
-        """Close every held folder but the one held as `kept` (a member's own, which the
-        member goes on to write in)."""
-        held = self._open
-        self._open = {key: fd for key, fd in held.items() if fd == kept}
-        for fd in held.values():
-            if fd != kept:
-                os.close(fd)
-
-
 def _import_member(
-    parents: _Parents,
+    root_fd: int,
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
     base: int,
@@ -369,7 +323,7 @@ def _import_member(
     uid = base + (member.uid if keep_ids else 0)
     gid = base + (member.gid if keep_ids else 0)
     try:
-        parent, name = parents.of(member.name)
+        parent, name = resolve_parent(root_fd, member.name, create=True, uid=base)
     except OSError as exc:
         raise SandboxError(f"Could not place {member.name!r} in the sandbox: {exc}") from exc
     try:
@@ -377,20 +331,16 @@ def _import_member(
         if member.isdir():
             if existing is not None and not stat.S_ISDIR(existing.st_mode):
                 os.unlink(name, dir_fd=parent)
-                parents.forget_but(parent)
                 existing = None
             if existing is None:
                 os.mkdir(name, 0o700, dir_fd=parent)
         else:
             if existing is not None:
                 _remove(parent, name, existing)
-                parents.forget_but(parent)
             if member.issym():
                 os.symlink(member.linkname, name, dir_fd=parent)
             elif member.islnk():
-                link_parent, link_name = resolve_parent(
-                    parents.root_fd, member.linkname, create=False
-                )
+                link_parent, link_name = resolve_parent(root_fd, member.linkname, create=False)
                 try:
                     os.link(link_name, name, src_dir_fd=link_parent, dst_dir_fd=parent,
                             follow_symlinks=False)  # fmt: skip
@@ -408,6 +358,8 @@ def _import_member(
             os.chmod(name, member.mode & 0o7777, dir_fd=parent)
     except OSError as exc:
         raise SandboxError(f"Could not write {member.name!r} into the sandbox: {exc}") from exc
+    finally:
+        os.close(parent)
 
 
 def _write_file(
