@@ -71,7 +71,9 @@ ATTACKS = {
 
 
 @pytest.fixture(scope="module")
-def greeter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def greeter(tmp_path_factory: pytest.TempPathFactory, docker_available: None) -> Path:
+    """The imported task; its stand-in image is built by a Docker engine, whichever backend
+    runs it (bwrap exports it)."""
     out = tmp_path_factory.mktemp("imported")
     import_tasks([FOREIGN / "snapshot" / "tb-installed-greeter"], out, "terminal-bench")
     return out / "tb-installed-greeter"
