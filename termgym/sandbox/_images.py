@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -316,12 +317,23 @@ _target_locks: dict[Path, threading.Lock] = {}
 
 @contextmanager
 def _making(target: Path) -> Iterator[None]:
-    """One thread of this process makes `target` at a time; the others wait for it (the
-    first sandboxes of a new image, started from several threads at once)."""
+    """One thread of any process makes `target` at a time; the others wait for it (the
+    first sandboxes of a new image, started from several threads at once, or from several
+    processes: an AsyncVectorEnv's workers on a fresh machine). A lock file beside it, held
+    with flock, orders the processes: without it each made a copy of its own, and one that
+    found the target missing as another's copy landed deleted the copy in use."""
     with _targets_lock:
         lock = _target_locks.setdefault(target, threading.Lock())
     with lock:
-        yield
+        target.parent.mkdir(parents=True, exist_ok=True)
+        held = os.open(
+            target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+        )
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(held)
 
 
 def _shift_suffix() -> str:
