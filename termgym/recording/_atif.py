@@ -32,6 +32,7 @@ from termgym.errors import RecordingError
 from termgym.recording._atif_model import ATIF_VERSION, Trajectory
 from termgym.recording._reader import EpisodeLog, read_episode, read_run
 from termgym.recording._records import EpisodeEnd, EpisodeHeader, StepRecord
+from termgym.recording._run_files import write_whole
 from termgym.recording._writer import EpisodeWriter
 
 EXTRA_KEY = "termgym"
@@ -119,9 +120,9 @@ def export_episode(log: EpisodeLog | str | Path, folder: str | Path) -> Path:
     if not isinstance(log, EpisodeLog):
         log = read_episode(log)
     path = Path(folder) / f"{log.episode_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(episode_to_atif(log), indent=2, ensure_ascii=False) + "\n")
-    return path
+    # whole or not at all, and a lone surrogate of the agent's (an undecodable byte) written
+    # as its JSON escape: a strict write stopped at it, and `termgym run --atif` with it
+    return write_whole(path, json.dumps(episode_to_atif(log), indent=2, ensure_ascii=False) + "\n")
 
 
 class _Builder:

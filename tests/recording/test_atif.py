@@ -131,3 +131,24 @@ def test_a_reported_conflict_and_the_tamper_evidence_survive_export_and_import(t
         assert log.end is not None and source.end is not None
         assert log.end.conflict == source.end.conflict and log.end.tamper == source.end.tamper
     assert read_episode(episode_file("impossible-oracle")).end.conflict  # one reported
+
+
+def test_an_undecodable_byte_of_the_agents_is_exported_and_imported_back(tmp_path: Path) -> None:
+    """A lone surrogate (an agent's undecodable byte, or its tool call's JSON escape) in an
+    action and its output: UTF-8 cannot hold it, and the export stopped there with a
+    UnicodeEncodeError (not a RecordingError), ending `termgym run --atif` with it."""
+    from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
+
+    header = EpisodeHeader(
+        episode_id="t--original--0", task="t", task_version=1, variant="original",
+        rules_visible={}, rules_enforced={}, seed=0, agent="llm", backend="bwrap",
+        versions={}, started=1_790_000_000.0, extra={"instruction": "x"},
+    )  # fmt: skip
+    with EpisodeWriter(tmp_path / "run", header) as writer:
+        writer.step(StepRecord(0, "command", "cat \udcff \ud800", "out \udcfe", 0, 0.01))
+        writer.end(EpisodeEnd(reward=0.0, terminated=True, truncated=False))
+    (path,) = export_run(tmp_path / "run")
+    assert "\\udcff" in path.read_text(encoding="utf-8")  # JSON's escape of it
+    [back] = import_atif([path], tmp_path / "back")
+    (step,) = read_episode(back).steps
+    assert (step.action, step.output) == ("cat \udcff \ud800", "out \udcfe")
