@@ -22,6 +22,7 @@ from termgym._vocabulary import (
     describe_error,
 )
 from termgym.env import _evidence
+from termgym.env._keys import sendable
 from termgym.env._pool import Reservation, SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
@@ -302,8 +303,10 @@ class Episode:
 
     def command(self, command: str) -> RunResult:
         """Run a command in the episode's shell."""
-        result = self.sandbox.run(command, timeout=self.options.step_timeout)
-        echo = ("$ " + command.replace("\r\n", "\n").replace("\n", "\r\n") + "\r\n").encode()
+        sent = sendable(command)
+        result = self.sandbox.run(sent, timeout=self.options.step_timeout)
+        echo = "$ " + sent.replace("\r\n", "\n").replace("\n", "\r\n") + "\r\n"
+        echo = echo.encode("utf-8", "surrogateescape")
         self.record("command", command, result, echo + result.raw)
         return result
 

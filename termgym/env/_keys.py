@@ -92,7 +92,18 @@ def parse_keys(action: str) -> bytes:
         out.append(special)
         pos = match.end()
     out.append(action[pos:])
-    return "".join(out).encode("utf-8")
+    return sendable("".join(out)).encode("utf-8", "surrogateescape")
+
+
+_UNSENDABLE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+def sendable(text: str) -> str:
+    """`text` as a terminal can be sent it: a lone surrogate of U+DC80 to U+DCFF stays (the
+    undecodable byte it stands for, as surrogateescape decodes one), any other lone surrogate
+    (a JSON escape such as \\ud800 in a model's tool call) becomes U+FFFD. Neither encodes
+    as UTF-8, and the error ended the step, and the episode as an infrastructure error."""
+    return _UNSENDABLE.sub("\ufffd", text)
 
 
 _BY_SEQUENCE = sorted(

@@ -39,6 +39,14 @@ def test_the_episode_opens_at_a_prompt_and_up_enter_reruns_a_command(keys_env) -
     assert json.loads(cast[1]) == [0.0, "o", "root@sandbox:/app# "]  # replay opens at the prompt
 
 
+def test_lone_surrogates_are_typed_not_raised(keys_env) -> None:
+    """An undecodable byte (U+DCFF) is typed as itself, any other lone surrogate (a model's
+    JSON escape) as U+FFFD: UTF-8 cannot hold them, and env.step raised."""
+    keys_env.reset(seed=0)
+    _, printed = type_until(keys_env, "printf 'x\udcff\ud800' | od -An -tx1<Enter>", output=PROMPT)
+    assert "78 ff ef bf bd" in printed
+
+
 def test_a_file_is_edited_in_vim_through_keys(keys_env) -> None:
     keys_env.reset(seed=0)
     obs, _ = type_until(keys_env, "vim notes.txt<Enter>", screen='"notes.txt" [New]')

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from termgym.agents import SUBMIT, register_agent, unregister_agent
 from termgym.recording import read_episode
 from termgym.run import EpisodeDone, ProgressEvent, Retrying, RunConfig, Runner, RunPlanned
 
@@ -112,6 +113,45 @@ def test_a_grader_that_fails_on_the_final_state_is_a_counted_grader_error(
     )  # fmt: skip
     assert "wrote no score" in result.error and summary.infra_errors == 0
     assert len(list((out / "episodes").glob("*.jsonl"))) == 1
+
+
+class _Surrogates:
+    """Types lone surrogates: an undecodable byte (U+DCFF, as surrogateescape decodes one)
+    and a model's JSON escape (\\ud800 in a tool call's arguments), then submits."""
+
+    name = "surrogates"
+    privileged = False
+
+    def reset(self, context) -> None:  # noqa: ANN001
+        self.steps = 0
+
+    def act(self, observation) -> str:  # noqa: ANN001
+        self.steps += 1
+        return ["printf 'x\udcff' > /tmp/a", "echo '\ud800'", SUBMIT][self.steps - 1]
+
+    def transcript(self) -> list:
+        return []
+
+
+@pytest.mark.bwrap
+def test_an_agents_lone_surrogate_is_typed_and_its_episode_counted(tmp_path, base_rootfs) -> None:
+    """UTF-8 cannot hold a lone surrogate: echoing the command into the recording (and, for
+    one surrogateescape does not carry, quoting it for the shell) raised out of env.step, and
+    the runner set the episode aside as an infrastructure error, out of every rate."""
+    register_agent("surrogates", _Surrogates)
+    try:
+        config = RunConfig(
+            agent="surrogates", tasks=("text-report",), variants=("original",),
+            out=tmp_path / "run", backend="bwrap", retries=1,
+        )  # fmt: skip
+        summary = Runner(config).run()
+    finally:
+        unregister_agent("surrogates")
+    [result] = summary.results
+    assert (result.status, result.attempts, summary.infra_errors) == ("ok", 1, 0), result.error
+    [log] = [read_episode(p) for p in (tmp_path / "run" / "episodes").glob("*.jsonl")]
+    assert [s.action for s in log.steps] == ["printf 'x\udcff' > /tmp/a", "echo '\ud800'"]
+    assert log.steps[1].output == "\ufffd\n"  # sent as U+FFFD; the byte went as itself
 
 
 def test_unknown_tasks_are_named_with_what_exists(tmp_path) -> None:
