@@ -306,8 +306,8 @@ class Episode:
         sent = sendable(command)
         result = self.sandbox.run(sent, timeout=self.options.step_timeout)
         echo = "$ " + sent.replace("\r\n", "\n").replace("\n", "\r\n") + "\r\n"
-        echo = echo.encode("utf-8", "surrogateescape")
-        self.record("command", command, result, echo + result.raw)
+        typed = echo.encode("utf-8", "surrogateescape")
+        self.record("command", command, result, typed + result.raw)
         return result
 
     def keys(self, action: str, keys: bytes) -> RunResult:
