@@ -9,6 +9,7 @@ without its score.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from termgym.chat._budget import ObservationBudget
 from termgym.chat._metadata import grading_metadata
 from termgym.chat._parse import ParsedReply, parse_message, split_reasoning, tool_schemas
 from termgym.chat._prompts import system_prompt as protocol_prompt
+from termgym.errors import ActionError
 
 Message = dict[str, Any]
 """An OpenAI-style chat message: {"role", "content", ...}."""
@@ -123,14 +125,18 @@ class ChatEnv:
     def step(self, reply: Any) -> StepResult:
         """Act on the model's reply; returns (new messages, reward, terminated, truncated, info)."""
         parsed = self._take(reply)
-        if parsed.action is None:
-            if self.turns >= self.max_turns:
-                return self._stepped(parsed, self.env.stop("turn limit"))
-            return self._refused(parsed)
-        result = self.env.step(parsed.action)
-        if not (result[2] or result[3]) and self.turns >= self.max_turns:
-            result = _out_of_turns(result, self.env.stop("turn limit"))
-        return self._stepped(parsed, result)
+        if parsed.action is not None:
+            try:
+                result = self.env.step(parsed.action)
+            except ActionError as exc:  # keystrokes the terminal has no key for: none sent
+                parsed = _not_taken(parsed, exc)
+            else:
+                if not (result[2] or result[3]) and self.turns >= self.max_turns:
+                    result = _out_of_turns(result, self.env.stop("turn limit"))
+                return self._stepped(parsed, result)
+        if self.turns >= self.max_turns:
+            return self._stepped(parsed, self.env.stop("turn limit"))
+        return self._refused(parsed)
 
     # -- async ------------------------------------------------------------------------
 
@@ -144,14 +150,18 @@ class ChatEnv:
     async def astep(self, reply: Any) -> StepResult:
         """`step()` without blocking the event loop."""
         parsed = self._take(reply)
-        if parsed.action is None:
-            if self.turns >= self.max_turns:
-                return self._stepped(parsed, await self.env.astop("turn limit"))
-            return self._refused(parsed)
-        result = await self.env.astep(parsed.action)
-        if not (result[2] or result[3]) and self.turns >= self.max_turns:
-            result = _out_of_turns(result, await self.env.astop("turn limit"))
-        return self._stepped(parsed, result)
+        if parsed.action is not None:
+            try:
+                result = await self.env.astep(parsed.action)
+            except ActionError as exc:
+                parsed = _not_taken(parsed, exc)
+            else:
+                if not (result[2] or result[3]) and self.turns >= self.max_turns:
+                    result = _out_of_turns(result, await self.env.astop("turn limit"))
+                return self._stepped(parsed, result)
+        if self.turns >= self.max_turns:
+            return self._stepped(parsed, await self.env.astop("turn limit"))
+        return self._refused(parsed)
 
     def stop(self, reason: str = "rollout ended") -> dict[str, Any] | None:
         """Grade an episode its framework ended early, as its final state stands (a
@@ -282,6 +292,13 @@ class ChatEnv:
     def _steps(self) -> int:
         episode = getattr(self.env, "episode", None)
         return int(episode.steps) if episode is not None else 0
+
+
+def _not_taken(parsed: ParsedReply, exc: ActionError) -> ParsedReply:
+    """The reply as one without an action: the env refused it before taking any step (keys
+    mode's `<C-1>`), which the model is told, as a reply with no action is. A model's bad
+    reply is the model's turn, never an exception that ends the rollout."""
+    return dataclasses.replace(parsed, action=None, error=f"Nothing was sent: {exc}")
 
 
 def _out_of_turns(step: tuple[Any, ...], stop: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -132,3 +133,38 @@ def test_the_async_chat_api_matches_the_sync_one(cargo: str, run_id: str) -> Non
     reward, episode_class, transcript = asyncio.run(episode())
     assert (reward, episode_class) == (1.0, "adapted")
     assert transcript[2]["role"] == "assistant" and "[tool call] bash(" in transcript[2]["content"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["step", "astep"])
+def test_keystrokes_the_terminal_has_no_key_for_are_the_models_turn_not_an_exception(
+    cargo: str, run_id: str, asynchronous: bool
+) -> None:
+    """A keys-mode reply of a key that does not exist (`<C-1>`) is refused by the env
+    before any step is taken: the model is told so and goes on, as after a reply with no
+    action; it must not raise out of the rollout (which would end it at the model's will)."""
+    chat = ChatEnv(
+        termgym.make(cargo, variant="original", backend="bwrap", run_id=run_id, mode="keys"),
+        max_turns=3,
+    )
+
+    def keys(text: str, call_id: str) -> dict:
+        function = {"name": "keys", "arguments": json.dumps({"keys": text})}
+        return {"role": "assistant", "tool_calls": [{"id": call_id, "function": function}]}
+
+    def step(reply: dict) -> tuple:
+        return asyncio.run(chat.astep(reply)) if asynchronous else chat.step(reply)
+
+    try:
+        chat.reset(seed=1)
+        new, reward, terminated, truncated, info = step(keys("echo hi<C-1>", "k1"))
+        assert (reward, terminated, truncated) == (0.0, False, False)
+        assert new[0]["tool_call_id"] == "k1" and "Nothing was sent" in new[0]["content"]
+        assert "<C-1> is not a control key" in new[0]["content"]
+        assert info["step"] == 0 and info["action"] is None and info["parse_error"]
+        new, _, terminated, _, info = step(keys("echo typed<Enter>", "k2"))
+        assert not terminated and info["step"] == 1 and "typed" in new[0]["content"]
+        _, reward, terminated, truncated, info = step(keys("<C-1>", "k3"))  # the last turn
+        assert (reward, terminated, truncated, info["stopped"]) == (0.0, False, True, "turn limit")
+        assert info["verdicts"]["original"]["passed"] is False  # graded as it stood
+    finally:
+        chat.close()
