@@ -32,7 +32,7 @@ import struct
 import tarfile
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -544,11 +544,12 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             raise SandboxError("The docker sandbox is not started; call start() first.")
         budget = limits.budget()
         try:
-            within(
-                limits.seconds + ENGINE_DEADLINE,  # past the copy's own time: a stall
-                "copying files out",
-                lambda: self._export(paths, out, budget),
-            )
+            with self._held_still():
+                within(
+                    limits.seconds + ENGINE_DEADLINE,  # past the copy's own time: a stall
+                    "copying files out",
+                    lambda: self._export(paths, out, budget),
+                )
         except EngineError:
             if self._frozen:
                 raise  # nothing of the agent's ran to hold the copy: the engine stalled
@@ -556,6 +557,37 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             # engine's reads (a file lease waits 45 s an open), past the copy's own time
             budget.check_time()
             raise
+
+    @contextlib.contextmanager
+    def _held_still(self) -> Iterator[None]:
+        """While the engine copies files out of a container whose processes still run
+        (live-state grading), they are paused (the cgroup freezer): none can swap a file it
+        looks at for a fifo before it opens it, an open that waits for a writer forever and
+        holds the engine's lock of the container (no kill, no removal) with it."""
+        import docker.errors
+
+        if self._frozen:
+            yield
+            return
+        try:
+            within(ENGINE_DEADLINE, "pausing a container", lambda: self._api.pause(
+                self.container.id))  # fmt: skip
+        except docker.errors.APIError:  # not running (the agent stopped it): nothing moves
+            yield
+            return
+        unpause = lambda: self._api.unpause(self.container.id)  # noqa: E731
+        try:
+            yield
+        except BaseException:
+            # the copy failed (past its time, say: the engine still reads, holding the
+            # container): the unpause goes on in its thread and lands when the engine lets it
+            with contextlib.suppress(Exception):
+                within(1.0, "unpausing a container", unpause)
+            raise
+        try:
+            within(ENGINE_DEADLINE, "unpausing a container", unpause)
+        except docker.errors.APIError as exc:
+            raise EngineError(f"Docker could not unpause {self.name}: {exc}") from exc
 
     def _export(self, paths: Sequence[str], out: BinaryIO, budget: CopyBudget) -> None:
         import docker.errors

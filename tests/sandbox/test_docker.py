@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+import termgym.sandbox._docker as docker_backend
 from termgym.errors import BackendUnavailable, SandboxCrashed, SandboxError
 from termgym.sandbox import SANDBOX_LABEL, SandboxConfig, collect_garbage, make_sandbox
+from termgym.sandbox._copylimits import CopyLimits
 from termgym.sandbox._docker import DockerSandbox
 from termgym.sandbox._engine import docker_client, forget_clients
 from tests.sandbox.conftest import wait_until_running
@@ -156,3 +159,41 @@ def test_without_a_filesystem_of_its_own_the_watchdog_ends_a_sandbox_past_its_li
             box.run("head -c 400M /dev/urandom > /app/fill; sleep 30", timeout=60)
     finally:
         box.close()
+
+
+SWAPPER = r"""
+mkdir -p /app/w
+cat > /tmp/swap.py <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+os.chdir("/app/w")
+for i in range(200):
+    open(f"f{i}", "w").write("x")
+    os.mkfifo(f"p{i}")
+while True:  # each file and its fifo trade names (renameat2's RENAME_EXCHANGE), over and over
+    for i in range(200):
+        libc.renameat2(-100, f"f{i}".encode(), -100, f"p{i}".encode(), 2)
+PY
+nohup python3 /tmp/swap.py >/dev/null 2>&1 &
+sleep 1; ls /app/w | wc -l
+"""
+
+
+def test_a_file_swapped_for_a_fifo_during_a_live_copy_holds_neither_copy_nor_container(
+    docker_box: DockerSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Live-state grading copies the work while the agent's processes run. The engine's copy
+    looks at a file, then opens it: a process that swapped it for a fifo in between held that
+    open until something wrote to the fifo (forever), and with it the engine's lock of the
+    container: the copy passed its time, and the container could be neither killed nor
+    removed (its processes ran on after the episode, and the engine's copy helper with them).
+    The container is paused while the engine copies."""
+    monkeypatch.setattr(docker_backend, "ENGINE_DEADLINE", 5.0)
+    assert docker_box.run(SWAPPER).output.split()[-1] == "400"
+    for _ in range(10):
+        began = time.monotonic()
+        docker_box.export_paths(["/app"], io.BytesIO(), CopyLimits(seconds=3))
+        assert time.monotonic() - began < 3
+    assert docker_box.run("echo running").output == "running\n"  # unpaused after each copy
+    docker_box.close()
+    assert docker_box.name not in _sandboxes()
