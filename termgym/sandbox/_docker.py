@@ -273,6 +273,12 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         }
         if not config.network_of:
             options["hostname"] = "sandbox"
+        if not verifier:
+            # /etc/hosts, /etc/hostname and /etc/resolv.conf are the engine's files on the
+            # host's disk, bound in writable and outside every disk limit: no file of the
+            # agent's (those three included) grows past the limit
+            size = config.disk_mb << 20
+            options["ulimits"] = [{"Name": "fsize", "Soft": size, "Hard": size}]
         if self.snapshot is not None:
             options["volumes"] = {str(self.snapshot.merged): {"bind": SNAPSHOT_PATH, "mode": "rw"}}
         if config.runtime:

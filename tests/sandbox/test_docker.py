@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -197,3 +198,21 @@ def test_a_file_swapped_for_a_fifo_during_a_live_copy_holds_neither_copy_nor_con
     assert docker_box.run("echo running").output == "running\n"  # unpaused after each copy
     docker_box.close()
     assert docker_box.name not in _sandboxes()
+
+
+def test_the_engines_files_bound_into_the_container_grow_no_larger_than_the_disk_limit(
+    base_image: str,
+) -> None:
+    """/etc/hosts, /etc/hostname and /etc/resolv.conf are the engine's files on the host's
+    disk, bound in writable: what the agent wrote to them was outside every disk limit (200
+    MiB into /etc/hosts under a limit of 64, as much as the host's disk held)."""
+    box = make_sandbox("docker", SandboxConfig(disk_mb=64, labels={"io.termgym.test": "1"}))
+    assert isinstance(box, DockerSandbox)
+    with box:
+        for name in ("hosts", "hostname", "resolv.conf"):
+            box.run(f"head -c 100M /dev/zero > /etc/{name}", timeout=60)
+        sizes = box.run("stat -c %s /etc/hosts /etc/hostname /etc/resolv.conf").output.split()
+        attrs = box.container.attrs
+        on_host = [attrs[key] for key in ("HostsPath", "HostnamePath", "ResolvConfPath")]
+        assert [os.stat(path).st_size for path in on_host] == [int(size) for size in sizes]
+        assert all(int(size) <= 64 << 20 for size in sizes), sizes

@@ -125,8 +125,11 @@ def test_allocating_past_the_disk_limit_takes_no_more_than_the_limit(attack, bac
         pytest.skip("this engine's disk limit is a poll (docs/security.md): not a bound")
     step = episode.run("fallocate -l 8G /app/big; echo status=$?")
     output = step["obs"]["output"]
-    assert "status=1" in output, output
-    assert "No space left on device" in output or "Disk quota exceeded" in output, output
+    # refused by the filesystem, or (docker) past the file size limit every agent's process
+    # has, the disk limit: SIGXFSZ, which fallocate does not ignore
+    assert "status=1" in output or "status=153" in output, output
+    refusals = ("No space left on device", "Disk quota exceeded", "File size limit exceeded")
+    assert any(refusal in output for refusal in refusals), output
     held = _held_on_host(sandbox, backend)
     assert held <= 80 * MIB, f"the sandbox holds {held / MIB:.0f} MiB of the host's disk"
     reward, info = episode.submit()
