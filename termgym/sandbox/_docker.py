@@ -578,8 +578,10 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         try:
             within(ENGINE_DEADLINE, "pausing a container", lambda: self._api.pause(
                 self.container.id))  # fmt: skip
-        except docker.errors.APIError:  # not running (the agent stopped it): nothing moves
-            yield
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:
+                raise EngineError(f"Docker could not pause {self.name}: {exc}") from exc
+            yield  # not running (the agent stopped it): nothing moves
             return
         unpause = lambda: self._api.unpause(self.container.id)  # noqa: E731
         try:
