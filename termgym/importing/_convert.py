@@ -411,7 +411,7 @@ def _spec(
             "max_steps": 500,
             "network": task.network,
             "memory_mb": task.memory_mb,
-            "disk_mb": 4096,
+            "disk_mb": task.disk_mb,
             "capabilities": "default",
         },
         "grading": grading,

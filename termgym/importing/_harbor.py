@@ -9,7 +9,7 @@ from typing import Any
 
 from termgym.errors import ImportRefused, TaskSpecError
 from termgym.importing._compose import check_compose
-from termgym.importing._model import ForeignTask, parse_memory
+from termgym.importing._model import DISK_MB, ForeignTask, parse_memory
 from termgym.importing._solution import with_solution_folder
 
 HARBOR_FILES = ("task.toml", "instruction.md")
@@ -36,6 +36,18 @@ def _number(table: dict[str, Any], key: str, default: float, source: Path, where
     return float(value)
 
 
+def _size(environment: dict[str, Any], keys: tuple[str, str], default: int, source: Path) -> int:
+    """Megabytes of `[environment]`'s first key of `keys` there (`memory_mb = 2048`, or the
+    legacy `memory = "2G"`), else `default`."""
+    for key in keys:
+        if key in environment:
+            try:
+                return parse_memory(environment[key], f"[environment].{key}")
+            except ValueError as exc:
+                raise TaskSpecError(f"{source}: {exc}") from None
+    return default
+
+
 def read_harbor(folder: Path) -> ForeignTask:
     """Read and check a Harbor task folder.
 
@@ -59,14 +71,8 @@ def read_harbor(folder: Path) -> ForeignTask:
     verifier = _table(data, "verifier", source)
     agent = _table(data, "agent", source)
     environment = _table(data, "environment", source)
-    memory = 2048
-    for key in ("memory_mb", "memory"):
-        if key in environment:
-            try:
-                memory = parse_memory(environment[key], f"[environment].{key}")
-            except ValueError as exc:
-                raise TaskSpecError(f"{source}: {exc}") from None
-            break
+    memory = _size(environment, ("memory_mb", "memory"), 2048, source)
+    disk = _size(environment, ("storage_mb", "storage"), DISK_MB, source)
     env_dir = folder / "environment"
     check_compose(env_dir / "docker-compose.yaml", folder.name)
     dockerfile = env_dir / "Dockerfile"
@@ -106,6 +112,7 @@ def read_harbor(folder: Path) -> ForeignTask:
         test_timeout=_number(verifier, "timeout_sec", 600.0, source, "[verifier]"),
         build_timeout=_number(environment, "build_timeout_sec", 600.0, source, "[environment]"),
         memory_mb=memory,
+        disk_mb=disk,
         network=bool(environment.get("allow_internet", True)),
         verifier_env={str(k): str(v) for k, v in env.items()},
         author=" ".join(str(meta.get(k, "")) for k in ("author_name", "author_email")).strip(),

@@ -12,6 +12,10 @@ FORMATS: dict[str, Format] = {"tb": "terminal-bench", "harbor": "harbor"}
 """The names `termgym import` takes, and the formats they stand for."""
 
 
+DISK_MB = 4096
+"""The disk an imported task gets when it declares none (termgym's `limits.disk_mb`)."""
+
+
 @dataclass(frozen=True)
 class ForeignTask:
     """A Terminal-Bench or Harbor task folder, read and checked, before conversion.
@@ -31,6 +35,8 @@ class ForeignTask:
         solution_name: The file the oracle came from (for overlays and messages).
         agent_timeout, test_timeout, build_timeout: Seconds.
         memory_mb, network: Limits the task asks for.
+        disk_mb: The disk it asks for (Harbor's `storage_mb`, or the legacy `storage =
+            "10G"`); DISK_MB where it asks for none (Terminal-Bench's task.yaml cannot).
         same_shell: TB's run_tests_in_same_shell.
         verifier_env: Harbor's [verifier.env].
         author, difficulty, category, tags: Provenance.
@@ -52,6 +58,7 @@ class ForeignTask:
     test_timeout: float
     build_timeout: float
     memory_mb: int = 2048
+    disk_mb: int = DISK_MB
     network: bool = False
     same_shell: bool = False
     verifier_env: dict[str, str] = field(default_factory=dict)

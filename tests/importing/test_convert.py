@@ -83,6 +83,27 @@ def test_harbor_quirks_are_accepted(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("declared", "disk_mb"),
+    [("storage_mb = 20480", 20480), ('storage = "10G"', 10240), ("", 4096)],
+    ids=["storage_mb", "legacy-storage", "none"],
+)
+def test_the_disk_a_harbor_task_declares_is_the_disk_it_gets(
+    tmp_path: Path, copy, declared: str, disk_mb: int
+) -> None:
+    """Harbor's `[environment] storage_mb` (Terminal-Bench 2.0's tasks declare 10 to 20 GB:
+    model weights, toolchains) is the imported task's `limits.disk_mb`; every task got 4096
+    before, and one that needed more failed on termgym alone."""
+    source = copy(HARBOR)
+    toml = source / "task.toml"
+    text = toml.read_text().replace('storage = "10G"\n', "")  # the fixture's own
+    toml.write_text(text.replace("[environment]\n", f"[environment]\n{declared}\n"))
+    assert read_foreign(source).disk_mb == disk_mb
+    report = import_tasks([source], tmp_path / "out", "harbor")
+    (done,) = report.converted
+    assert load_task(done.folder).spec.limits.disk_mb == disk_mb
+
+
 def test_ids_are_normalized_and_the_original_kept(tmp_path: Path, copy) -> None:
     source = copy(TB, "Weird_Task.Name")
     report = import_tasks([source], tmp_path / "out", "terminal-bench")
