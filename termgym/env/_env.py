@@ -15,7 +15,7 @@ from gymnasium import spaces
 from termgym._actions import SUBMIT, conflict_reason
 from termgym.agents import Reference
 from termgym.env._async import AsyncEnvMixin
-from termgym.env._episode import Episode, EpisodeOptions
+from termgym.env._episode import WEAK_ISOLATION, Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
 from termgym.env._pool import PoolLease
 from termgym.env._spaces import TerminalText
@@ -73,6 +73,12 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             `termgym.recording.Recorder` its steps and end go to (a database, a stream, a
             trainer's buffer); record_dir is the same with an `EpisodeWriter` in a run
             folder, so give one or the other.
+        weak_isolation: What a verdict pays when a defence of the verifier did not hold in
+            its grading (the final info's `grading.isolation`: the tests loaded code of the
+            agent's, which could have forged their results; docs/security.md): "pay" (the
+            verdict's reward) or "withhold" (0; the verdicts and class stand, and
+            `grading.unpaid` holds the reward it would have paid). For training on tasks
+            graded on a snapshot, "withhold" leaves no reward to a forgery of that kind.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -96,11 +102,18 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         runtime: str | None = None,
         rule_draw: Any = None,
         recorder: Callable[[EpisodeHeader], Recorder] | None = None,
+        weak_isolation: str = "pay",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if weak_isolation not in WEAK_ISOLATION:
+            raise ValueError(
+                f"weak_isolation must be one of {WEAK_ISOLATION}, got {weak_isolation!r}: "
+                "'pay' pays a verdict whose grading had a defence not holding (its info marks "
+                "it), 'withhold' pays 0 for it"
+            )
         if recorder is not None and record_dir is not None:
             raise ValueError(
                 "expected record_dir or recorder, not both: record_dir records each episode "
@@ -123,6 +136,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             runtime=runtime,
             rule_draw=rule_draw,
             recorder=recorder,
+            weak_isolation=weak_isolation,
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -333,6 +347,6 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
     record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
-    rule_draw, recorder.
+    rule_draw, recorder, weak_isolation.
     """
     return TerminalEnv(task, **kwargs)

@@ -41,6 +41,9 @@ from termgym.sandbox import (
 from termgym.screen import TerminalScreen
 from termgym.tasks import EpisodePlan, RuleDraw, Task, get_task, instantiate, task_image
 
+WEAK_ISOLATION = ("pay", "withhold")
+"""What a verdict graded with a defence of the verifier not holding may pay (docs/security.md)."""
+
 
 def resolve_task(task: Task | str | Path) -> Task:
     """A loaded task from a Task, a task folder, or a task id."""
@@ -100,6 +103,8 @@ class EpisodeOptions:
     draw: RuleDraw = field(default_factory=RuleDraw)
     recorder: Callable[[EpisodeHeader], Recorder] | None = None
     """Makes each episode's recorder from its header (record_dir: EpisodeWriter's)."""
+    weak_isolation: str = "pay"
+    """What a verdict graded with a defence not holding pays: "pay" or "withhold" (0)."""
 
     @classmethod
     def build(
@@ -159,7 +164,9 @@ class Outcome:
     grading_seconds: float
     grading: dict[str, Any] = field(default_factory=dict)
     """How the verdict was reached: "filesystem" (work or snapshot) and "isolation" (which
-    of the verifier's defences did not hold: docs/security.md); empty when not graded."""
+    of the verifier's defences did not hold: docs/security.md), and "unpaid" (the reward
+    such a verdict would have paid, held back by `weak_isolation="withhold"`); empty when
+    not graded."""
     conflict: str | None = None
     tamper: dict[str, Any] | None = None
 
@@ -356,6 +363,8 @@ class Episode:
             verdicts = report.to_dict()["verdicts"]
             episode_class = episode_class_of(self.plan, report)
             facts = {"filesystem": report.filesystem, "isolation": list(report.isolation)}
+            if report.isolation and reward and self.options.weak_isolation == "withhold":
+                facts["unpaid"], reward = reward, 0.0
         except GraderError as exc:
             error, episode_class = describe_error(exc), GRADER_ERROR
             partial = exc.report

@@ -38,7 +38,8 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         task_schedule: "uniform" (default), "cycle", a {task_id: weight} mix, or stages.
         variant: The variant schedule; every task must offer every variant it can draw.
         **env_options: TerminalEnv's other options (backend, mode, max_steps, step_timeout,
-            record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime).
+            record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
+            weak_isolation).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}

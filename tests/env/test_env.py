@@ -223,3 +223,27 @@ def test_record_dir_and_a_recorder_together_are_refused(tmp_path) -> None:
     with pytest.raises(ValueError, match="record_dir or recorder, not both"):
         termgym.make("fuel-planner", record_dir=tmp_path, recorder=ListRecorder, backend="local",
                      allow_local=True)  # fmt: skip
+
+
+def test_withholding_weak_verdicts_still_pays_a_verdict_whose_defences_held(
+    base_image: str, run_id: str
+) -> None:
+    """`weak_isolation="withhold"` takes only the reward of a verdict graded with a defence
+    not holding (tests/security/test_snapshot_grading.py); a clean verifier's pays."""
+    env = termgym.make(
+        "fuel-planner", variant="contradicted", run_id=run_id, pool_size=0,
+        weak_isolation="withhold",
+    )  # fmt: skip
+    try:
+        env.reset(seed=0)
+        env.step(oracle_command("fuel-planner"))
+        _, reward, _, _, info = env.step(termgym.SUBMIT)
+        assert info["grading"]["isolation"] == [] and "unpaid" not in info["grading"]
+        assert reward == 1.0
+    finally:
+        env.close()
+
+
+def test_an_unknown_weak_isolation_policy_says_what_was_expected() -> None:
+    with pytest.raises(ValueError, match=r"weak_isolation must be one of \('pay', 'withhold'\)"):
+        termgym.make("fuel-planner", weak_isolation="zero", backend="local", allow_local=True)

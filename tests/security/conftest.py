@@ -75,11 +75,13 @@ def attack(backend: str) -> Iterator[Callable[..., Episode]]:
     made: list[TerminalEnv] = []
     run_id = f"attack-{uuid.uuid4().hex[:8]}"
 
-    def start(task: str | Path = "fuel-planner", variant: str = "contradicted") -> Episode:
+    def start(
+        task: str | Path = "fuel-planner", variant: str = "contradicted", **options: Any
+    ) -> Episode:
         loaded = load_task(task) if isinstance(task, Path) else task
         env = termgym.make(
             loaded, variant=variant, backend=backend, pool_size=0, run_id=run_id,
-            step_timeout=60,
+            step_timeout=60, **options,
         )  # fmt: skip
         made.append(env)
         env.reset(seed=0)

@@ -158,6 +158,24 @@ def test_what_the_agent_installed_is_graded_and_its_code_in_the_tests_is_marked(
     assert info["grading"]["filesystem"] == "snapshot"
 
 
+def test_training_can_withhold_the_reward_of_a_verdict_the_agents_code_could_have_forged(
+    attack, greeter: Path
+) -> None:
+    """The same honest oracle with `weak_isolation="withhold"`: the agent's module ran in the
+    tests' process, so the verdict is paid nothing; the verdicts and class still say what was
+    graded, and the info holds the reward held back."""
+    episode = attack(greeter, weak_isolation="withhold")
+    oracle = (greeter / "solution" / "oracle.sh").read_text()
+    value = episode.env.episode.plan.rules_enforced["word"]
+    episode.run(oracle.replace("WORD=Hello", f"WORD={value}"), timeout=120)
+    reward, info = episode.submit()
+    assert info["error"] is None, info["error"]
+    assert info["class"] == "adapted", _verdict(info)["message"]
+    assert info["verdicts"]["contradicted"]["passed"] is True
+    assert info["grading"]["isolation"], info["grading"]
+    assert (reward, info["grading"]["unpaid"]) == (0.0, 1.0)
+
+
 WRITING_GREET = """\
 #!/bin/sh
 site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
