@@ -20,6 +20,7 @@ def image() -> None:
 def build_base_cmd(force: bool) -> None:
     """Build termgym/base:bookworm (Debian bookworm with bash, python3, tmux ...); cached."""
     from termgym.sandbox import BASE_IMAGE, build_base, rootfs_for
+    from termgym.sandbox._images import debootstrap_home
 
     started = time.monotonic()
     try:
@@ -31,6 +32,14 @@ def build_base_cmd(force: bool) -> None:
         except TermgymError as inner:
             raise click.ClickException(str(inner)) from inner
         click.echo(f"Base root filesystem for bwrap: {rootfs}")
+        if force:  # sandboxes may be running over it: it is not removed from under them
+            made = sorted({str(rootfs.parent), str(debootstrap_home())})
+            raise click.ClickException(
+                "--force rebuilds the Docker image, and no Docker engine answered: the "
+                "bubblewrap root filesystem above was kept as it is. To make it again, stop "
+                f"every sandbox, remove {' and '.join(made)}, and run `termgym image "
+                "build-base`."
+            ) from exc
         return
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc

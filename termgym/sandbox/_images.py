@@ -152,13 +152,18 @@ def import_rootfs(client: Any, rootfs: Path, tag: str, log: Log = _quiet) -> Non
         client.api.import_image_from_file(str(tarball), repository=repository, tag=name)
 
 
+def debootstrap_home() -> Path:
+    """The folder debootstrap's base root filesystem of this recipe is made in."""
+    return cache_dir() / "debootstrap" / recipe_hash()
+
+
 def ensure_base_rootfs(*, log: Log = _quiet) -> Path:
     """Make (once) the base root filesystem with debootstrap, and return its folder.
 
     Raises:
         ImageError: debootstrap is missing, we are not root, or the mirror failed.
     """
-    home = cache_dir() / "debootstrap" / recipe_hash()
+    home = debootstrap_home()
     rootfs = home / "rootfs"
     if (home / ".complete").exists():
         return rootfs

@@ -92,3 +92,30 @@ def test_image_build_base_without_a_docker_engine_prepares_the_folder_bwrap_runs
         monkeypatch.undo()
         forget_clients()
         _forget_rootfs(BASE_IMAGE)
+
+
+@pytest.mark.bwrap
+def test_image_build_base_force_without_a_docker_engine_says_it_rebuilt_nothing(
+    base_rootfs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--force` was ignored without an engine: the command said it had prepared the folder
+    and succeeded, as if it had rebuilt it."""
+    from termgym.sandbox import BASE_IMAGE, rootfs_for
+    from termgym.sandbox._engine import forget_clients
+    from termgym.sandbox._images import _forget_rootfs, debootstrap_home
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    forget_clients()
+    _forget_rootfs(BASE_IMAGE)
+    try:
+        built = CliRunner().invoke(main, ["image", "build-base", "--force"])
+        kept = rootfs_for(BASE_IMAGE)
+        assert built.exit_code == 1, built.output
+        assert "--force rebuilds the Docker image, and no Docker engine answered" in built.output
+        said = " ".join(built.output.split())
+        assert str(kept.parent) in said and str(debootstrap_home()) in said
+        assert (kept / "usr" / "bin" / "python3").exists()  # lost nothing
+    finally:
+        monkeypatch.undo()
+        forget_clients()
+        _forget_rootfs(BASE_IMAGE)
