@@ -50,6 +50,7 @@ class TermgymTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     max_steps: int | None = None
     record_dir: str | None = None
     shadow: bool = True
+    weak_isolation: str = "pay"
     max_output_chars: int = 8000
     max_turns: int | None = None
 
@@ -110,6 +111,7 @@ class TermgymEnv(vf.Env[TermgymEnvConfig]):  # type: ignore[misc]
             "backend": config.backend,
             "mode": config.mode,
             "shadow": config.shadow,
+            "weak_isolation": config.weak_isolation,
         }
         if config.max_steps:
             options["max_steps"] = config.max_steps

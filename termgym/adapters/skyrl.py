@@ -50,6 +50,7 @@ ENV_OPTIONS = (
     "shadow",
     "pool_size",
     "runtime",
+    "weak_isolation",
 )
 ENV_CONFIG_KEYS = (
     "tasks",
@@ -71,8 +72,10 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         env_config: Defaults for every episode (a mapping or an OmegaConf config): tasks
             (the task set, default "*"), task_schedule, variant (a schedule), backend, mode,
             max_steps, step_timeout, record_dir, shadow, pool_size, runtime,
-            max_output_chars (the observation budget, default 8000), system_prompt,
-            max_turns (replies per episode; default: the task's step budget).
+            weak_isolation ("withhold" pays 0 for a verdict the agent's code could have
+            forged: TerminalEnv's option), max_output_chars (the observation budget,
+            default 8000), system_prompt, max_turns (replies per episode; default: the
+            task's step budget).
         extras: The dataset row's extras: task, variant, seed (this episode's), max_turns
             (set by SkyRL's generator from generator.max_turns; see the module docstring).
     """

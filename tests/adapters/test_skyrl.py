@@ -151,3 +151,13 @@ def test_a_generator_cap_below_the_budget_is_kept_and_warned_about(cargo: str) -
 def test_a_bad_env_config_names_the_keys_expected() -> None:
     with pytest.raises(ValueError, match="unknown key.*'tasks'"):
         termgym_skyrl.TermgymTextEnv({"taks": "*"}, {})
+
+
+def test_the_weak_isolation_policy_reaches_the_episodes_env(cargo: str) -> None:
+    """SkyRL's env_config takes TerminalEnv's `weak_isolation` (it named no such key): an
+    unknown policy is refused by the env it reaches, when the episode starts."""
+    env = termgym_skyrl.TermgymTextEnv(
+        {"tasks": [cargo], "backend": "bwrap", "weak_isolation": "zero"}, {}
+    )
+    with pytest.raises(ValueError, match="weak_isolation must be one of"):
+        env.init([])

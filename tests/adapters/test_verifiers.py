@@ -33,6 +33,7 @@ def test_vf_eval_runs_episodes_of_the_termgym_taskset_and_records_classes(
             [f"{bin_dir}/vf-eval", "termgym_verifiers",
              "--env.taskset.tasks", cargo, "--env.taskset.variants", "original,contradicted",
              "--env.taskset.backend", "bwrap", "--env.taskset.record-dir", str(tmp_path / "run"),
+             "--env.taskset.weak-isolation", "withhold",  # a clean verifier's verdicts pay
              "--model", "scripted", "--client.base-url", server.base_url, "--no-rich"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
