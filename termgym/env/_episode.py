@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from termgym.sandbox import (
     Sandbox,
     SandboxConfig,
     default_backend,
+    sandbox_spec,
 )
 from termgym.screen import TerminalScreen
 from termgym.tasks import EpisodePlan, RuleDraw, Task, get_task, instantiate, task_image
@@ -82,6 +85,38 @@ def sandbox_config(
     )
 
 
+def check_limits(
+    *, backend: Any = None, max_steps: Any = None, step_timeout: Any = None, pool_size: Any = 1
+) -> None:
+    """Refuse, when an env is made, a backend no sandbox is registered under and a step
+    budget, timeout or pool size that is not a number of the kind expected (None: the
+    task's own limit, the best backend)."""
+    if backend is not None:
+        if not isinstance(backend, str):
+            raise ValueError(f"backend: expected a backend name (str) or None, found {backend!r}")
+        sandbox_spec(backend)  # UnknownBackend lists the registered ones
+    if max_steps is not None and (
+        isinstance(max_steps, bool) or not isinstance(max_steps, Integral) or max_steps < 1
+    ):
+        raise ValueError(
+            f"max_steps: expected an int >= 1 (or None: the task's limit), found {max_steps!r}"
+        )
+    if step_timeout is not None and (
+        isinstance(step_timeout, bool)
+        or not isinstance(step_timeout, Real)
+        or not math.isfinite(step_timeout)
+        or step_timeout <= 0
+    ):
+        raise ValueError(
+            "step_timeout: expected a number of seconds > 0 (or None: the task's agent "
+            f"timeout), found {step_timeout!r}"
+        )
+    if isinstance(pool_size, bool) or not isinstance(pool_size, Integral) or pool_size < 0:
+        raise ValueError(
+            f"pool_size: expected an int >= 0 (0: a cold start each reset), found {pool_size!r}"
+        )
+
+
 @dataclass(frozen=True)
 class EpisodeOptions:
     """Everything fixed at make time that each episode is built from."""
@@ -119,6 +154,12 @@ class EpisodeOptions:
         **rest: Any,
     ) -> EpisodeOptions:
         """Resolve the task, the variant schedule, the rule draw and the backend once."""
+        check_limits(
+            backend=backend,
+            max_steps=max_steps,
+            step_timeout=step_timeout,
+            pool_size=rest.get("pool_size", 1),
+        )
         loaded = resolve_task(task)
         schedule = VariantSchedule.coerce(variant, loaded.spec)
         chosen = backend or default_backend()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 import uuid
 from collections.abc import Mapping
@@ -13,13 +14,19 @@ from gymnasium import spaces
 from termgym._vocabulary import TERMINAL
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._env import MAX_ACTION_CHARS, MAX_INSTRUCTION_CHARS, MAX_OUTPUT_CHARS, TerminalEnv
-from termgym.env._episode import Episode, EpisodeOptions
+from termgym.env._episode import Episode, EpisodeOptions, check_limits
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
 from termgym.env._task_set import TaskSchedule, TaskSource, resolve_task_set
 from termgym.tasks import Task
 
 RESET_OPTIONS = ("task", "variant", "seed", "episode_id")
+
+
+ENV_OPTIONS = tuple(
+    name for name in inspect.signature(TerminalEnv).parameters if name not in ("task", "variant")
+)
+"""The TerminalEnv options a MultiTaskEnv passes on to each task's env."""
 
 
 class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
@@ -52,6 +59,18 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         variant: Any = "original",
         **env_options: Any,
     ) -> None:
+        unknown = sorted(set(env_options) - set(ENV_OPTIONS))
+        if unknown:
+            raise TypeError(
+                f"MultiTaskEnv: unknown option(s) {unknown}; expected TerminalEnv's: "
+                f"{', '.join(ENV_OPTIONS)}"
+            )
+        check_limits(
+            backend=env_options.get("backend"),
+            max_steps=env_options.get("max_steps"),
+            step_timeout=env_options.get("step_timeout"),
+            pool_size=env_options.get("pool_size", 1),
+        )
         self.tasks: tuple[Task, ...] = resolve_task_set(tasks)
         self.task_ids = [task.id for task in self.tasks]
         self.task_schedule = TaskSchedule.coerce(task_schedule, self.task_ids)

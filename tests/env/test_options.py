@@ -1,0 +1,57 @@
+"""Options of termgym.make and MultiTaskEnv that cannot work are refused when the env is
+made, saying what was expected, instead of failing inside Gymnasium, at the first reset, or
+being replaced silently by the task's own limit (max_steps=0, step_timeout=0)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import termgym
+from termgym.env import MultiTaskEnv
+from termgym.errors import UnknownBackend
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"max_steps": 0}, r"max_steps: expected an int >= 1 .* found 0"),
+        ({"max_steps": -3}, r"max_steps: expected an int >= 1 .* found -3"),
+        ({"max_steps": "5"}, r"max_steps: expected an int >= 1 .* found '5'"),
+        ({"max_steps": 2.5}, r"max_steps: expected an int >= 1 .* found 2.5"),
+        ({"step_timeout": -1}, r"step_timeout: expected a number of seconds > 0 .* found -1"),
+        ({"step_timeout": "x"}, r"step_timeout: expected a number of seconds > 0 .* found 'x'"),
+        ({"pool_size": -1}, r"pool_size: expected an int >= 0 .* found -1"),
+        ({"pool_size": "2"}, r"pool_size: expected an int >= 0 .* found '2'"),
+    ],
+)
+def test_a_limit_that_cannot_work_is_refused_when_the_env_is_made(
+    options: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ValueError, match=expected):
+        termgym.make("fuel-planner", backend="bwrap", **options)
+    with pytest.raises(ValueError, match=expected):
+        MultiTaskEnv("*", backend="bwrap", **options)
+
+
+def test_an_unknown_backend_is_refused_when_the_env_is_made() -> None:
+    with pytest.raises(UnknownBackend, match=r"got 'dockr'. Did you mean 'docker'\?"):
+        termgym.make("fuel-planner", backend="dockr")
+    with pytest.raises(UnknownBackend, match=r"got 'dockr'. Did you mean 'docker'\?"):
+        MultiTaskEnv("*", backend="dockr")
+
+
+def test_multitaskenv_refuses_an_option_terminalenv_does_not_take() -> None:
+    expected = r"unknown option\(s\) \['max_step'\]; expected .*max_steps"
+    with pytest.raises(TypeError, match=expected):
+        MultiTaskEnv("*", backend="bwrap", max_step=4)
+
+
+def test_the_limits_that_work_are_taken() -> None:
+    env = termgym.make("fuel-planner", backend="bwrap", max_steps=3, step_timeout=2, pool_size=0)
+    try:
+        assert env.options.max_steps == 3 and env.options.step_timeout == 2.0
+        assert env.observation_space["step"].n == 4
+    finally:
+        env.close()
