@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import gymnasium as gym
@@ -51,7 +52,14 @@ class DiscreteCommands(gym.ActionWrapper):
 
     def action(self, action: Any) -> str:
         """The command of an action index."""
-        index = int(action)
+        index = action
+        if isinstance(action, np.ndarray | np.generic) and np.size(action) == 1:
+            index = action.item()
+        if isinstance(index, bool) or not isinstance(index, Integral):
+            raise ValueError(
+                f"an action of DiscreteCommands is the index of a command, an int in "
+                f"[0, {len(self.commands) - 1}]; got {action!r}"
+            )
         if not 0 <= index < len(self.commands):
             raise ValueError(f"action must lie in [0, {len(self.commands) - 1}], got {index}")
         return self.commands[index]

@@ -67,6 +67,23 @@ def test_an_action_outside_the_list_raises_with_the_valid_range(make_env) -> Non
         env.action(4)
 
 
+@pytest.mark.parametrize("action", ["0", "cat policy.txt", 1.0, None, True, np.array([0, 1])])
+def test_an_action_that_is_no_index_raises_saying_what_was_expected(make_env, action) -> None:
+    env = DiscreteCommands(make_env(), COMMANDS)
+    with pytest.raises(ValueError, match=r"the index of a command, an int in \[0, 3\]; got"):
+        env.action(action)
+
+
+def test_numpy_indices_are_indices(make_env) -> None:
+    env = DiscreteCommands(make_env(), COMMANDS)
+    assert (
+        env.action(np.int64(1))
+        == env.action(np.array(1))
+        == env.action(np.array([1]))
+        == COMMANDS[1]
+    )
+
+
 def test_hashed_features_tell_rule_values_apart_and_are_deterministic(make_env) -> None:
     vectors = {}
     for variant in ("original", "contradicted", "original"):
