@@ -60,9 +60,10 @@ class DiscreteCommands(gym.ActionWrapper):
                 f"an action of DiscreteCommands is the index of a command, an int in "
                 f"[0, {len(self.commands) - 1}]; got {action!r}"
             )
-        if not 0 <= index < len(self.commands):
-            raise ValueError(f"action must lie in [0, {len(self.commands) - 1}], got {index}")
-        return self.commands[index]
+        position = int(index)
+        if not 0 <= position < len(self.commands):
+            raise ValueError(f"action must lie in [0, {len(self.commands) - 1}], got {position}")
+        return self.commands[position]
 
 
 class HashedText(gym.ObservationWrapper):
