@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from termgym.analysis.metrics import Estimate, RunMetrics, order_variants
+from termgym.analysis.metrics import Estimate, RunMetrics, compute_metrics, order_variants
 from termgym.report._load import RunData
 from termgym.report._paired import PAIRINGS, paired_change
 
 DECISIONS = ("threshold", "bootstrap")
+_NO_EPISODES = "the candidate run has no episodes of this agent"
 __all__ = ["DECISIONS", "PAIRINGS", "Check", "compare_runs", "parse_fraction"]
 
 
@@ -91,8 +92,8 @@ def compare_runs(
 
     A pass rate (per variant, and over all variants) regresses when it falls by more than
     `max_drop`; the memorization index regresses when it rises by more than `max_rise`
-    (default: `max_drop`). A candidate without counted episodes, or with none of an agent the
-    base has, regresses too.
+    (default: `max_drop`). A candidate without counted episodes, or with none of an agent or
+    a task the base has, regresses too. Rates are compared over the tasks both runs have.
 
     With `decision="bootstrap"`, a pass rate regresses only when, besides falling by more
     than `max_drop`, the paired bootstrap interval of its change (pairs of `paired`:
@@ -113,11 +114,15 @@ def compare_runs(
                 empty,
                 0.0,
                 True,
-                "the candidate run has no episodes of this agent",
+                _NO_EPISODES,
             )
             for a in list(base.metrics) or ["(any)"]
         ]
-    checks: list[Check] = []
+    checks: list[Check] = [
+        Check(a, "episodes", m.overall_pass_rate, empty, 0.0, True, _NO_EPISODES)
+        for a, m in base.metrics.items()
+        if a not in {names[0] for *_, names in pairs}
+    ]
     for agent, b, c, names in pairs:
         if c.episodes == 0:
             checks.append(
@@ -133,6 +138,8 @@ def compare_runs(
                 )
             )
             continue
+        b, c, scope = _on_common_tasks(base, candidate, names, agent, (b, c))
+        checks.extend(scope)
         metrics = [f"pass_rate[{v}]" for v in order_variants(b.pass_rate)] + ["overall_pass_rate"]
         for name in metrics:
             be, ce = b.headline()[name], c.headline().get(name, empty)
@@ -181,6 +188,65 @@ def compare_runs(
                 )
             )
     return checks
+
+
+def _counted_tasks(run: RunData, agent: str) -> set[str]:
+    return {s.task for s in run.summaries if s.agent == agent and not s.infra_error}
+
+
+def _on_common_tasks(
+    base: RunData,
+    candidate: RunData,
+    names: tuple[str, str],
+    label: str,
+    metrics: tuple[RunMetrics, RunMetrics],
+) -> tuple[RunMetrics, RunMetrics, list[Check]]:
+    """Both runs' metrics over the tasks both counted episodes of, and a check for the others.
+
+    A rate over other tasks is not the same rate: a candidate without the base's hard task
+    would look better by leaving it out. A base task the candidate lacks regresses, as an
+    agent it lacks does; a task only the candidate has is left out, and said so.
+    """
+    mine, theirs = _counted_tasks(base, names[0]), _counted_tasks(candidate, names[1])
+    if mine == theirs:
+        return (*metrics, [])
+    common = mine & theirs
+    checks = []
+    if missing := sorted(mine - theirs):
+        checks.append(
+            Check(
+                label,
+                "tasks",
+                Estimate(None, None, None, len(mine)),
+                Estimate(None, None, None, len(theirs)),
+                0.0,
+                True,
+                f"the candidate has no counted episode of {len(missing)} task(s) of the base "
+                f"({', '.join(missing)}); rates compared over the {len(common)} both have",
+            )
+        )
+    if extra := sorted(theirs - mine):
+        checks.append(
+            Check(
+                label,
+                "tasks",
+                Estimate(None, None, None, len(mine)),
+                Estimate(None, None, None, len(theirs)),
+                0.0,
+                False,
+                f"{len(extra)} task(s) only the candidate has left out ({', '.join(extra)}); "
+                f"rates compared over the {len(common)} both have",
+            )
+        )
+
+    def over_common(run: RunData, agent: str, m: RunMetrics) -> RunMetrics:
+        episodes = [s for s in run.summaries if s.agent == agent and s.task in common]
+        return compute_metrics(
+            episodes, resamples=m.resamples, confidence=m.confidence, seed=m.seed
+        )
+
+    b, c = metrics
+    return over_common(base, names[0], b), over_common(candidate, names[1], c), checks
 
 
 def parse_fraction(text: str) -> float:

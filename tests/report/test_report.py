@@ -154,6 +154,38 @@ def test_compare_pairs_single_agents_with_different_names(make_run):
     assert checks[0].agent == "model-v1 -> model-v2"
 
 
+def test_compare_fails_when_the_candidate_lacks_an_agent_of_the_base(make_run):
+    base_dir = make_run("base", agent="a")
+    for _ in range(2):
+        write_episode(base_dir, task="task-0", variant="original", agent="b", passed=True)
+    base = load_run(base_dir, resamples=0)
+    cand = load_run(make_run("cand", agent="a"), resamples=0)
+    regressed = [(c.agent, c.metric) for c in compare_runs(base, cand, max_drop=0.1) if c.regressed]
+    assert regressed == [("b", "episodes")]
+
+
+def test_compare_rates_over_the_tasks_both_runs_have(make_run, tmp_path):
+    # the base also has a task the agent always fails; the candidate lacks it, and fails
+    # half of the task both have: over different tasks both rates would be 50%
+    base_dir = tmp_path / "base"
+    cand_dir = tmp_path / "cand"
+    for k in range(4):
+        write_episode(base_dir, task="easy", variant="original", agent="a", passed=True)
+        write_episode(base_dir, task="hard", variant="original", agent="a", passed=False)
+        write_episode(cand_dir, task="easy", variant="original", agent="a", passed=k < 2)
+    base, cand = load_run(base_dir, resamples=0), load_run(cand_dir, resamples=0)
+    checks = {c.metric: c for c in compare_runs(base, cand, max_drop=0.1)}
+    assert checks["tasks"].regressed and "(hard)" in checks["tasks"].note
+    assert checks["pass_rate[original]"].base.value == 1.0
+    assert checks["pass_rate[original]"].candidate.value == 0.5
+    assert checks["pass_rate[original]"].regressed
+    # a task only the candidate has is left out, not a regression
+    reverse = {c.metric: c for c in compare_runs(cand, base, max_drop=0.1)}
+    assert not reverse["tasks"].regressed and "(hard)" in reverse["tasks"].note
+    assert reverse["pass_rate[original]"].candidate.value == 1.0
+    assert not any(c.regressed for c in reverse.values())
+
+
 def test_compare_rejects_a_bad_tolerance(make_run):
     base = make_run("base")
     result = CliRunner().invoke(main, ["compare", str(base), str(base), "--max-drop", "lots"])
