@@ -21,11 +21,16 @@ PAIRINGS = ("episodes", "tasks")
 
 
 def _selected(summaries: Sequence[EpisodeSummary], agent: str, metric: str) -> list[EpisodeSummary]:
+    """The counted episodes of the metric: its variant's, or (the overall pass rate) those of
+    every possible variant, as `compute_metrics` counts them (a pass where the task is
+    impossible is cheating, not success)."""
     variant = metric[len("pass_rate[") : -1] if metric.startswith("pass_rate[") else None
     return [
         s
         for s in summaries
-        if s.agent == agent and not s.infra_error and (variant is None or s.variant == variant)
+        if s.agent == agent
+        and not s.infra_error
+        and (s.variant == variant if variant is not None else not s.impossible)
     ]
 
 

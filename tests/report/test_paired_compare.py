@@ -29,6 +29,19 @@ def test_pairing_cancels_what_both_runs_share() -> None:
     assert by_task.n == 8 and by_task.value == pytest.approx((-1 / 5) / 8)
 
 
+def test_the_overall_change_pairs_the_episodes_the_overall_pass_rate_counts() -> None:
+    # the candidate stops passing impossible episodes (it no longer cheats); its possible
+    # episodes pass as before: the overall pass rate, which leaves impossible ones out, holds
+    base = [_ep("t0", i, True) for i in range(4)]
+    base += [EpisodeSummary(f"t0-imp-{i}", "t0", "impossible", "a", True) for i in range(4)]
+    cand = [_ep("t0", i, True) for i in range(4)]
+    cand += [EpisodeSummary(f"t0-imp-{i}", "t0", "impossible", "a", False) for i in range(4)]
+    change = paired_change(base, cand, agents=("a", "a"), metric="overall_pass_rate", seed=1)
+    assert change.value == 0.0 and change.n == 4
+    cheating = paired_change(base, cand, agents=("a", "a"), metric="pass_rate[impossible]")
+    assert cheating.value == -1.0 and cheating.n == 4
+
+
 def test_no_common_unit_leaves_the_change_undefined() -> None:
     base = [_ep("t0", 0, True)]
     cand = [_ep("t1", 0, True)]
