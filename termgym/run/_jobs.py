@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym._vocabulary import Variant
+from termgym._vocabulary import GRADER_ERROR, Variant
 from termgym.errors import TaskNotFound
 from termgym.recording import end_from
 
@@ -65,7 +65,11 @@ def plan_jobs(
 
 
 def finished_episodes(out_dir: Path) -> set[str]:
-    """Episode ids whose recording ends with a graded end line (no infrastructure error)."""
+    """Episode ids whose recording ends with a graded end line (no infrastructure error).
+
+    A grader error (the final state could not be graded) is finished: it is the agent's
+    doing and counts, so a resumed run does not give the agent another try at it.
+    """
     done: set[str] = set()
     folder = out_dir / "episodes"
     if not folder.is_dir():
@@ -78,7 +82,7 @@ def finished_episodes(out_dir: Path) -> set[str]:
             end = end_from(last)
         except ValueError:  # a malformed end line: run the episode again (kept aside)
             continue
-        if not end.error:
+        if not end.error or end.episode_class == GRADER_ERROR:
             done.add(path.stem)
     return done
 

@@ -113,6 +113,10 @@ def test_a_grader_that_fails_on_the_final_state_is_a_counted_grader_error(
     )  # fmt: skip
     assert "wrote no score" in result.error and summary.infra_errors == 0
     assert len(list((out / "episodes").glob("*.jsonl"))) == 1
+    # finished: a resumed run does not give the agent another try at it
+    again = Runner(config).run()
+    assert again.results == () and again.skipped == ("crashing-grader--original--000",)
+    assert len(_results(out)) == 1 and not (out / "episodes" / "failed").exists()
 
 
 class _Surrogates:
