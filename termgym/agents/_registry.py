@@ -49,8 +49,37 @@ def agent_spec(name: str) -> Entry[Callable[..., Agent]]:
     return registry.entry(name)
 
 
+def check_agent(name: str, **options: Any) -> None:
+    """Check what `make_agent(name, **options)` checks before it builds the agent: the name,
+    the factory's import, the option names and the values given as strings, without
+    building one (a run checks its agent once, before any episode starts).
+
+    Raises:
+        UnknownAgent: no agent of that name (with a "did you mean").
+        AgentError: the factory does not import, takes no such option, or a value does not
+            convert to the type it declares.
+    """
+    _factory_and_options(name, options)
+
+
 def make_agent(name: str, **options: Any) -> Agent:
     """Build the agent registered under `name` with `options` (over the spec's defaults)."""
+    spec = agent_spec(name)
+    factory, merged = _factory_and_options(name, options)
+    agent = factory(**merged)
+    if not isinstance(agent, Agent):
+        raise AgentError(
+            f"agent {name!r}: factory {spec.target!r} returned {type(agent).__name__}, "
+            "expected an object with name, privileged, reset(), act() and transcript()"
+        )
+    return agent
+
+
+def _factory_and_options(
+    name: str, options: dict[str, Any]
+) -> tuple[Callable[..., Agent], dict[str, Any]]:
+    """The factory registered under `name` and the options it is called with (the spec's
+    defaults under `options`, strings converted), checked."""
     spec = agent_spec(name)
     try:
         factory = spec.load("agent")
@@ -58,13 +87,7 @@ def make_agent(name: str, **options: Any) -> Agent:
         raise AgentError(str(exc)) from exc
     merged = {**spec.options, **options}
     _check_options(name, factory, merged)
-    agent = factory(**coerce_options(name, factory, merged))
-    if not isinstance(agent, Agent):
-        raise AgentError(
-            f"agent {name!r}: factory {spec.target!r} returned {type(agent).__name__}, "
-            "expected an object with name, privileged, reset(), act() and transcript()"
-        )
-    return agent
+    return factory, coerce_options(name, factory, merged)
 
 
 def _check_options(name: str, factory: Callable[..., Any], options: dict[str, Any]) -> None:

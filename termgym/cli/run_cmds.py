@@ -238,7 +238,10 @@ def _status(counts: dict[str, int]) -> str:
     help="Option for the agent, e.g. --agent-opt model=qwen --agent-opt base_url=...",
 )
 @click.option(
-    "--agent-timeout", type=float, default=None, help="Seconds per episode for the agent."
+    "--agent-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds per episode for the agent.",
 )
 @click.option(
     "--retries",

@@ -73,6 +73,11 @@ class RunConfig:
     def __post_init__(self) -> None:
         for name in self.variants:
             as_variant(name)
+        if self.agent_timeout is not None and not self.agent_timeout >= 0:
+            raise ValueError(
+                "agent_timeout: expected seconds >= 0 (0: the agent's time is up at once; "
+                f"None: the task's limit), found {self.agent_timeout!r}"
+            )
 
     @property
     def rule_draw(self) -> RuleDraw:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from termgym._version import __version__
 from termgym._vocabulary import Variant
+from termgym.agents import check_agent
 from termgym.env import PoolLease, close_all_pools
-from termgym.errors import RecordingError
+from termgym.errors import RecordingError, TaskError
 from termgym.recording import append_result, export_episode, write_run_header
 from termgym.run._attempts import Attempts
 from termgym.run._config import RunConfig
@@ -27,6 +28,7 @@ from termgym.run._progress import (
     RunPlanned,
 )
 from termgym.run._ray import run_on_ray
+from termgym.sandbox import sandbox_spec
 from termgym.tasks import TaskSpec, get_task, list_tasks
 
 
@@ -94,8 +96,21 @@ class Runner:
     def run(self) -> RunSummary:
         """Run what is not finished yet; Ctrl-C stops it and leaves no sandbox behind."""
         out = self.config.out
-        (out / "episodes").mkdir(parents=True, exist_ok=True)
+        self._check()
         jobs = self.jobs()
+        if not jobs:
+            raise TaskError(
+                f"no episode to run: expected a task among {', '.join(self.config.tasks)} "
+                f"that offers one of the variants {', '.join(self.config.variants)}"
+                + (f" ({'; '.join(self.left_out)})" if self.left_out else "")
+                + "; `termgym tasks` lists each task's variants"
+            )
+        try:
+            (out / "episodes").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RecordingError(
+                f"{out}: expected a run folder that can be written: {exc}"
+            ) from exc
         done = finished_episodes(out)
         todo = [job for job in jobs if job.episode_id not in done]
         skipped = tuple(job.episode_id for job in jobs if job.episode_id in done)
@@ -135,6 +150,14 @@ class Runner:
             close_all_pools()
             raise
         return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
+
+    def _check(self) -> None:
+        """Refuse, before any episode is planned or recorded, an agent, an agent option or a
+        backend that would fail every episode the same way (counted as infrastructure
+        errors, each retried, were they found in the episodes)."""
+        check_agent(self.config.agent, **self.config.agent_options)
+        if self.config.backend is not None:
+            sandbox_spec(self.config.backend)
 
     def close(self) -> None:
         """Stop serving the live metrics (a run keeps serving them until closed)."""

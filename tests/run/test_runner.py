@@ -221,3 +221,59 @@ def test_a_name_that_is_no_variant_is_refused_when_the_run_is_made(tmp_path: Pat
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--variants" in result.stderr and "Did you mean 'original'?" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"agent": "oracl"}, r"no agent named 'oracl'.*Did you mean 'oracle'\?"),
+        (
+            {"agent": "oracle", "agent_options": {"foo": "1"}},
+            r"agent 'oracle' takes no option 'foo'",
+        ),
+        (
+            {"agent": "llm", "agent_options": {"model": "m", "probe": "maybe"}},
+            r"agent 'llm' option 'probe': expected bool, found 'maybe'",
+        ),
+        ({"agent": "oracle", "backend": "dockr"}, r"got 'dockr'. Did you mean 'docker'\?"),
+        (
+            {"agent": "oracle", "variants": ("impossible",)},
+            r"no episode to run: expected a task among fuel-planner that offers one of the "
+            r"variants impossible",
+        ),
+    ],
+)
+def test_a_run_that_would_fail_every_episode_alike_is_refused_before_any_starts(
+    tmp_path: Path, options: dict, expected: str
+) -> None:
+    from termgym.errors import TermgymError
+
+    out = tmp_path / "run"
+    config = RunConfig(**{"tasks": ("fuel-planner",), "out": out, **options})
+    with pytest.raises(TermgymError, match=expected):
+        Runner(config).run()
+    assert not out.exists()  # nothing recorded: no infrastructure errors to resume or report
+
+
+def test_a_run_folder_that_cannot_be_made_is_an_error_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = subprocess.run(
+        [TERMGYM, "run", "--agent", "oracle", "--tasks", "fuel-planner",
+         "--out", str(blocker / "run"), "--no-report"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{blocker / 'run'}: expected a run folder that can be written" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_negative_agent_timeout_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"agent_timeout: expected seconds >= 0 .*found -1"):
+        RunConfig(agent="oracle", agent_timeout=-1, out=tmp_path)
+    result = subprocess.run(
+        [TERMGYM, "run", "--agent", "oracle", "--agent-timeout", "-1",
+         "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2 and "--agent-timeout" in result.stderr, result.stderr
