@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym._version import __version__
-from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_error
+from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, as_variant, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
@@ -88,6 +88,18 @@ async def arollout(
     Returns:
         One trajectory per episode, in plan order (task, variant, index).
     """
+    if not callable(policy):
+        raise TypeError(
+            f"policy: expected a function policy(messages, tools) -> reply, got {policy!r}"
+        )
+    if isinstance(variants, str):
+        raise ValueError(
+            f"variants: expected a list of variant names, e.g. [{variants!r}], got the str "
+            f"{variants!r}"
+        )
+    variants = [as_variant(name) for name in variants]
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries: expected an int >= 0, got {retries!r}")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency: expected a positive int, got {concurrency!r}")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:

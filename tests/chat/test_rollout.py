@@ -110,3 +110,23 @@ def test_a_policy_error_saves_as_agent_error_and_old_files_saying_policy_error_s
     old.write_text(json.dumps({**failed.to_dict(), "status": "crashed"}) + "\n")
     with pytest.raises(RecordingError, match=r"old.jsonl:1: .*status: expected one of ok, "):
         load_trajectories(old)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "expected"),
+    [
+        ({"policy": 5}, TypeError, r"policy: expected a function policy\(messages, tools\)"),
+        ({"variants": "contradicted"}, ValueError, r"expected a list of variant names, e\.g\."),
+        ({"variants": ["contradictd"]}, ValueError, r"Did you mean 'contradicted'\?"),
+        ({"retries": -1}, ValueError, r"retries: expected an int >= 0, got -1"),
+    ],
+)
+def test_a_rollout_that_cannot_work_is_refused_before_any_episode(
+    cargo: str, tmp_path: Path, options: dict, error: type, expected: str
+) -> None:
+    arguments = {"policy": honest, "variants": ["original"], "retries": 1} | options
+    policy = arguments.pop("policy")
+    out = tmp_path / "roll"
+    with pytest.raises(error, match=expected):
+        termgym.rollout(policy, [cargo], backend="bwrap", record_dir=out, **arguments)
+    assert not out.exists()  # no episode recorded, none counted as an infrastructure error
