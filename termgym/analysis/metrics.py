@@ -118,7 +118,7 @@ class EpisodeSummary:
             task=str(data.get("task", data.get("task_id", ""))),
             variant=str(data.get("variant", "original")),
             agent=str(data.get("agent", "")),
-            passed=bool(data.get("passed", False)),
+            passed=bool(data.get("passed", False)) and not graded_error,
             episode_class=episode_class if episode_class in CLASSES else None,
             reward=float(data.get("reward", 0.0) or 0.0),
             error=None if graded_error else data.get("error"),
@@ -163,7 +163,9 @@ def summary_from_log(log: EpisodeLog, result: ResultLine | None = None) -> Episo
         if episode_class == GRADER_ERROR:
             grader_error, error = end.error or "grading failed", None
         own = report.own_verdict if report is not None else None
-        if own is not None and own.passed is not None:
+        if episode_class == GRADER_ERROR:
+            passed = False  # a failure in every rate, even when its own rules graded
+        elif own is not None and own.passed is not None:
             passed = own.passed
         else:
             passed = bool(end.extra.get("passed", end.reward >= 1.0 - 1e-9))

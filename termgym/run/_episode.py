@@ -160,6 +160,7 @@ def run_episode(
     )
     own, original = report.own_verdict, report.verdicts.get("original")
     passed = own.passed if own and own.passed is not None else float(result[1]) >= 1.0
+    passed = passed and info.get("class") != GRADER_ERROR  # a failure, its own verdict aside
     shifted = (  # never an impossible episode (docs/metrics.md)
         job.variant != IMPOSSIBLE
         and original is not None

@@ -219,7 +219,22 @@ def test_summaries_from_plain_mappings_carry_the_report_and_the_evidence():
             "conflict_reported": True,
             "tampered": True,
             "tamper_kinds": ["toolchain"],
-        }  # fmt: skip
+        }
     )
     assert s.impossible and s.conflict_reported and s.tampered and s.tamper_kinds == ("toolchain",)
     assert EpisodeSummary.from_dict({"task": "t"}).tampered is None
+
+
+def test_a_grader_error_read_from_a_mapping_is_a_failure():
+    # its own verdict passed (a shadow rule set crashed the grader): still a failure
+    s = EpisodeSummary.from_dict(
+        {
+            "task": "t",
+            "variant": "contradicted",
+            "passed": True,
+            "class": "grader-error",
+            "error": "GraderError: [original] crashed",
+        }
+    )
+    assert not s.passed and s.grader_error and not s.infra_error
+    assert compute_metrics([s], resamples=0).pass_rate["contradicted"].value == 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from termgym.agents import SUBMIT, register_agent, unregister_agent
 from termgym.recording import read_episode
@@ -117,6 +119,45 @@ def test_a_grader_that_fails_on_the_final_state_is_a_counted_grader_error(
     again = Runner(config).run()
     assert again.results == () and again.skipped == ("crashing-grader--original--000",)
     assert len(_results(out)) == 1 and not (out / "episodes" / "failed").exists()
+
+
+@pytest.mark.bwrap
+def test_a_grader_error_of_a_shadow_rule_set_fails_the_episode(tmp_path, base_rootfs) -> None:
+    """Its own rules graded and passed, the original ones crashed the grader: a grader error,
+    scored 0, and a failure in every rate (the runner's, live and the report's)."""
+    from termgym.report import load_run
+
+    task = tmp_path / "tasks" / "half-crashing-grader"
+    shutil.copytree(FIXTURES / "crashing-grader", task)
+    spec = (task / "task.yaml").read_text()
+    (task / "task.yaml").write_text(spec.replace("id: crashing-grader", f"id: {task.name}"))
+    (task / "graders" / "no_score.sh").write_text(
+        'limit=$(python3 -c \'import json, os; print(json.loads(os.environ["TERMGYM_RULES"])'
+        '["limit"])\')\n'
+        'if [ "$limit" = 10 ]; then echo crashed >&2; exit 3; fi\n'
+        'if [ "$(cat /app/out.txt)" = "$limit" ]; then echo 1; else echo 0; fi'
+        ' > "$TERMGYM_SCORE_FILE"\n'
+    )
+    out = tmp_path / "run"
+    config = RunConfig(
+        agent="oracle", tasks=(task.name,), variants=("contradicted",), out=out,
+        backend="bwrap", paths=(str(tmp_path / "tasks"),),
+    )  # fmt: skip
+    runner = Runner(config)
+    [result] = runner.run().results
+    assert (result.episode_class, result.reward) == ("grader-error", 0.0)
+    assert "[original]" in result.error
+    assert not result.passed
+    live = {
+        s.name: s.value
+        for family in text_string_to_metric_families(runner.live.text())
+        for s in family.samples
+    }
+    assert live["termgym_live_passed_total"] == 0 and live["termgym_live_pass_rate"] == 0
+    [summary] = load_run(out, resamples=0).summaries
+    assert not summary.passed
+    metrics = load_run(out, resamples=0).metrics["oracle"]
+    assert metrics.pass_rate["contradicted"].value == 0.0 and metrics.grader_errors == 1
 
 
 class _Surrogates:
