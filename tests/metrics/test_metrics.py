@@ -219,7 +219,7 @@ def test_summaries_from_plain_mappings_carry_the_report_and_the_evidence():
             "conflict_reported": True,
             "tampered": True,
             "tamper_kinds": ["toolchain"],
-        }
+        }  # fmt: skip
     )
     assert s.impossible and s.conflict_reported and s.tampered and s.tamper_kinds == ("toolchain",)
     assert EpisodeSummary.from_dict({"task": "t"}).tampered is None
