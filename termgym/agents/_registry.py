@@ -95,15 +95,26 @@ def _check_options(name: str, factory: Callable[..., Any], options: dict[str, An
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    accepted = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
-    for option in options:
-        if option not in accepted:
-            raise AgentError(
-                f"agent {name!r} takes no option {option!r}; expected one of {accepted}."
-                + did_you_mean(option, accepted)
-            )
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        for option in options:
+            if option not in accepted:
+                raise AgentError(
+                    f"agent {name!r} takes no option {option!r}; expected one of {accepted}."
+                    + did_you_mean(option, accepted)
+                )
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    missing = [
+        n
+        for n, p in params.items()
+        if p.kind in named and p.default is inspect.Parameter.empty and n not in options
+    ]
+    if missing:
+        raise AgentError(
+            f"agent {name!r} needs the option(s) {missing}; expected each as "
+            f"--agent-opt {missing[0]}=VALUE (termgym run) or make_agent({name!r}, "
+            f"{missing[0]}=...)"
+        )
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -169,6 +169,18 @@ def test_unknown_option_suggests_the_close_option():
         make_agent("replay", episod="x")
 
 
+def test_a_missing_required_option_is_named_with_how_to_give_it(tmp_path):
+    from termgym.run import RunConfig, Runner
+
+    expected = r"agent 'replay' needs the option\(s\) \['episode'\]; expected each as --agent-opt"
+    with pytest.raises(AgentError, match=expected):
+        make_agent("replay")
+    out = tmp_path / "run"
+    with pytest.raises(AgentError, match=expected):  # before any episode, none recorded
+        Runner(RunConfig(agent="replay", tasks=("fuel-planner",), out=out)).run()
+    assert not out.exists()
+
+
 class _Echo:
     name = "echo"
     privileged = False
