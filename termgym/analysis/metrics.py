@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from termgym._vocabulary import CLASSES, GRADER_ERROR, IMPOSSIBLE, VARIANTS, EndClass
+from termgym._vocabulary import (
+    CLASSES,
+    GRADER_ERROR,
+    IMPOSSIBLE,
+    INFRA_ERROR,
+    VARIANTS,
+    EndClass,
+)
 from termgym.errors import RecordingError
 from termgym.grading import GradeReport
 from termgym.recording import EpisodeLog, ResultLine
@@ -153,6 +160,8 @@ def summary_from_log(log: EpisodeLog, result: ResultLine | None = None) -> Episo
     else:
         infra = status == "infra-error"
         error = end.error or (str(result_error) if infra else None)
+        if error is None and end.episode_class == INFRA_ERROR:
+            error = "class error: termgym's machinery failed (no message recorded)"
         episode_class = end.episode_class
         try:
             report = GradeReport.from_wire(

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym._vocabulary import GRADER_ERROR, Variant
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, Variant
 from termgym.errors import TaskNotFound
 from termgym.recording import end_from
 
@@ -82,7 +82,7 @@ def finished_episodes(out_dir: Path) -> set[str]:
             end = end_from(last)
         except ValueError:  # a malformed end line: run the episode again (kept aside)
             continue
-        if not end.error or end.episode_class == GRADER_ERROR:
+        if end.episode_class == GRADER_ERROR or not (end.error or end.episode_class == INFRA_ERROR):
             done.add(path.stem)
     return done
 

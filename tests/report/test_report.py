@@ -12,7 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from termgym.cli import main
 from termgym.errors import RecordingError
+from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter
 from termgym.report import compare_runs, load_run, merge_runs, prometheus_text, render_html
+from termgym.run import finished_episodes
 
 from .conftest import write_episode
 
@@ -39,6 +41,22 @@ def test_infrastructure_error_episode_is_counted_apart(make_run, tmp_path):
     )
     m = load_run(run_dir, resamples=50).metrics["oracle"]
     assert (m.infra_errors, m.pass_rate["original"].value) == (1, 1.0)
+
+
+def test_an_end_line_of_class_error_without_a_message_is_an_infrastructure_error(make_run):
+    """The class alone says termgym's machinery failed (docs/recording-format.md)."""
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False)
+    header = EpisodeHeader(
+        episode_id="broken", task="task-0", task_version=1, variant="original",
+        rules_visible={}, rules_enforced={}, seed=1, agent="oracle", backend="bwrap",
+        versions={}, started=0.0,
+    )  # fmt: skip
+    writer = EpisodeWriter(run_dir, header)
+    writer.end(EpisodeEnd(reward=1.0, terminated=True, truncated=False, episode_class="error"))
+    writer.close()
+    m = load_run(run_dir, resamples=0).metrics["oracle"]
+    assert (m.infra_errors, m.pass_rate["original"].n) == (1, 1)
+    assert "broken" not in finished_episodes(run_dir)  # a resumed run runs it again
 
 
 def test_audit_finds_the_original_value_in_a_recorded_action(make_run):
