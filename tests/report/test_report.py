@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from xml.etree import ElementTree
 
 import pytest
@@ -259,6 +260,20 @@ def test_prometheus_text_parses(make_run):
     memo = {s.labels["run"]: s.value for s in families["termgym_memorization_index"].samples}
     assert memo == {"base": 0.0, "cand": 0.5}
     assert families["termgym_audit_hits"].type == "gauge"
+
+
+def test_prometheus_text_of_runs_sharing_an_id_has_no_duplicate_series(make_run, tmp_path):
+    # `termgym compare base/eval cand/eval --prometheus`: two folders, one run id
+    base = load_run(make_run("eval"), resamples=20)
+    copy = tmp_path / "cand" / "eval"
+    shutil.copytree(base.path, copy)
+    cand = load_run(copy, resamples=20)
+    assert base.run_id == cand.run_id
+    text = prometheus_text([base, cand])
+    _check_exposition(text)
+    assert f'termgym_episodes{{run="{base.path}",agent="oracle"}} 18' in text
+    assert f'termgym_episodes{{run="{copy}",agent="oracle"}} 18' in text
+    assert 'run="eval"' in prometheus_text([base])  # a run alone keeps its id
 
 
 def test_withheld_values_handed_to_the_oracle_are_not_audited_but_hard_coded_ones_are(tmp_path):
