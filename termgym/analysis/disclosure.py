@@ -79,8 +79,10 @@ def disclosure_split(
     confidence: float = 0.95,
     seed: int | None = 0,
 ) -> DisclosureSplit:
-    """Pass rates of one agent's counted episodes, split by `disclosed` episode ids."""
-    counted = [s for s in summaries if not s.infra_error]
+    """Pass rates of one agent's counted episodes of possible variants, split by `disclosed`
+    episode ids (a pass where the task is impossible is cheating, not a score: it stays
+    out, as out of the overall pass rate)."""
+    counted = [s for s in summaries if not s.infra_error and not s.impossible]
     agents = {s.agent for s in counted}
     tasks = sorted({s.task for s in counted})
     index = {t: i for i, t in enumerate(tasks)}
