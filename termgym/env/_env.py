@@ -231,10 +231,10 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         if not isinstance(action, str):
             raise ActionError(f"an action is a str (a command or keystrokes), got {action!r}")
         if action.strip() == SUBMIT:
-            return self._end(output="", exit_code=-1, terminated=True, info={})
+            return self._end(output="", exit_code=-1, terminated=True, info=self._no_command())
         reason = conflict_reason(action)
         if reason is not None:
-            return self._end("", -1, terminated=True, info={}, conflict=reason)
+            return self._end("", -1, terminated=True, info=self._no_command(), conflict=reason)
         keys = parse_keys(action) if self.options.mode == "keys" else None
         self._steps_taken += 1
         try:
@@ -265,7 +265,8 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         """End the episode now as truncated (e.g. the agent's time ran out) and grade it."""
         if self._episode is None or self._episode.finished:
             raise gym.error.ResetNeeded("stop() needs an episode in progress")
-        return self._end(output="", exit_code=-1, terminated=False, info={"stopped": reason})
+        info = {**self._no_command(), "stopped": reason}
+        return self._end(output="", exit_code=-1, terminated=False, info=info)
 
     def attach_transcript(self, transcript: Any) -> None:
         """Give the episode a callable returning the agent's messages, saved at its end."""
@@ -324,6 +325,19 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         info.update(outcome.info())
         obs = self._observation(output, exit_code)
         return obs, outcome.reward, terminated, not terminated, info
+
+    def _no_command(self) -> dict[str, Any]:
+        """The step keys of an info whose step ran no command (submit, a conflict report, a
+        stop), as every step's info has them: no exit code, no time, nothing cut short."""
+        assert self._episode is not None
+        return {
+            "exit_code": None,
+            "duration": Duration(0.0),
+            "timed_out": False,
+            "output_truncated": False,
+            "shell_restarted": False,
+            "step": self._episode.steps,
+        }
 
     def _observation(self, output: str, exit_code: int) -> dict[str, Any]:
         episode = self._episode

@@ -171,3 +171,36 @@ def test_reset_info_holds_exactly_the_documented_keys(base_rootfs) -> None:
     doc = (ROOT / "docs" / "environment.md").read_text()
     paragraph = doc.split("`reset` returns an info", 1)[1].split("\n\n", 1)[0]
     assert sorted(info) == sorted(set(re.findall(r"`([a-z_]+)`", paragraph)) - {"reset"})
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("end", ["submit", "report", "stop", "max_steps"])
+def test_every_steps_info_holds_the_documented_step_keys_the_last_ones_too(
+    base_rootfs, end: str
+) -> None:
+    doc = (ROOT / "docs" / "environment.md").read_text()
+    paragraph = doc.split("Each step's info holds", 1)[1].split(". ", 1)[0]
+    step_keys = set(re.findall(r"`([a-z_]+)`", paragraph))
+    assert step_keys == {
+        "exit_code", "duration", "timed_out", "output_truncated", "shell_restarted", "step"
+    }  # fmt: skip
+    env = termgym.make(
+        str(EXAMPLE_TASKS / "cargo-limit"), backend="bwrap", pool_size=0, max_steps=2
+    )
+    try:
+        env.reset(seed=0)
+        _, _, _, _, info = env.step("true")
+        assert step_keys <= set(info) and info["step"] == 1
+        if end == "submit":
+            _, _, terminated, _, info = env.step(termgym.SUBMIT)
+        elif end == "report":
+            _, _, terminated, _, info = env.step(termgym.report_conflict("no"))
+        elif end == "stop":
+            _, _, terminated, _, info = env.unwrapped.stop()
+        else:
+            _, _, terminated, _, info = env.step("true")
+        assert step_keys <= set(info) and "verdicts" in info, sorted(info)
+        assert info["step"] == (2 if end == "max_steps" else 1)
+        assert terminated == (end in ("submit", "report"))
+    finally:
+        env.close()
