@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,11 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             raise ValueError(
                 f"unknown reset option(s) {sorted(options)}; "
                 "expected 'variant', 'seed' or 'episode_id'"
+            )
+        if isinstance(rule_seed, bool) or not isinstance(rule_seed, Integral):
+            raise ValueError(
+                "reset option 'seed': expected an int (the seed of the episode's rule values), "
+                f"found {rule_seed!r}"
             )
         if self._lease is None:
             o = self.options

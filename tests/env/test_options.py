@@ -55,3 +55,13 @@ def test_the_limits_that_work_are_taken() -> None:
         assert env.observation_space["step"].n == 4
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("seed", ["abc", 1.5])
+def test_a_reset_seed_option_that_is_no_int_says_what_was_expected(seed: Any) -> None:
+    env = termgym.make("fuel-planner", backend="bwrap", pool_size=0)
+    try:
+        with pytest.raises(ValueError, match=r"reset option 'seed': expected an int .*found"):
+            env.reset(options={"seed": seed})
+    finally:
+        env.close()
