@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from termgym.analysis.metrics import Estimate, RunMetrics, compute_metrics, order_variants
+from termgym.analysis.metrics import (
+    EpisodeSummary,
+    Estimate,
+    RunMetrics,
+    compute_metrics,
+    order_variants,
+)
 from termgym.report._load import RunData
 from termgym.report._paired import PAIRINGS, paired_change
 
@@ -93,7 +99,8 @@ def compare_runs(
     A pass rate (per variant, and over all variants) regresses when it falls by more than
     `max_drop`; the memorization index regresses when it rises by more than `max_rise`
     (default: `max_drop`). A candidate without counted episodes, or with none of an agent or
-    a task the base has, regresses too. Rates are compared over the tasks both runs have.
+    a task the base has, regresses too. Rates are compared over the (task, variant) pairs
+    both runs have.
 
     With `decision="bootstrap"`, a pass rate regresses only when, besides falling by more
     than `max_drop`, the paired bootstrap interval of its change (pairs of `paired`:
@@ -138,11 +145,14 @@ def compare_runs(
                 )
             )
             continue
-        b, c, scope = _on_common_tasks(base, candidate, names, agent, (b, c))
-        checks.extend(scope)
+        scope = _common_scope(base, candidate, names, agent, (b, c))
+        checks.extend(scope.checks)
         metrics = [f"pass_rate[{v}]" for v in order_variants(b.pass_rate)] + ["overall_pass_rate"]
+        whole, b, c = b, scope.base, scope.candidate
         for name in metrics:
-            be, ce = b.headline()[name], c.headline().get(name, empty)
+            # a variant the candidate lacks (on the base's tasks) shows the base's whole rate
+            be = b.headline().get(name, whole.headline()[name])
+            ce = c.headline().get(name, empty)
             if be.value is None:
                 continue
             if ce.value is None:
@@ -155,8 +165,8 @@ def compare_runs(
                 checks.append(Check(agent, name, be, ce, max_drop, fell))
                 continue
             change = paired_change(
-                base.summaries,
-                candidate.summaries,
+                scope.base_episodes,
+                scope.candidate_episodes,
                 agents=names,
                 metric=name,
                 paired=paired,
@@ -190,63 +200,80 @@ def compare_runs(
     return checks
 
 
-def _counted_tasks(run: RunData, agent: str) -> set[str]:
-    return {s.task for s in run.summaries if s.agent == agent and not s.infra_error}
+def _cells(run: RunData, agent: str) -> set[tuple[str, str]]:
+    """The (task, variant) pairs the agent has counted episodes of in the run."""
+    return {(s.task, s.variant) for s in run.summaries if s.agent == agent and not s.infra_error}
 
 
-def _on_common_tasks(
+@dataclass(frozen=True)
+class _Scope:
+    """What the gate compares of one agent: both runs over the (task, variant) pairs both
+    counted episodes of, and the checks saying what was left out."""
+
+    base: RunMetrics
+    candidate: RunMetrics
+    base_episodes: tuple[EpisodeSummary, ...]
+    candidate_episodes: tuple[EpisodeSummary, ...]
+    checks: tuple[Check, ...]
+
+
+def _common_scope(
     base: RunData,
     candidate: RunData,
     names: tuple[str, str],
     label: str,
     metrics: tuple[RunMetrics, RunMetrics],
-) -> tuple[RunMetrics, RunMetrics, list[Check]]:
-    """Both runs' metrics over the tasks both counted episodes of, and a check for the others.
+) -> _Scope:
+    """Both runs' metrics over the (task, variant) pairs both counted episodes of.
 
-    A rate over other tasks is not the same rate: a candidate without the base's hard task
-    would look better by leaving it out. A base task the candidate lacks regresses, as an
-    agent it lacks does; a task only the candidate has is left out, and said so.
+    A rate over other tasks or variants is not the same rate: a candidate without the base's
+    hard task (or variant) would look better by leaving it out. A base task the candidate
+    lacks regresses, as an agent it lacks does; a task only the candidate has is left out,
+    and said so.
     """
-    mine, theirs = _counted_tasks(base, names[0]), _counted_tasks(candidate, names[1])
-    if mine == theirs:
-        return (*metrics, [])
+    mine, theirs = _cells(base, names[0]), _cells(candidate, names[1])
     common = mine & theirs
+    ours = tuple(s for s in base.summaries if s.agent == names[0])
+    their = tuple(s for s in candidate.summaries if s.agent == names[1])
+    if mine == theirs:
+        return _Scope(*metrics, ours, their, ())
+    tasks = ({t for t, _ in mine}, {t for t, _ in theirs}, {t for t, _ in common})
     checks = []
-    if missing := sorted(mine - theirs):
+    if missing := sorted(tasks[0] - tasks[1]):
         checks.append(
             Check(
                 label,
                 "tasks",
-                Estimate(None, None, None, len(mine)),
-                Estimate(None, None, None, len(theirs)),
+                Estimate(None, None, None, len(tasks[0])),
+                Estimate(None, None, None, len(tasks[1])),
                 0.0,
                 True,
                 f"the candidate has no counted episode of {len(missing)} task(s) of the base "
-                f"({', '.join(missing)}); rates compared over the {len(common)} both have",
+                f"({', '.join(missing)}); rates compared over the {len(tasks[2])} both have",
             )
         )
-    if extra := sorted(theirs - mine):
+    if extra := sorted(tasks[1] - tasks[0]):
         checks.append(
             Check(
                 label,
                 "tasks",
-                Estimate(None, None, None, len(mine)),
-                Estimate(None, None, None, len(theirs)),
+                Estimate(None, None, None, len(tasks[0])),
+                Estimate(None, None, None, len(tasks[1])),
                 0.0,
                 False,
                 f"{len(extra)} task(s) only the candidate has left out ({', '.join(extra)}); "
-                f"rates compared over the {len(common)} both have",
+                f"rates compared over the {len(tasks[2])} both have",
             )
         )
+    ours = tuple(s for s in ours if (s.task, s.variant) in common)
+    their = tuple(s for s in their if (s.task, s.variant) in common)
 
-    def over_common(run: RunData, agent: str, m: RunMetrics) -> RunMetrics:
-        episodes = [s for s in run.summaries if s.agent == agent and s.task in common]
+    def over(episodes: tuple[EpisodeSummary, ...], m: RunMetrics) -> RunMetrics:
         return compute_metrics(
             episodes, resamples=m.resamples, confidence=m.confidence, seed=m.seed
         )
 
-    b, c = metrics
-    return over_common(base, names[0], b), over_common(candidate, names[1], c), checks
+    return _Scope(over(ours, metrics[0]), over(their, metrics[1]), ours, their, tuple(checks))
 
 
 def parse_fraction(text: str) -> float:

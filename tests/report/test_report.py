@@ -205,6 +205,28 @@ def test_compare_rates_over_the_tasks_both_runs_have(make_run, tmp_path):
     assert not any(c.regressed for c in reverse.values())
 
 
+def test_compare_rates_over_the_variants_both_runs_have(tmp_path):
+    # the base also ran a variant the agent always fails; the candidate did not
+    base_dir, cand_dir = tmp_path / "base", tmp_path / "cand"
+    for k in range(4):
+        write_episode(base_dir, task="t", variant="original", agent="a", passed=True)
+        write_episode(
+            base_dir, task="t", variant="contradicted", agent="a", passed=False,
+            episode_class="stale",
+        )  # fmt: skip
+        write_episode(cand_dir, task="t", variant="original", agent="a", passed=k < 2)
+    base, cand = load_run(base_dir, resamples=0), load_run(cand_dir, resamples=0)
+    assert base.metrics["a"].overall_pass_rate.value == 0.5  # the whole run's
+    checks = {c.metric: c for c in compare_runs(base, cand, max_drop=0.1)}
+    overall = checks["overall_pass_rate"]
+    assert (overall.base.value, overall.candidate.value, overall.regressed) == (1.0, 0.5, True)
+    assert checks["pass_rate[contradicted]"].note == "not measured in the candidate"
+    assert checks["pass_rate[contradicted]"].base.value == 0.0
+    paired = compare_runs(base, cand, max_drop=0.1, decision="bootstrap", paired="tasks")
+    overall = next(c for c in paired if c.metric == "overall_pass_rate")
+    assert overall.paired is not None and overall.paired.value == -0.5
+
+
 def test_compare_rejects_a_bad_tolerance(make_run):
     base = make_run("base")
     result = CliRunner().invoke(main, ["compare", str(base), str(base), "--max-drop", "lots"])
