@@ -131,6 +131,14 @@ class VariantSchedule:
                 raise ValueError(f"{path}: expected valid YAML or JSON: {exc}") from exc
         if isinstance(content, Mapping) and "schedule" in content:
             content = content["schedule"]
+        elif isinstance(content, Mapping) and not any(
+            key in VARIANTS or did_you_mean(str(key), VARIANTS) for key in content
+        ):  # no mix (whose names would be variants, or typos of them): a larger config
+            where = "" if isinstance(source, Mapping) else f"{source}: "
+            raise ValueError(
+                f"{where}expected a 'schedule' key holding the schedule (or content that is "
+                f"one: {FORMS}); found the keys {sorted(map(str, content))}"
+            )
         return cls.coerce(content, task)
 
     def validate(self, allowed: Sequence[str]) -> None:

@@ -112,6 +112,19 @@ def test_a_missing_or_broken_config_file_raises(tmp_path: Path) -> None:
         VariantSchedule.from_config(broken)
 
 
+def test_a_training_config_without_a_schedule_key_says_the_key_is_missing(tmp_path: Path) -> None:
+    config = tmp_path / "train.yaml"
+    config.write_text("lr: 0.5\nepochs: 3\n")  # the schedule forgotten, or misspelt
+    with pytest.raises(
+        ValueError,
+        match=r"train.yaml: expected a 'schedule' key .*found the keys \['epochs', 'lr'\]",
+    ):
+        VariantSchedule.from_config(config)
+    # a mix with a misspelt variant is still read as a mix, and the name corrected
+    with pytest.raises(ValueError, match=r"unknown variant 'orignal'.*Did you mean 'original'"):
+        VariantSchedule.from_config({"orignal": 1, "contradicted": 1})
+
+
 def _variants_under_autoreset(run_id: str, schedule, episodes_per_env: int) -> list[list[str]]:
     """Submit at once in 2 envs (SAME_STEP autoreset); the variants each env's episodes ran."""
 
