@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -102,11 +103,18 @@ def load_run(
     )
 
 
-def _qualified(run: RunData) -> RunData:
-    """The run with every episode id prefixed by its run id ("<run>/<episode>")."""
+def run_labels(runs: list[RunData]) -> list[str]:
+    """What names each run among `runs`: its id, or its folder where runs share an id (two
+    runs of one name in different places, a run and its copy)."""
+    ids = Counter(run.run_id for run in runs)
+    return [run.run_id if ids[run.run_id] == 1 else str(run.path) for run in runs]
+
+
+def _qualified(run: RunData, label: str) -> RunData:
+    """The run with every episode id prefixed by `label` ("<label>/<episode>")."""
 
     def q(episode_id: str) -> str:
-        return f"{run.run_id}/{episode_id}"
+        return f"{label}/{episode_id}"
 
     audit = AuditReport(
         run.audit.episodes,
@@ -132,7 +140,7 @@ def merge_runs(
         return runs[0]
     ids = [s.episode_id for r in runs for s in r.summaries]
     if len(ids) != len(set(ids)):
-        runs = [_qualified(r) for r in runs]
+        runs = [_qualified(r, label) for r, label in zip(runs, run_labels(runs), strict=True)]
     summaries = tuple(s for run in runs for s in run.summaries)
     audit = AuditReport(
         sum(r.audit.episodes for r in runs),

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from termgym.recording import write_whole
-from termgym.report._load import RunData
+from termgym.report._load import RunData, run_labels
 
 PREFIX = "termgym_"
 
@@ -63,19 +62,11 @@ class _Families:
             yield from samples
 
 
-def _run_labels(runs: list[RunData]) -> list[str]:
-    """Each run's `run` label: its id, or its folder where runs share an id (two runs of
-    one name in different places, a run compared with its copy), so that no series of one
-    run repeats another's."""
-    ids = Counter(run.run_id for run in runs)
-    return [run.run_id if ids[run.run_id] == 1 else str(run.path) for run in runs]
-
-
 def prometheus_text(runs: Iterable[RunData]) -> str:
     """Every metric of the runs, as gauges labelled run and agent (and variant, kind)."""
     out = _Families()
     runs = list(runs)
-    for run, label in zip(runs, _run_labels(runs), strict=True):
+    for run, label in zip(runs, run_labels(runs), strict=True):
         for agent, m in run.metrics.items():
             base = {"run": label, "agent": agent}
             for key, e in m.headline().items():

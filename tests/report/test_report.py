@@ -372,6 +372,18 @@ def test_report_pools_several_runs_per_agent(make_run, tmp_path):
     assert all(h.episode_id.startswith("memorizer-run/") for h in pooled.audit.hits)
 
 
+def test_report_pools_runs_sharing_an_id_without_merging_their_episodes(make_run, tmp_path):
+    # `termgym report base/eval cand/eval`: two folders, one run id, the same episode ids
+    first = make_run("eval", agent="memorizer", pass_contradicted=0.0)
+    second = tmp_path / "again" / "eval"
+    shutil.copytree(first, second)
+    pooled = merge_runs([load_run(first, resamples=0), load_run(second, resamples=0)])
+    assert len({s.episode_id for s in pooled.summaries}) == 36
+    audit = pooled.audit.for_agent("memorizer")
+    assert audit.episodes == 36 and audit.leak_rate == 1 / 3
+    assert pooled.disclosure["memorizer"].disclosed.n == 12
+
+
 def test_agent_errors_count_as_graded_failures_and_are_reported(make_run):
     run_dir = make_run(n_tasks=1, per_task=1, withheld=False, pass_contradicted=0.0)
     failed = next((run_dir / "episodes").glob("*contradicted*.jsonl")).stem
