@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
 from termgym.errors import RecordingError
 from termgym.grading import GradeReport
 from termgym.recording import (
@@ -240,11 +241,14 @@ def row_flags(variant: str, end: EpisodeEnd | None) -> str:
 
 
 def row_class(end: EpisodeEnd | None) -> str:
-    """What the class column shows: the class, "error", "running", or "-"."""
+    """What the class column shows: the class ("grader-error" among them: counted, though its
+    end line holds why grading failed), "error", "running", or "-"."""
     if end is None:
         return "running"
-    if end.error:
-        return "error"
+    if end.episode_class == GRADER_ERROR:
+        return GRADER_ERROR
+    if end.error or end.episode_class == INFRA_ERROR:
+        return INFRA_ERROR
     return end.episode_class or "-"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from termgym.tui.model import EpisodeModel
+from termgym.tui.model import EpisodeModel, RunModel
 
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 
@@ -54,3 +54,27 @@ def test_audit_hits_are_computed_from_the_log_when_the_end_has_none(tmp_path) ->
     hits = model.audit_by_step()
     assert [h["kind"] for h in hits[0]] == ["leak"]
     assert hits[0][0]["detail"] == "max_weight=100" and hits[0][0]["source"] == "action"
+
+
+def test_the_run_view_shows_a_grader_error_as_such_and_not_as_an_infrastructure_error(
+    tmp_path,
+) -> None:
+    """A grader error is counted (the agent's doing); its end line says why grading failed."""
+    for episode_id, cls, error in (
+        ("graded", "grader-error", "GraderError: grader 'silent' wrote no score"),
+        ("broken", "error", "SandboxError: the sandbox died"),
+        ("quiet", "error", None),
+    ):
+        header = EpisodeHeader(
+            episode_id=episode_id, task="t", task_version=1, variant="original",
+            rules_visible={}, rules_enforced={}, seed=0, agent="a", backend="bwrap",
+            versions={}, started=time.time(),
+        )  # fmt: skip
+        with EpisodeWriter(tmp_path, header) as writer:
+            writer.end(
+                EpisodeEnd(
+                    reward=0.0, terminated=True, truncated=False, episode_class=cls, error=error
+                )
+            )
+    rows = {row.episode_id: row.episode_class for row in RunModel(tmp_path).rows.values()}
+    assert rows == {"graded": "grader-error", "broken": "error", "quiet": "error"}
