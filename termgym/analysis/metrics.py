@@ -407,8 +407,9 @@ class _Data:
             stale_rate=int(self.shifted.sum()),
             memorization_index=int((self.stale + self.adapted).sum()),
             withheld_hit_rate=n.get("pass_rate[withheld]", 0),
-            top_share=len(self.tasks),
-            gini=len(self.tasks),
+            # the tasks with a pass rate: those with episodes of a possible variant
+            top_share=int((~np.isnan(self.task_rates)).sum()),
+            gini=int((~np.isnan(self.task_rates)).sum()),
         )
         n["drop"] = min(n.get("pass_rate[original]", 0), n.get("pass_rate[contradicted]", 0))
         return n

@@ -238,3 +238,12 @@ def test_a_grader_error_read_from_a_mapping_is_a_failure():
     )
     assert not s.passed and s.grader_error and not s.infra_error
     assert compute_metrics([s], resamples=0).pass_rate["contradicted"].value == 0.0
+
+
+def test_concentration_counts_the_tasks_it_ranks():
+    # a task run only on its impossible variant has no pass rate to rank
+    episodes = [_ep("t0", "original", True), _ep("t1", "original", False)]
+    episodes += [_ep("t2", "impossible", False) for _ in range(2)]
+    m = compute_metrics(episodes, resamples=0)
+    assert (m.top_share.value, m.top_share.n) == (1.0, 2)
+    assert (m.gini.value, m.gini.n) == (0.5, 2)
