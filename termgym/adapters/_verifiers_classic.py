@@ -32,7 +32,7 @@ from verifiers.utils.message_utils import normalize_messages
 
 from termgym.chat import ChatEnv, ObservationBudget, tool_schemas
 from termgym.env import TerminalEnv, resolve_task_set, run_blocking
-from termgym.run import plan_jobs
+from termgym.run import plan_task_set
 
 STATE_KEY = "termgym"
 
@@ -42,7 +42,6 @@ def episode_rows(
 ) -> list[dict[str, Any]]:
     """One dataset row per (task, variant, index), each task with the variants it offers."""
     task_set = resolve_task_set(tasks)
-    per_task = {t.id: [v for v in variants if v in t.spec.variants] for t in task_set}
     roots = {t.id: str(t.root.resolve()) for t in task_set}
     return [
         {
@@ -56,7 +55,7 @@ def episode_rows(
                 "episode_id": f"{job.episode_id}--s{seed}",
             },
         }
-        for job in plan_jobs([t.id for t in task_set], per_task, episodes, seed)
+        for job in plan_task_set(task_set, variants, episodes, seed)
     ]
 
 

@@ -31,7 +31,7 @@ import verifiers.v1 as vf
 
 from termgym.chat import ChatEnv, ObservationBudget, system_prompt
 from termgym.env import TerminalEnv, resolve_task_set, run_blocking
-from termgym.run import plan_jobs
+from termgym.run import plan_task_set
 
 METRICS = ("stale", "adapted", "passed_original", "grader_error")
 """Per-episode metrics recorded on each trace (1.0 or 0.0)."""
@@ -78,11 +78,8 @@ class TermgymTaskset(vf.Taskset[TermgymTask, TermgymTasksetConfig]):  # type: ig
         """The episodes, planned as `termgym run` plans them."""
         config = self.config
         task_set = resolve_task_set(_split(config.tasks))
-        per_task = {
-            t.id: [v for v in _split(config.variants) if v in t.spec.variants] for t in task_set
-        }
         by_id = {t.id: t for t in task_set}
-        for job in plan_jobs(list(by_id), per_task, config.episodes, config.seed):
+        for job in plan_task_set(task_set, _split(config.variants), config.episodes, config.seed):
             task = by_id[job.task]
             steps = config.max_steps or task.spec.limits.max_steps
             data = TermgymData(

@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from termgym.adapters._metrics import aggregate, episode_metrics
 from termgym.chat import ChatEnv, ObservationBudget
 from termgym.env import MultiTaskEnv, resolve_task_set
-from termgym.run import plan_jobs
+from termgym.run import plan_task_set
 
 ENV_ID = "termgym"
 ENV_OPTIONS = (
@@ -222,7 +222,6 @@ def dataset_rows(
     lies in the row, which the trainer reads and the model does not.
     """
     task_set = resolve_task_set(tasks)
-    per_task = {t.id: [v for v in variants if v in t.spec.variants] for t in task_set}
     return [
         {
             "prompt": [{"role": "user", "content": f"termgym task {job.task}"}],
@@ -232,7 +231,7 @@ def dataset_rows(
             "seed": job.seed,
             "episode_id": f"{job.episode_id}--s{seed}",
         }
-        for job in plan_jobs([t.id for t in task_set], per_task, episodes, seed)
+        for job in plan_task_set(task_set, variants, episodes, seed)
     ]
 
 

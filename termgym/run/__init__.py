@@ -5,7 +5,7 @@ from __future__ import annotations
 from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult, run_episode
 from termgym.run._executor import RunSide
-from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
+from termgym.run._jobs import Job, finished_episodes, plan_jobs, plan_task_set, select_tasks
 from termgym.run._progress import (
     EpisodeDone,
     MetricsServing,
@@ -43,6 +43,7 @@ __all__ = [
     "finished_episodes",
     "load_trajectories",
     "plan_jobs",
+    "plan_task_set",
     "rollout",
     "run_episode",
     "save_trajectories",

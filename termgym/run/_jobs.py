@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, Variant
+from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR, Variant, as_variant
 from termgym.errors import TaskNotFound
 from termgym.recording import end_from
+from termgym.tasks import Task
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,37 @@ def plan_jobs(
         for variant in variants[task]
         for index in range(episodes)
     ]
+
+
+def plan_task_set(
+    tasks: Sequence[Task], variants: Sequence[str], episodes: int, run_seed: int
+) -> list[Job]:
+    """`plan_jobs` over loaded tasks, each with the variants of `variants` it offers, after
+    checking what a rollout or a framework's dataset is asked for (so that no dataset comes
+    out empty, or short of a variant, without a word).
+
+    Raises:
+        ValueError: `variants` is one str or names no variant, `episodes` is no int >= 1,
+            or a variant asked for is offered by no task of the set (each task's are named).
+    """
+    if isinstance(variants, str):
+        raise ValueError(
+            f"variants: expected a list of variant names, e.g. [{variants!r}], got the str "
+            f"{variants!r}"
+        )
+    wanted = [as_variant(name) for name in variants]
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes: expected a positive int, got {episodes!r}")
+    per_task = {t.id: [v for v in wanted if v in t.spec.variants] for t in tasks}
+    offered = {v for vs in per_task.values() for v in vs}
+    missing = [v for v in wanted if v not in offered]
+    if missing:
+        offers = "; ".join(f"{t.id}: {', '.join(t.spec.variants)}" for t in tasks)
+        raise ValueError(
+            f"no task of the set offers the variant(s) {missing}; expected a variant some "
+            f"task offers ({offers})"
+        )
+    return plan_jobs([t.id for t in tasks], per_task, episodes, run_seed)
 
 
 def finished_episodes(out_dir: Path) -> set[str]:

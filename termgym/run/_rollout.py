@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from termgym._version import __version__
-from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, as_variant, describe_error
+from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
 from termgym.recording import ResultLine, append_result, write_run_header
-from termgym.run._jobs import Job, plan_jobs
+from termgym.run._jobs import Job, plan_task_set
 from termgym.run._trajectory import Trajectory, save_trajectories
 
 Reply = str | Message | Any
@@ -92,28 +92,15 @@ async def arollout(
         raise TypeError(
             f"policy: expected a function policy(messages, tools) -> reply, got {policy!r}"
         )
-    if isinstance(variants, str):
-        raise ValueError(
-            f"variants: expected a list of variant names, e.g. [{variants!r}], got the str "
-            f"{variants!r}"
-        )
-    variants = [as_variant(name) for name in variants]
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries: expected an int >= 0, got {retries!r}")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency: expected a positive int, got {concurrency!r}")
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
-        raise ValueError(f"episodes: expected a positive int, got {episodes!r}")
     for name in ("variant", "record_dir", "agent", "run_id"):
         if name in env_options:
             raise ValueError(f"{name!r} is set by rollout itself; pass variants=/record_dir=")
     task_set = resolve_task_set(tasks)
-    per_task = {t.id: [v for v in variants if v in t.spec.variants] for t in task_set}
-    offered = {v for vs in per_task.values() for v in vs}
-    missing = [v for v in variants if v not in offered]
-    if missing:
-        raise ValueError(f"no task of the set offers the variant(s) {missing}")
-    jobs = plan_jobs([t.id for t in task_set], per_task, episodes, seed)
+    jobs = plan_task_set(task_set, variants, episodes, seed)
     folder = Path(record_dir) if record_dir is not None else None
     by_id = {t.id: t for t in task_set}
     if folder is not None:

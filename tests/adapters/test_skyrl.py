@@ -148,6 +148,31 @@ def test_a_generator_cap_below_the_budget_is_kept_and_warned_about(cargo: str) -
     assert len(rewards) == 1  # termgym's own max_turns is taken as given
 
 
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"variants": ["contradictd"]}, r"found 'contradictd'. Did you mean 'contradicted'\?"),
+        (
+            {"variants": "contradicted"},
+            r"expected a list of variant names, e\.g\. \['contradicted'\]",
+        ),
+        (
+            {"variants": ["impossible"]},
+            r"no task of the set offers the variant\(s\) \['impossible'\]",
+        ),
+        ({"episodes": 0}, r"episodes: expected a positive int, got 0"),
+    ],
+)
+def test_a_dataset_that_would_come_out_empty_or_short_says_why(
+    options: dict, expected: str
+) -> None:
+    """Before, each of these gave a dataset without those episodes (none at all for a
+    misspelt variant or one str), written to parquet and trained on without a word."""
+    arguments = {"variants": ["original"], "episodes": 1} | options
+    with pytest.raises(ValueError, match=expected):
+        termgym_skyrl.dataset_rows("fuel-planner", **arguments)
+
+
 def test_a_bad_env_config_names_the_keys_expected() -> None:
     with pytest.raises(ValueError, match="unknown key.*'tasks'"):
         termgym_skyrl.TermgymTextEnv({"taks": "*"}, {})

@@ -88,3 +88,22 @@ def test_vf_evaluate_runs_tool_call_episodes_and_logs_classes(
     assert "The loading desk" in first["messages"][-1]["content"]
     assert not any("contradicted" in str(r["messages"]) for r in scripted_server.requests)
     assert len(list((tmp_path / "run" / "episodes").glob("*.jsonl"))) == 2
+
+
+@pytest.mark.skipif(CLASSIC, reason="verifiers' v1 API (0.4) is not the one installed")
+def test_a_taskset_asked_for_a_variant_no_task_offers_says_so() -> None:
+    """`--env.taskset.variants contradictd` gave a taskset of no episode at all, evaluated
+    without a word; a variant no task offers now names each task's variants."""
+    from termgym.adapters import _verifiers_v1
+
+    def load(**config: object) -> list:
+        taskset = _verifiers_v1.TermgymTaskset(_verifiers_v1.TermgymTasksetConfig(**config))
+        return list(taskset.load())
+
+    with pytest.raises(ValueError, match=r"found 'contradictd'. Did you mean 'contradicted'\?"):
+        load(tasks="fuel-planner", variants="contradictd")
+    with pytest.raises(
+        ValueError, match=r"offers the variant\(s\) \['impossible'\]; .*fuel-planner"
+    ):
+        load(tasks="fuel-planner", variants="original,impossible")
+    assert len(load(tasks="fuel-planner", variants="original,contradicted", episodes=2)) == 4
