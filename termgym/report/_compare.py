@@ -16,6 +16,7 @@ from termgym.report._paired import PAIRINGS, paired_change
 
 DECISIONS = ("threshold", "bootstrap")
 _NO_EPISODES = "the candidate run has no episodes of this agent"
+_NO_BASE = "the base run has no episodes: nothing to compare the candidate with"
 __all__ = ["DECISIONS", "PAIRINGS", "Check", "compare_runs", "parse_fraction"]
 
 
@@ -99,8 +100,9 @@ def compare_runs(
     A pass rate (per variant, and over all variants) regresses when it falls by more than
     `max_drop`; the memorization index regresses when it rises by more than `max_rise`
     (default: `max_drop`). A candidate without counted episodes, or with none of an agent or
-    a task the base has, regresses too. Rates are compared over the (task, variant) pairs
-    both runs have.
+    a task the base has, regresses too, and so does any candidate of a base without counted
+    episodes (a gate with nothing to compare with fails). Rates are compared over the
+    (task, variant) pairs both runs have.
 
     With `decision="bootstrap"`, a pass rate regresses only when, besides falling by more
     than `max_drop`, the paired bootstrap interval of its change (pairs of `paired`:
@@ -112,6 +114,8 @@ def compare_runs(
     max_rise = max_drop if max_rise is None else max_rise
     pairs = _pairs(base, candidate)
     empty = Estimate(None, None, None, 0)
+    if not base.metrics:
+        return [Check("(any)", "episodes", empty, empty, 0.0, True, _NO_BASE)]
     if not pairs:
         return [
             Check(
@@ -123,7 +127,7 @@ def compare_runs(
                 True,
                 _NO_EPISODES,
             )
-            for a in list(base.metrics) or ["(any)"]
+            for a in base.metrics
         ]
     checks: list[Check] = [
         Check(a, "episodes", m.overall_pass_rate, empty, 0.0, True, _NO_EPISODES)
@@ -131,6 +135,20 @@ def compare_runs(
         if a not in {names[0] for *_, names in pairs}
     ]
     for agent, b, c, names in pairs:
+        if b.episodes == 0:
+            checks.append(
+                Check(
+                    agent,
+                    "episodes",
+                    b.overall_pass_rate,
+                    c.overall_pass_rate,
+                    0.0,
+                    True,
+                    f"the base has no counted episode ({b.infra_errors} infrastructure errors): "
+                    "nothing to compare the candidate with",
+                )
+            )
+            continue
         if c.episodes == 0:
             checks.append(
                 Check(

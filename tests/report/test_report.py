@@ -227,6 +227,18 @@ def test_compare_rates_over_the_variants_both_runs_have(tmp_path):
     assert overall.paired is not None and overall.paired.value == -0.5
 
 
+def test_compare_fails_when_the_base_has_nothing_to_compare_with(make_run, tmp_path):
+    candidate = load_run(make_run("cand"), resamples=0)
+    (tmp_path / "empty" / "episodes").mkdir(parents=True)
+    [check] = compare_runs(load_run(tmp_path / "empty", resamples=0), candidate, max_drop=0.1)
+    assert check.regressed and check.note.startswith("the base run has no episodes")
+    broken = tmp_path / "broken"
+    write_episode(broken, task="task-0", variant="original", agent="oracle", passed=False,
+                  error="SandboxError: the sandbox died")  # fmt: skip
+    [check] = compare_runs(load_run(broken, resamples=0), candidate, max_drop=0.1)
+    assert check.regressed and check.note.startswith("the base has no counted episode (1 ")
+
+
 def test_compare_rejects_a_bad_tolerance(make_run):
     base = make_run("base")
     result = CliRunner().invoke(main, ["compare", str(base), str(base), "--max-drop", "lots"])
