@@ -117,9 +117,16 @@ class ResultLine:
 
 
 def append_result(run_dir: Path, line: ResultLine) -> None:
-    """Append one line to `<run_dir>/results.jsonl` (the caller serialises concurrent calls)."""
-    with (Path(run_dir) / RESULTS_FILE).open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(line.to_dict()) + "\n")
+    """Append one line to `<run_dir>/results.jsonl` (the caller serialises concurrent calls).
+
+    A last line cut short (a run killed as it wrote it) is ended first, so that the new line
+    stands on its own instead of being joined to it and lost with it."""
+    with (Path(run_dir) / RESULTS_FILE).open("a+b") as handle:
+        start = b""
+        if handle.seek(0, os.SEEK_END) > 0:
+            handle.seek(-1, os.SEEK_END)
+            start = b"" if handle.read(1) == b"\n" else b"\n"
+        handle.write(start + (json.dumps(line.to_dict()) + "\n").encode("utf-8"))
 
 
 def read_results(run_dir: Path, skipped: list[str] | None = None) -> list[ResultLine]:

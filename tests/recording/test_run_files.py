@@ -56,6 +56,16 @@ def test_an_older_line_reads_with_defaults_and_a_broken_one_is_left_out_with_a_n
     assert read_results(tmp_path / "nothing-here") == []
 
 
+def test_a_result_appended_after_a_line_cut_short_is_read(tmp_path: Path) -> None:
+    # a run killed as it wrote its results line, then resumed
+    (tmp_path / RESULTS_FILE).write_text('{"episode_id": "a-0", "ta')
+    lost = ResultLine("b-0", "b", "original", status="infra-error", error="gone")
+    append_result(tmp_path, lost)
+    skipped: list[str] = []
+    assert read_results(tmp_path, skipped) == [lost]
+    assert len(skipped) == 1 and skipped[0].startswith(f"{RESULTS_FILE}:1: ")
+
+
 def test_run_json_is_replaced_whole_and_read_back(tmp_path: Path) -> None:
     write_run_header(tmp_path, {"run_id": "r", "agent": "oracle"})
     write_run_header(tmp_path, {"run_id": "r", "agent": "oracle", "finished": 2.0})
