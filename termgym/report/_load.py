@@ -69,7 +69,8 @@ def load_run(
         raise RecordingError(
             f"expected a run folder holding episodes/<id>.jsonl, found none in {run_dir}"
         )
-    results = last_results(run_dir)
+    unread: list[str] = []  # results.jsonl lines that are no result (a line cut short)
+    results = last_results(run_dir, unread)
     summaries = [summary_from_log(ep, results.get(ep.episode_id)) for ep in log.episodes]
     recorded = {s.episode_id for s in summaries}
     agent = str((log.header or {}).get("agent", ""))
@@ -98,6 +99,7 @@ def load_run(
         audit=audit,
         metrics=metrics_by_agent(summaries, **options),
         skipped=list(log.skipped)
+        + unread
         + [f"{ep.episode_id}: {note}" for ep in log.episodes for note in ep.skipped],
         disclosure=disclosure_by_agent(summaries, audit, **options),
     )

@@ -60,6 +60,13 @@ def test_an_end_line_of_class_error_without_a_message_is_an_infrastructure_error
     assert "broken" not in finished_episodes(run_dir)  # a resumed run runs it again
 
 
+def test_a_results_line_that_is_no_result_is_said_in_the_report(make_run):
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False)
+    (run_dir / "results.jsonl").write_text('{"episode_id": "task-0-original-000", "ta')
+    skipped = load_run(run_dir, resamples=0).skipped
+    assert [n for n in skipped if n.startswith("results.jsonl:1: ")], skipped
+
+
 def test_audit_finds_the_original_value_in_a_recorded_action(make_run):
     run = load_run(make_run(pass_contradicted=0.5), resamples=50)
     leaks = [h for h in run.audit.hits if h.kind == "leak"]
