@@ -50,7 +50,9 @@ def import_atif_files(sources: tuple[Path, ...], out: Path, task: str | None) ->
         click.echo(f"imported  {path}")
     click.echo(
         f"\n{len(written)} episodes in {out}: `termgym tui {out}` shows them, and "
-        "`termgym run --agent replay --agent-opt episode=FILE` runs one again"
+        "`termgym run --agent replay --agent-opt episode=FILE --tasks TASK --variants VARIANT` "
+        "runs one again (TASK and VARIANT the episode's own: the replay agent refuses the "
+        "episodes of other tasks)"
     )
     if not written:
         raise SystemExit(1)
