@@ -54,6 +54,7 @@ def memorization_table(run: RunData) -> Table:
     for agent in run.metrics:
         table.add_column(shown(agent or "(unnamed)"), justify="right")
     rows = [
+        ("pass rate (possible variants)", "overall_pass_rate"),
         ("drop original → contradicted", "drop"),
         ("adaptation rate", "adaptation_rate"),
         ("stale-rule rate", "stale_rate"),

@@ -132,6 +132,8 @@ def test_report_command_prints_tables_and_writes_html_and_prometheus(make_run, t
     assert result.exit_code == 0, result.output
     assert "Pass rate per variant" in result.output
     assert "memorization index" in result.output
+    # the headline figure, as in the HTML: 12 of the 18 episodes passed
+    assert re.search(r"pass rate \(possible variants\) +│ +66\.7%", result.output)
     assert "Trace audit" in result.output
     assert (run_dir / "report.html").read_text().count("<svg") == 2
     assert "termgym_pass_rate" in prom.read_text()
