@@ -439,8 +439,11 @@ def play_command(
         found = get_task(task, paths)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from None
-    result = play(
-        found, variant=variant, seed=seed, backend=backend, record_dir=out, runtime=runtime
-    )
+    try:
+        result = play(
+            found, variant=variant, seed=seed, backend=backend, record_dir=out, runtime=runtime
+        )
+    except (TermgymError, ValueError) as exc:  # a variant or backend that cannot be had
+        raise click.ClickException(str(exc)) from None
     if result.info.get("error"):
         raise click.ClickException(f"grading failed: {result.info['error']}")
