@@ -17,8 +17,10 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     """The final info of an episode reduced to JSON-able values.
 
     Keys: task_id, variant, class, reward (the episode's score, read from its own verdict:
-    what the last step returned), passed (the episode's own rules), passed_original (the
-    shadow verdict under the authored rules), verdicts ({rule set: {passed, score}}),
+    what the last step returned), passed (the episode's own rules; False for a grader
+    error, scored 0 even when its own rule set graded and a shadow one did not),
+    passed_original (the shadow verdict under the authored rules), verdicts ({rule set:
+    {passed, score}}),
     rules_enforced, rules_changed (the enforced values differ from the authored ones, as
     the shadow verdict graded them: what `termgym.analysis` counts as shifted), stale,
     adapted, grader_error, infra_error (skip such episodes), error, episode_file,
@@ -42,7 +44,8 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
         "variant": variant,
         "class": cls,
         "reward": _reward(info, own),
-        "passed": own["passed"] if own else None,
+        # a grader error fails (reward 0), whatever its own rule set's verdict
+        "passed": False if cls == GRADER_ERROR else (own["passed"] if own else None),
         "passed_original": original["passed"] if original else None,
         "verdicts": verdicts,
         "rules_enforced": enforced,

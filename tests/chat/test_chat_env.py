@@ -168,3 +168,16 @@ def test_keystrokes_the_terminal_has_no_key_for_are_the_models_turn_not_an_excep
         assert info["verdicts"]["original"]["passed"] is False  # graded as it stood
     finally:
         chat.close()
+
+
+def test_a_grader_error_is_logged_failed_whatever_its_own_verdict() -> None:
+    # its own rule set graded and passed; the original one crashed the grader
+    info = {
+        "variant": "contradicted", "class": "grader-error", "error": "GraderError: [original]",
+        "verdicts": {
+            "contradicted": {"passed": True, "score": 1.0},
+            "original": {"passed": None, "score": None, "error": "crashed"},
+        },
+    }  # fmt: skip
+    meta = grading_metadata(info)
+    assert (meta["passed"], meta["reward"], meta["grader_error"]) == (False, 0.0, True)
