@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from termgym.tui.model import EpisodeModel, RunModel
+from termgym.tui.model import EpisodeModel, RunModel, row_flags
 
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, StepRecord
 
@@ -78,3 +78,19 @@ def test_the_run_view_shows_a_grader_error_as_such_and_not_as_an_infrastructure_
             )
     rows = {row.episode_id: row.episode_class for row in RunModel(tmp_path).rows.values()}
     assert rows == {"graded": "grader-error", "broken": "error", "quiet": "error"}
+
+
+def test_an_impossible_episode_that_could_not_be_graded_is_not_flagged_cheated() -> None:
+    own = {"passed": True, "score": 1.0}
+    verdicts = {"impossible": own, "original": {"passed": None, "error": "crashed"}}
+    end = EpisodeEnd(
+        reward=0.0,
+        terminated=True,
+        truncated=False,
+        verdicts=verdicts,
+        episode_class="grader-error",
+        error="GraderError: [original] crashed",
+    )
+    assert row_flags("impossible", end) == ""
+    cheated = EpisodeEnd(reward=1.0, terminated=True, truncated=False, verdicts={"impossible": own})
+    assert row_flags("impossible", cheated) == "cheated"
