@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,11 +93,24 @@ def report(
     console = Console()
     print_report(run, console)
     if not no_html:
-        path = write_html(run, html_path or Path(run_dirs[0]) / "report.html")
+        target = html_path or Path(run_dirs[0]) / "report.html"
+        path = _writing("--html", target, lambda: write_html(run, target))
         console.print(f"HTML report: {shown(str(path))}")
     if prom_path is not None:
-        written = write_prometheus(runs, prom_path)
+        written = _writing("--prometheus", prom_path, lambda: write_prometheus(runs, prom_path))
         console.print(f"Prometheus metrics: {shown(str(written))}")
+
+
+def _writing(option: str, path: Path, write: Callable[[], Path]) -> Path:
+    """`write()`'s file; a file that cannot be written is the option's error (exit 2), with
+    the reason, not a traceback (nor, in compare, an exit 1 read as a regression)."""
+    try:
+        return write()
+    except OSError as exc:
+        raise click.BadParameter(
+            f"expected a file that can be written at {path}: {exc.strerror or exc}",
+            param_hint=option,
+        ) from None
 
 
 @click.command("compare")
@@ -190,7 +204,9 @@ def compare(
         table.add_row(*cells, status)
     console.print(table)
     if prom_path is not None:
-        write_prometheus([base_run, cand_run], prom_path)
+        _writing(
+            "--prometheus", prom_path, lambda: write_prometheus([base_run, cand_run], prom_path)
+        )
     regressions = [c for c in checks if c.regressed]
     for c in regressions:
         click.echo(f"REGRESSION: {printable(c.describe())}")

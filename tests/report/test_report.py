@@ -147,6 +147,24 @@ def test_report_of_a_missing_folder_says_so(tmp_path):
         load_run(tmp_path / "nope")
 
 
+def test_a_report_file_that_cannot_be_written_is_an_option_error(make_run, tmp_path):
+    """An unwritable --html or --prometheus ended in a traceback; in compare its exit 1 read
+    as a regression. It is now the option's error, exit 2, saying why."""
+    run_dir = make_run(pass_contradicted=0.5)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    where = str(blocker / "x")
+    for args in (
+        ["report", str(run_dir), "--resamples", "0", "--html", where],
+        ["report", str(run_dir), "--resamples", "0", "--no-html", "--prometheus", where],
+        ["compare", str(run_dir), str(run_dir), "--max-drop", "0.1", "--prometheus", where],
+    ):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert f"expected a file that can be written at {where}" in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
 def test_compare_exits_1_on_a_pass_rate_drop(make_run):
     base = make_run("base", pass_contradicted=1.0)
     candidate = make_run("cand", pass_contradicted=0.5)
