@@ -17,6 +17,7 @@ from termgym.report._paired import PAIRINGS, paired_change
 DECISIONS = ("threshold", "bootstrap")
 _NO_EPISODES = "the candidate run has no episodes of this agent"
 _NO_BASE = "the base run has no episodes: nothing to compare the candidate with"
+_NOTHING_COMPARED = "no pass rate measured in both runs (no task and variant both ran)"
 __all__ = ["DECISIONS", "PAIRINGS", "Check", "compare_runs", "parse_fraction"]
 
 
@@ -101,8 +102,9 @@ def compare_runs(
     `max_drop`; the memorization index regresses when it rises by more than `max_rise`
     (default: `max_drop`). A candidate without counted episodes, or with none of an agent or
     a task the base has, regresses too, and so does any candidate of a base without counted
-    episodes (a gate with nothing to compare with fails). Rates are compared over the
-    (task, variant) pairs both runs have.
+    episodes, or of a base and a candidate without one pass rate both measured (a gate with
+    nothing to compare fails). Rates are compared over the (task, variant) pairs both runs
+    have.
 
     With `decision="bootstrap"`, a pass rate regresses only when, besides falling by more
     than `max_drop`, the paired bootstrap interval of its change (pairs of `paired`:
@@ -167,6 +169,7 @@ def compare_runs(
         checks.extend(scope.checks)
         metrics = [f"pass_rate[{v}]" for v in order_variants(b.pass_rate)] + ["overall_pass_rate"]
         whole, b, c = b, scope.base, scope.candidate
+        compared = False
         for name in metrics:
             # a variant the candidate lacks (on the base's tasks) shows the base's whole rate
             be = b.headline().get(name, whole.headline()[name])
@@ -178,6 +181,7 @@ def compare_runs(
                     Check(agent, name, be, ce, max_drop, False, "not measured in the candidate")
                 )
                 continue
+            compared = True
             fell = be.value - ce.value > max_drop + 1e-12
             if decision == "threshold":
                 checks.append(Check(agent, name, be, ce, max_drop, fell))
@@ -197,6 +201,10 @@ def compare_runs(
                 continue
             beyond_noise = change.high is not None and change.high < 0
             checks.append(Check(agent, name, be, ce, max_drop, fell and beyond_noise, "", change))
+        if not compared:  # a gate that compared nothing has not found the candidate sound
+            checks.append(
+                Check(agent, "pass rates", empty, empty, max_drop, True, _NOTHING_COMPARED)
+            )
         be, ce = b.memorization_index, c.memorization_index
         if be.value is not None and ce.value is not None:
             checks.append(

@@ -264,6 +264,17 @@ def test_compare_fails_when_the_base_has_nothing_to_compare_with(make_run, tmp_p
                   error="SandboxError: the sandbox died")  # fmt: skip
     [check] = compare_runs(load_run(broken, resamples=0), candidate, max_drop=0.1)
     assert check.regressed and check.note.startswith("the base has no counted episode (1 ")
+    # the base ran only a variant the candidate did not: no rate measured in both
+    only = tmp_path / "only-withheld"
+    write_episode(only, task="task-0", variant="withheld", agent="oracle", passed=True,
+                  episode_class="both")  # fmt: skip
+    other = tmp_path / "only-original"
+    write_episode(other, task="task-0", variant="original", agent="oracle", passed=True)
+    checks = compare_runs(load_run(only, resamples=0), load_run(other, resamples=0), max_drop=0.1)
+    assert [(c.metric, c.regressed) for c in checks] == [
+        ("pass_rate[withheld]", False),
+        ("pass rates", True),
+    ]
 
 
 def test_compare_rejects_a_bad_tolerance(make_run):
