@@ -40,9 +40,12 @@ class DiscreteCommands(gym.ActionWrapper):
             raise ValueError(
                 f"DiscreteCommands needs an environment in mode 'command', got {mode!r}"
             )
-        if isinstance(commands, str) or not commands:
+        if isinstance(commands, str) or not isinstance(commands, Sequence) or not commands:
+            # a set's order changes from one process to the next (str hashing), so a saved
+            # policy's indices would run other commands; a generator would be read up here
             raise ValueError(
-                f"DiscreteCommands needs a non-empty list of commands, got {commands!r}"
+                "DiscreteCommands needs a non-empty list of commands (or tuple), in the order "
+                f"of the action indices, got {commands!r}"
             )
         bad = [c for c in commands if not isinstance(c, str) or not c.strip()]
         if bad:

@@ -114,6 +114,10 @@ def test_hashed_tail_reports_exit_status_and_step_fraction(make_env) -> None:
         ([], "non-empty list of commands"),
         ("cat policy.txt", "non-empty list of commands"),
         (["ls", "  "], "non-empty strings"),
+        # a set's order changes between processes; a generator was consumed by the check,
+        # leaving the submit action alone
+        ({"cat policy.txt", "echo 100 > answer"}, "non-empty list of commands"),
+        ((c for c in COMMANDS), "non-empty list of commands"),
     ],
 )
 def test_bad_command_lists_raise_saying_what_was_expected(make_env, commands, message) -> None:
