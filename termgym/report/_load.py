@@ -89,7 +89,10 @@ def load_run(
                     run_id=log.run_id,
                 )
             )
-    audit = audit_logs(log.episodes)
+    # the audit's rates are over counted episodes, as every rate: an infrastructure error
+    # (no end line, a machinery failure) is left out of its denominators too
+    of_logs = zip(log.episodes, summaries[: len(log.episodes)], strict=True)
+    audit = audit_logs(episode for episode, s in of_logs if not s.infra_error)
     options = {"resamples": resamples, "seed": seed, "confidence": confidence}
     return RunData(
         path=run_dir,

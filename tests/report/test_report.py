@@ -67,6 +67,15 @@ def test_a_results_line_that_is_no_result_is_said_in_the_report(make_run):
     assert [n for n in skipped if n.startswith("results.jsonl:1: ")], skipped
 
 
+def test_the_audit_rates_leave_infrastructure_errors_out_as_every_rate(make_run):
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False)  # two clean episodes
+    write_episode(run_dir, task="task-0", variant="contradicted", agent="oracle", passed=False,
+                  error="SandboxError: the sandbox died")  # fmt: skip
+    run = load_run(run_dir, resamples=0)
+    assert run.metrics["oracle"].infra_errors == 1 and run.metrics["oracle"].episodes == 2
+    assert run.audit.for_agent("oracle").episodes == 2
+
+
 def test_audit_finds_the_original_value_in_a_recorded_action(make_run):
     run = load_run(make_run(pass_contradicted=0.5), resamples=50)
     leaks = [h for h in run.audit.hits if h.kind == "leak"]
