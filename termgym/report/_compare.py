@@ -27,7 +27,8 @@ class Check:
 
     Attributes:
         agent: The agent compared ("base -> candidate" when the names differ).
-        metric: "pass_rate[<variant>]", "overall_pass_rate" or "memorization_index".
+        metric: "pass_rate[<variant>]", "overall_pass_rate" or "memorization_index"; or what
+            a check of the runs' scope is about: "episodes", "tasks", "pass rates".
         base: The base run's estimate.
         candidate: The candidate run's estimate.
         limit: The largest change tolerated in the bad direction.
