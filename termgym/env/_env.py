@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -119,6 +120,15 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             raise ValueError(
                 "expected record_dir or recorder, not both: record_dir records each episode "
                 "with an EpisodeWriter in that run folder, recorder makes each episode's own"
+            )
+        if record_dir is not None and not isinstance(record_dir, str | os.PathLike):
+            raise ValueError(
+                f"record_dir: expected a folder path (str or Path), found {record_dir!r}"
+            )
+        if recorder is not None and not callable(recorder):
+            raise ValueError(
+                "recorder: expected a function of an episode's EpisodeHeader returning its "
+                f"Recorder, found {recorder!r}"
             )
         self.render_mode = render_mode
         self.options = EpisodeOptions.build(

@@ -65,3 +65,19 @@ def test_a_reset_seed_option_that_is_no_int_says_what_was_expected(seed: Any) ->
             env.reset(options={"seed": seed})
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"record_dir": 5}, r"record_dir: expected a folder path \(str or Path\), found 5"),
+        ({"recorder": 5}, r"recorder: expected a function of an episode's EpisodeHeader"),
+    ],
+)
+def test_a_recording_option_of_the_wrong_kind_is_refused_when_the_env_is_made(
+    options: dict[str, Any], expected: str
+) -> None:
+    """Before, record_dir=5 failed inside pathlib, and recorder=5 only at the first reset
+    ('int' object is not callable)."""
+    with pytest.raises(ValueError, match=expected):
+        termgym.make("fuel-planner", backend="bwrap", **options)
