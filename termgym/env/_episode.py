@@ -300,10 +300,14 @@ class Episode:
                 episode._give_back()
                 raise
             screen.feed(episode.opening)
-        if options.recorder is not None:
-            episode.writer = options.recorder(episode.header())
-        elif options.record_dir is not None:
-            episode.writer = EpisodeWriter(options.record_dir, episode.header())
+        try:  # a recorder that cannot start (an id already recorded, a folder not writable)
+            if options.recorder is not None:
+                episode.writer = options.recorder(episode.header())
+            elif options.record_dir is not None:
+                episode.writer = EpisodeWriter(options.record_dir, episode.header())
+        except BaseException:
+            episode._give_back()  # or the sandbox ran on, unused, until the env closed
+            raise
         return episode
 
     @property

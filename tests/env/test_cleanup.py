@@ -173,3 +173,34 @@ def test_envs_keep_cleaning_up_after_the_pools_were_closed(base_image: str, run_
     env.close()
     close_all_pools()
     assert containers_of(run_id) == []
+
+
+def test_a_reset_whose_recording_cannot_start_gives_its_sandbox_back(
+    base_image: str, run_id: str, tmp_path: Path
+) -> None:
+    """A reset whose recorder failed (an episode id already recorded, a bad one, a recorder
+    that raised) left the sandbox it had taken running, unused, until the env closed: one
+    more container per failed reset."""
+
+    def refusing(header):
+        raise RuntimeError("the trainer's buffer is full")
+
+    recorded = termgym.make("text-report", run_id=run_id, pool_size=0, record_dir=tmp_path)
+    refused = termgym.make("text-report", run_id=run_id, pool_size=0, recorder=refusing)
+    try:
+        recorded.reset(seed=0, options={"episode_id": "e-1"})
+        recorded.step(termgym.SUBMIT)
+        for env, episode_id, error in [
+            (recorded, "e-1", "expected a new episode id"),
+            (recorded, "a/b", "episode_id must be a plain file name"),
+            (refused, "e-2", "the trainer's buffer is full"),
+        ]:
+            with pytest.raises(Exception, match=error):
+                env.reset(seed=0, options={"episode_id": episode_id})
+        deadline = time.monotonic() + 120
+        while containers_of(run_id) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert containers_of(run_id) == []  # every sandbox given back and stopped (pool 0)
+    finally:
+        recorded.close()
+        refused.close()
