@@ -110,7 +110,7 @@ def _class_table(run: RunData) -> str:
     rows = []
     for agent, m in run.metrics.items():
         for variant, counts in m.class_counts.items():
-            if variant == "original" or not any(counts.values()):
+            if not any(counts.values()):  # an original episode has a class only when not graded
                 continue
             cells = "".join(
                 f'<td class="num" style="border-left:4px solid {CLASS_COLORS[c]}">{counts[c]}</td>'

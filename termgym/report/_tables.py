@@ -88,7 +88,7 @@ def class_table(run: RunData) -> Table:
         table.add_column(f"[{CLASS_STYLES[c]}]{c}[/]", justify="right")
     for agent, m in run.metrics.items():
         for variant, counts in m.class_counts.items():
-            if variant != "original" and any(counts.values()):
+            if any(counts.values()):  # an original episode has a class only when not graded
                 table.add_row(
                     shown(agent or "(unnamed)"),
                     shown(variant),

@@ -76,6 +76,20 @@ def test_the_audit_rates_leave_infrastructure_errors_out_as_every_rate(make_run)
     assert run.audit.for_agent("oracle").episodes == 2
 
 
+def test_the_class_tables_show_grader_errors_of_original_episodes(make_run, tmp_path):
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False)
+    write_episode(run_dir, task="task-0", variant="original", agent="oracle", passed=False,
+                  episode_class="grader-error")  # fmt: skip
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        main, ["report", str(run_dir), "--resamples", "0", "--html", str(tmp_path / "r.html")]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "│ original " in line]
+    assert any(re.search(r"│ +0 │ +0 │ +0 │ +0 │ +1 │", row) for row in rows), rows
+    page = (tmp_path / "r.html").read_text()
+    assert "<td>oracle</td><td>original</td>" in page
+
+
 def test_audit_finds_the_original_value_in_a_recorded_action(make_run):
     run = load_run(make_run(pass_contradicted=0.5), resamples=50)
     leaks = [h for h in run.audit.hits if h.kind == "leak"]
