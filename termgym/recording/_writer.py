@@ -78,15 +78,26 @@ class EpisodeWriter:
         name = _safe_name(header.episode_id)
         self.header = header
         episodes = Path(run_dir) / "episodes"
-        episodes.mkdir(parents=True, exist_ok=True)
         self.jsonl_path = episodes / f"{name}.jsonl"
         self.cast_path = episodes / f"{name}.cast"
         try:
+            episodes.mkdir(parents=True, exist_ok=True)
             self._jsonl = open(self.jsonl_path, "xb")  # noqa: SIM115 - kept open for the episode
-            self._cast = open(self.cast_path, "xb")  # noqa: SIM115
         except FileExistsError as exc:
             raise RecordingError(
                 f"expected a new episode id in {episodes}; found {exc.filename} already there"
+            ) from exc
+        except OSError as exc:
+            raise RecordingError(
+                f"expected a run folder that can be written at {run_dir}: {exc}"
+            ) from exc
+        try:
+            self._cast = open(self.cast_path, "xb")  # noqa: SIM115
+        except OSError as exc:
+            self._jsonl.close()
+            self.jsonl_path.unlink()  # made empty just now: no half an episode left behind
+            raise RecordingError(
+                f"expected a new, writable {self.cast_path} beside {self.jsonl_path}: {exc}"
             ) from exc
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._steps = 0

@@ -82,6 +82,24 @@ def test_episode_ids_that_are_not_plain_names_are_refused(tmp_path: Path) -> Non
         EpisodeWriter(tmp_path, make_header("../escape"))
 
 
+def test_a_run_folder_that_cannot_be_written_is_a_recording_error(tmp_path: Path) -> None:
+    """It raised the OS's FileNotFoundError or NotADirectoryError, which `termgym run` and
+    the env's callers do not take for a recording failure."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(RecordingError, match=r"expected a run folder that can be written at"):
+        EpisodeWriter(blocker / "run", make_header())
+
+
+def test_a_cast_already_there_leaves_no_half_made_episode_open(tmp_path: Path) -> None:
+    (tmp_path / "episodes").mkdir()
+    header = make_header()
+    (tmp_path / "episodes" / f"{header.episode_id}.cast").write_text("")
+    with pytest.raises(RecordingError, match=r"expected a new, writable .*\.cast"):
+        EpisodeWriter(tmp_path, header)
+    assert not (tmp_path / "episodes" / f"{header.episode_id}.jsonl").exists()
+
+
 def test_steps_after_the_end_are_refused(tmp_path: Path) -> None:
     writer = EpisodeWriter(tmp_path, make_header())
     writer.end(EpisodeEnd(reward=0.0, terminated=True, truncated=False))
