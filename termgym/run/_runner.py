@@ -11,7 +11,7 @@ from pathlib import Path
 
 from termgym._version import __version__
 from termgym._vocabulary import Variant
-from termgym.agents import check_agent
+from termgym.agents import check_agent, make_agent
 from termgym.env import PoolLease, close_all_pools
 from termgym.errors import RecordingError, TaskError
 from termgym.recording import append_result, export_episode, write_run_header
@@ -155,7 +155,10 @@ class Runner:
         """Refuse, before any episode is planned or recorded, an agent, an agent option or a
         backend that would fail every episode the same way (counted as infrastructure
         errors, each retried, were they found in the episodes)."""
-        check_agent(self.config.agent, **self.config.agent_options)
+        if self.config.ray:  # the workers build it, from files and settings of their own
+            check_agent(self.config.agent, **self.config.agent_options)
+        else:  # built once, as each episode builds it: its own checks run too (a model name)
+            make_agent(self.config.agent, **self.config.agent_options)
         if self.config.backend is not None:
             sandbox_spec(self.config.backend)
 

@@ -277,6 +277,11 @@ def test_a_name_that_is_no_variant_is_refused_when_the_run_is_made(tmp_path: Pat
             r"agent 'llm' option 'probe': expected bool, found 'maybe'",
         ),
         ({"agent": "oracle", "backend": "dockr"}, r"got 'dockr'. Did you mean 'docker'\?"),
+        ({"agent": "llm"}, r"llm: expected a model name \(option model or \$TERMGYM_LLM_MODEL\)"),
+        (
+            {"agent": "replay", "agent_options": {"episode": "/nonexistent/e.jsonl"}},
+            r"replay: expected an episode recording \(.jsonl\), found no file",
+        ),
         (
             {"agent": "oracle", "variants": ("impossible",)},
             r"no episode to run: expected a task among fuel-planner that offers one of the "
@@ -285,9 +290,11 @@ def test_a_name_that_is_no_variant_is_refused_when_the_run_is_made(tmp_path: Pat
     ],
 )
 def test_a_run_that_would_fail_every_episode_alike_is_refused_before_any_starts(
-    tmp_path: Path, options: dict, expected: str
+    tmp_path: Path, options: dict, expected: str, monkeypatch
 ) -> None:
     from termgym.errors import TermgymError
+
+    monkeypatch.delenv("TERMGYM_LLM_MODEL", raising=False)
 
     out = tmp_path / "run"
     config = RunConfig(**{"tasks": ("fuel-planner",), "out": out, **options})
