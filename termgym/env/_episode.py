@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -75,6 +76,8 @@ def sandbox_config(
         workdir=task.spec.workdir,
         network=limits.network,
         memory_mb=limits.memory_mb,
+        # docker refuses a CPU limit above the host's cores; the task gets all of them then
+        cpus=min(limits.cpus, float(os.cpu_count() or 1)),
         disk_mb=limits.disk_mb,
         labels=labels,
         runtime=runtime,

@@ -12,7 +12,7 @@ from termgym.importing._harbor import is_harbor
 from termgym.importing._model import Format
 from termgym.importing._tb import is_tb
 
-CONVERTER_VERSION = "2"
+CONVERTER_VERSION = "3"
 """Bumped when a conversion would come out differently: old cache entries are not reused."""
 
 

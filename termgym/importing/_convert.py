@@ -411,6 +411,7 @@ def _spec(
             "max_steps": 500,
             "network": task.network,
             "memory_mb": task.memory_mb,
+            "cpus": task.cpus,
             "disk_mb": task.disk_mb,
             "capabilities": "default",
         },

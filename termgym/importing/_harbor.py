@@ -36,6 +36,14 @@ def _number(table: dict[str, Any], key: str, default: float, source: Path, where
     return float(value)
 
 
+def _cpus(environment: dict[str, Any], source: Path) -> float:
+    """`[environment].cpus` (Harbor's default: 1), the cores its container may use."""
+    value = environment.get("cpus", 1)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise TaskSpecError(f"{source}: [environment].cpus: expected cores > 0, found {value!r}")
+    return float(value)
+
+
 def _size(environment: dict[str, Any], keys: tuple[str, str], default: int, source: Path) -> int:
     """Megabytes of `[environment]`'s first key of `keys` there (`memory_mb = 2048`, or the
     legacy `memory = "2G"`), else `default`."""
@@ -112,6 +120,7 @@ def read_harbor(folder: Path) -> ForeignTask:
         test_timeout=_number(verifier, "timeout_sec", 600.0, source, "[verifier]"),
         build_timeout=_number(environment, "build_timeout_sec", 600.0, source, "[environment]"),
         memory_mb=memory,
+        cpus=_cpus(environment, source),
         disk_mb=disk,
         network=bool(environment.get("allow_internet", True)),
         verifier_env={str(k): str(v) for k, v in env.items()},

@@ -34,7 +34,8 @@ class ForeignTask:
             solution.yaml's keystrokes replayed through tmux).
         solution_name: The file the oracle came from (for overlays and messages).
         agent_timeout, test_timeout, build_timeout: Seconds.
-        memory_mb, network: Limits the task asks for.
+        memory_mb, cpus, network: Limits the task asks for (Harbor's `cpus`; 1 where it
+            asks for none, as Harbor's default).
         disk_mb: The disk it asks for (Harbor's `storage_mb`, or the legacy `storage =
             "10G"`); DISK_MB where it asks for none (Terminal-Bench's task.yaml cannot).
         same_shell: TB's run_tests_in_same_shell.
@@ -58,6 +59,7 @@ class ForeignTask:
     test_timeout: float
     build_timeout: float
     memory_mb: int = 2048
+    cpus: float = 1.0
     disk_mb: int = DISK_MB
     network: bool = False
     same_shell: bool = False

@@ -200,6 +200,8 @@ class Limits(BaseModel):
     max_steps: int = Field(default=50, gt=0)
     network: bool = False
     memory_mb: int = Field(default=1024, gt=0)
+    cpus: float = Field(default=1.0, gt=0)
+    """CPU cores the sandbox may use (fractional; at most the host's, as docker allows)."""
     disk_mb: int = Field(default=1024, ge=16)
     work_files: int = Field(default=100_000, gt=0)
     """Files, folders and links the agent's work (the workdir and `grading.state`) may hold

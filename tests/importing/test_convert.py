@@ -104,6 +104,30 @@ def test_the_disk_a_harbor_task_declares_is_the_disk_it_gets(
     assert load_task(done.folder).spec.limits.disk_mb == disk_mb
 
 
+@pytest.mark.parametrize(("declared", "cpus"), [("cpus = 4", 4.0), ("", 1.0)], ids=["4", "none"])
+def test_the_cores_a_harbor_task_declares_are_the_cores_it_gets(
+    tmp_path: Path, copy, declared: str, cpus: float
+) -> None:
+    """Harbor gives the container `[environment] cpus` cores (compose's `cpus` limit; five
+    of Terminal-Bench 2.0's tasks declare 2 or 4: compilers, Stan); termgym gave every
+    imported task one, so a build-heavy task ran at a quarter of its speed against its
+    timeout. Past the host's cores, the sandbox gets all of them (docker refuses more)."""
+    from termgym.env._episode import sandbox_config
+
+    source = copy(HARBOR)
+    toml = source / "task.toml"
+    text = toml.read_text().replace("cpus = 1\n", "")  # the fixture's own
+    toml.write_text(text.replace("[environment]\n", f"[environment]\n{declared}\n"))
+    assert read_foreign(source).cpus == cpus
+    (done,) = import_tasks([source], tmp_path / "out", "harbor").converted
+    task = load_task(done.folder)
+    assert task.spec.limits.cpus == cpus
+    assert sandbox_config(task, image="x").cpus == min(cpus, float(os.cpu_count() or 1))
+    toml.write_text(text.replace("[environment]\n", '[environment]\ncpus = "lots"\n'))
+    with pytest.raises(TaskSpecError, match=r"\[environment\]\.cpus: expected cores > 0"):
+        read_foreign(source)
+
+
 def test_ids_are_normalized_and_the_original_kept(tmp_path: Path, copy) -> None:
     source = copy(TB, "Weird_Task.Name")
     report = import_tasks([source], tmp_path / "out", "terminal-bench")
