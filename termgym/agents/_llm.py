@@ -109,6 +109,20 @@ class LLMAgent:
             raise AgentError(
                 f"llm: protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}"
             )
+        for option, value, least in (
+            ("timeout", timeout, None),
+            ("max_retries", max_retries, 0),
+            ("max_output_chars", max_output_chars, 1),
+            ("max_history_chars", max_history_chars, 1),
+            ("format_retries", format_retries, 0),
+            ("max_tokens", 1 if max_tokens is None else max_tokens, 1),
+        ):
+            if least is None and not (isinstance(value, int | float) and value > 0):
+                raise AgentError(f"llm: {option}: expected seconds > 0, got {value!r}")
+            if least is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < least
+            ):
+                raise AgentError(f"llm: {option}: expected an int >= {least}, got {value!r}")
         self.model = model or os.environ.get("TERMGYM_LLM_MODEL", "")
         if not self.model:
             raise AgentError("llm: expected a model name (option model or $TERMGYM_LLM_MODEL)")

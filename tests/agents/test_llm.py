@@ -187,3 +187,24 @@ def test_probe_is_asked_on_the_last_allowed_step_too(chat_server):
     assert agent.act({"output": "", "exit_code": -1}) == "ls"
     assert agent.transcript()[-1]["role"] == "probe"
     assert agent.transcript()[-1]["content"] == "I followed the policy file."
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("timeout", "0", r"timeout: expected seconds > 0, got 0\.0"),
+        ("max_retries", "-1", r"max_retries: expected an int >= 0, got -1"),
+        ("max_output_chars", "0", r"max_output_chars: expected an int >= 1, got 0"),
+        ("max_history_chars", "0", r"max_history_chars: expected an int >= 1, got 0"),
+        ("format_retries", "-1", r"format_retries: expected an int >= 0, got -1"),
+        ("max_tokens", "0", r"max_tokens: expected an int >= 1, got 0"),
+    ],
+)
+def test_a_numeric_option_that_cannot_work_is_refused_when_the_agent_is_made(
+    option: str, value: str, expected: str
+) -> None:
+    """Before, each was taken: timeout 0 timed every request out, max_tokens 0 was sent to
+    the endpoint (an HTTP 400 per step), format_retries -1 failed the first reply without
+    an action, max_output_chars 0 showed the model no output at all."""
+    with pytest.raises(AgentError, match=expected):  # as --agent-opt passes it: a str
+        make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", **{option: value})
