@@ -36,6 +36,76 @@ def _number(table: dict[str, Any], key: str, default: float, source: Path, where
     return float(value)
 
 
+_KNOWN: dict[str, frozenset[str]] = {
+    "": frozenset({"version", "schema_version", "task", "metadata", "verifier", "agent",
+                   "environment", "solution", "source"}),
+    "environment": frozenset({"build_timeout_sec", "docker_image", "cpus", "memory_mb",
+                              "memory", "storage_mb", "storage", "gpus", "gpu_types",
+                              "allow_internet", "network_mode", "allowed_hosts", "mcp_servers",
+                              "env", "skills_dir", "healthcheck"}),
+    "agent": frozenset({"timeout_sec", "user", "network_mode", "allowed_hosts"}),
+    "verifier": frozenset({"timeout_sec", "env", "user", "network_mode", "allowed_hosts"}),
+    "solution": frozenset({"env"}),
+}  # fmt: skip
+"""The keys of Harbor's task.toml model; others are ignored by Harbor too, and noted here."""
+_NOT_HONOURED = {
+    ("environment", "env"): "its variables are not set in the sandbox (values are often "
+    "${HOST_SECRET} references, and nothing of the host's environment reaches a sandbox)",
+    ("solution", "env"): "the oracle runs without these variables",
+    ("agent", "user"): "the agent runs as root",
+    ("verifier", "user"): "the tests run as termgym's verifier runs them",
+    ("environment", "healthcheck"): "the episode starts without waiting for it",
+    ("environment", "mcp_servers"): "no MCP server is given to the agent",
+    ("environment", "skills_dir"): "its skills are not given to the agent",
+}
+"""Keys termgym reads but cannot honour: a task that sets one is approximate, saying how."""
+
+
+def _unhonoured(data: dict[str, Any]) -> list[str]:
+    """How the task differs here for each key it sets that termgym ignores or knows not."""
+    notes = []
+    unknown = [k for k in data if k not in _KNOWN[""]]
+    for table in ("environment", "agent", "verifier", "solution"):
+        values = data.get(table, {})
+        unknown += [f"[{table}].{k}" for k in values if k not in _KNOWN[table]]
+        for (where, key), how in _NOT_HONOURED.items():
+            if where == table and values.get(key) not in (None, "", [], {}, "root", 0):
+                notes.append(f"[{table}].{key} = {values[key]!r}: {how}")
+    if unknown:
+        notes.append(
+            f"keys Harbor's task.toml does not define are ignored: {', '.join(unknown)} "
+            "(a newer Harbor may give them a meaning)"
+        )
+    return notes
+
+
+def _network(
+    environment: dict[str, Any], agent: dict[str, Any], source: Path
+) -> tuple[bool, list[str]]:
+    """Whether the agent's sandbox has a network, as Harbor decides it: the agent's own
+    `network_mode` (or `allowed_hosts`), else the environment's, else `allow_internet`;
+    an allowlist has the whole network here, noted as approximate."""
+    for where, table in (("[agent]", agent), ("[environment]", environment)):
+        mode, hosts = table.get("network_mode"), table.get("allowed_hosts") or []
+        if mode is None and not hosts:
+            continue
+        mode = mode or "allowlist"
+        if mode == "public":
+            return True, []
+        if mode == "no-network":
+            return False, []
+        if mode == "allowlist":
+            return True, [
+                f"{where}.network_mode = 'allowlist' ({', '.join(map(str, hosts))}): the "
+                "sandbox has the whole network, not only those hosts"
+            ]
+        raise TaskSpecError(
+            f"{source}: {where}.network_mode: expected 'public', 'no-network' or "
+            f"'allowlist', found {mode!r}"
+        )
+    return bool(environment.get("allow_internet", True)), []
+
+
 def _cpus(environment: dict[str, Any], source: Path) -> float:
     """`[environment].cpus` (Harbor's default: 1), the cores its container may use."""
     value = environment.get("cpus", 1)
@@ -97,7 +167,9 @@ def read_harbor(folder: Path) -> ForeignTask:
     env = verifier.get("env", {})
     if not isinstance(env, dict):
         raise TaskSpecError(f"{source}: [verifier.env]: expected a table, found {env!r}")
-    approximate = []
+    _table(data, "solution", source)
+    network, approximate = _network(environment, agent, source)
+    approximate += _unhonoured(data)
     if environment.get("gpus"):
         approximate.append(f"[environment].gpus = {environment['gpus']}: no GPU is given")
     return ForeignTask(
@@ -122,7 +194,7 @@ def read_harbor(folder: Path) -> ForeignTask:
         memory_mb=memory,
         cpus=_cpus(environment, source),
         disk_mb=disk,
-        network=bool(environment.get("allow_internet", True)),
+        network=network,
         verifier_env={str(k): str(v) for k, v in env.items()},
         author=" ".join(str(meta.get(k, "")) for k in ("author_name", "author_email")).strip(),
         difficulty=str(meta.get("difficulty", "")),

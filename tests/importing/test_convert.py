@@ -128,6 +128,48 @@ def test_the_cores_a_harbor_task_declares_are_the_cores_it_gets(
         read_foreign(source)
 
 
+@pytest.mark.parametrize(
+    ("declared", "network", "noted"),
+    [
+        ('network_mode = "no-network"', False, ""),
+        ("allow_internet = false", False, ""),
+        ('network_mode = "public"\nallow_internet = false', True, ""),
+        ('allowed_hosts = ["pypi.org"]', True, "the whole network, not only those hosts"),
+        ("", True, ""),
+    ],
+    ids=["no-network", "allow_internet", "mode-first", "allowlist", "none"],
+)
+def test_the_network_a_harbor_task_declares_is_the_network_it_gets(
+    tmp_path: Path, copy, declared: str, network: bool, noted: str
+) -> None:
+    """Harbor's `network_mode` (which its newer tasks use in place of `allow_internet`)
+    decides the agent's network: `no-network` was ignored, and such a task had one."""
+    source = copy(HARBOR)
+    toml = source / "task.toml"
+    toml.write_text(toml.read_text().replace("[environment]\n", f"[environment]\n{declared}\n"))
+    task = read_foreign(source)
+    assert task.network is network
+    notes = [a for a in task.approximate if "network" in a]
+    assert noted in notes[0] if noted else not notes
+
+
+def test_harbor_keys_termgym_cannot_honour_or_does_not_know_are_noted(tmp_path: Path, copy) -> None:
+    """A key Harbor acts on that termgym does not ([solution.env], [agent].user ...) or one
+    Harbor's model does not define was dropped without a word; each is now in
+    provenance.approximate, and the task still imports."""
+    source = copy(HARBOR)
+    toml = source / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("[agent]\n", '[agent]\nuser = "agent"\n')
+        + '\n[solution.env]\nSEED = "7"\n[extras]\nx = 1\n'
+    )
+    (done,) = import_tasks([source], tmp_path / "out", "harbor").converted
+    approximate = "\n".join(done.approximate)
+    assert "[agent].user = 'agent': the agent runs as root" in approximate
+    assert "[solution].env = {'SEED': '7'}: the oracle runs without" in approximate
+    assert "does not define are ignored: extras" in approximate
+
+
 def test_ids_are_normalized_and_the_original_kept(tmp_path: Path, copy) -> None:
     source = copy(TB, "Weird_Task.Name")
     report = import_tasks([source], tmp_path / "out", "terminal-bench")
