@@ -9,7 +9,7 @@ from typing import Any
 
 from termgym.errors import ImportRefused, TaskSpecError
 from termgym.importing._compose import check_compose
-from termgym.importing._model import DISK_MB, ForeignTask, parse_memory
+from termgym.importing._model import HARBOR_DISK_MB, ForeignTask, parse_memory
 from termgym.importing._solution import with_solution_folder
 
 HARBOR_FILES = ("task.toml", "instruction.md")
@@ -150,7 +150,7 @@ def read_harbor(folder: Path) -> ForeignTask:
     agent = _table(data, "agent", source)
     environment = _table(data, "environment", source)
     memory = _size(environment, ("memory_mb", "memory"), 2048, source)
-    disk = _size(environment, ("storage_mb", "storage"), DISK_MB, source)
+    disk = _size(environment, ("storage_mb", "storage"), HARBOR_DISK_MB, source)
     env_dir = folder / "environment"
     check_compose(env_dir / "docker-compose.yaml", folder.name)
     dockerfile = env_dir / "Dockerfile"

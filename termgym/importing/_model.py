@@ -13,7 +13,9 @@ FORMATS: dict[str, Format] = {"tb": "terminal-bench", "harbor": "harbor"}
 
 
 DISK_MB = 4096
-"""The disk an imported task gets when it declares none (termgym's `limits.disk_mb`)."""
+"""The disk an imported Terminal-Bench task gets (its task.yaml cannot declare one)."""
+HARBOR_DISK_MB = 10240
+"""The disk a Harbor task gets when it declares none: Harbor's own default `storage_mb`."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class ForeignTask:
         memory_mb, cpus, network: Limits the task asks for (Harbor's `cpus`; 1 where it
             asks for none, as Harbor's default).
         disk_mb: The disk it asks for (Harbor's `storage_mb`, or the legacy `storage =
-            "10G"`); DISK_MB where it asks for none (Terminal-Bench's task.yaml cannot).
+            "10G"`, else Harbor's default HARBOR_DISK_MB); DISK_MB for Terminal-Bench's,
+            whose task.yaml cannot ask for any.
         same_shell: TB's run_tests_in_same_shell.
         verifier_env: Harbor's [verifier.env].
         author, difficulty, category, tags: Provenance.

@@ -85,7 +85,7 @@ def test_harbor_quirks_are_accepted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("declared", "disk_mb"),
-    [("storage_mb = 20480", 20480), ('storage = "10G"', 10240), ("", 4096)],
+    [("storage_mb = 20480", 20480), ('storage = "5G"', 5120), ("", 10240)],
     ids=["storage_mb", "legacy-storage", "none"],
 )
 def test_the_disk_a_harbor_task_declares_is_the_disk_it_gets(
@@ -93,7 +93,8 @@ def test_the_disk_a_harbor_task_declares_is_the_disk_it_gets(
 ) -> None:
     """Harbor's `[environment] storage_mb` (Terminal-Bench 2.0's tasks declare 10 to 20 GB:
     model weights, toolchains) is the imported task's `limits.disk_mb`; every task got 4096
-    before, and one that needed more failed on termgym alone."""
+    before, and one that needed more failed on termgym alone. One that declares none gets
+    Harbor's default, 10240 (it got 4096, termgym's default for Terminal-Bench's)."""
     source = copy(HARBOR)
     toml = source / "task.toml"
     text = toml.read_text().replace('storage = "10G"\n', "")  # the fixture's own
