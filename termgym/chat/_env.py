@@ -67,7 +67,7 @@ class ChatEnv:
         self.env = env
         self.budget = budget if budget is not None else ObservationBudget()
         self._system_prompt = system_prompt
-        self._max_turns = max_turns
+        self.max_turns = max_turns
         self.offers_tools = tools
         self.messages: list[Message] = []
         self._at_step: dict[int, int] = {}
@@ -93,6 +93,12 @@ class ChatEnv:
 
     @max_turns.setter
     def max_turns(self, value: int | None) -> None:
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValueError(
+                f"max_turns: expected an int >= 1 (or None: the task's step budget), got {value!r}"
+            )
         self._max_turns = value
 
     @property

@@ -181,3 +181,19 @@ def test_a_grader_error_is_logged_failed_whatever_its_own_verdict() -> None:
     }  # fmt: skip
     meta = grading_metadata(info)
     assert (meta["passed"], meta["reward"], meta["grader_error"]) == (False, 0.0, True)
+
+
+@pytest.mark.parametrize("turns", [0, -1, 2.5, "3"])
+def test_a_turn_budget_that_cannot_work_is_refused(cargo: str, turns) -> None:
+    """max_turns=0 silently became the task's step budget, and -1 was taken."""
+    env = termgym.make(cargo, backend="bwrap", pool_size=0)
+    try:
+        with pytest.raises(ValueError, match=r"max_turns: expected an int >= 1 \(or None"):
+            ChatEnv(env, max_turns=turns)
+        chat = ChatEnv(env)
+        with pytest.raises(ValueError, match=r"max_turns: expected an int >= 1"):
+            chat.max_turns = turns
+        chat.max_turns = None
+        assert chat.max_turns == env.options.max_steps
+    finally:
+        env.close()
