@@ -281,6 +281,11 @@ def parse_message(
     """
     if isinstance(message, str):
         return parse_text(_THINK.sub("", message), mode, tools=tools)
+    if not isinstance(message, Mapping):
+        raise TypeError(
+            "parse_message reads the model's text or an assistant message dict (ChatEnv.step "
+            f"also takes an OpenAI message object); got {type(message).__name__}"
+        )
     calls = list(message.get("tool_calls") or [])
     if not calls:
         return parse_text(split_reasoning(message)[0], mode, tools=tools)

@@ -186,3 +186,10 @@ def test_a_conflict_is_reported_by_its_tool_a_written_call_or_a_keyword_line() -
     assert "reason" in (parse_message({"tool_calls": [call("report_conflict", {})]}).error or "")
     # a block wins over a keyword line, as for SUBMIT: the command runs
     assert parse_text("REPORT_CONFLICT: maybe\n```bash\nls\n```").action == "ls"
+
+
+@pytest.mark.parametrize("message", [None, 5, ["SUBMIT"]])
+def test_a_reply_that_is_neither_text_nor_a_message_dict_says_what_was_expected(message) -> None:
+    """It failed with AttributeError ('NoneType' object has no attribute 'get')."""
+    with pytest.raises(TypeError, match=r"the model's text or an assistant message dict"):
+        parse_message(message)
