@@ -43,12 +43,26 @@ def read_foreign(folder: Path, fmt: Format | None = None) -> ForeignTask:
             None: "a Terminal-Bench (task.yaml, run-tests.sh) or Harbor (task.toml, "
             "instruction.md) task",
         }[fmt]
-        raise TaskError(f"{folder}: expected {expected}, found {found or 'neither'}")
+        present = [n for n in _MARKERS if (folder / n).is_file()]
+        what = found or (f"only {', '.join(present)}" if present else "neither")
+        raise TaskError(f"{folder}: expected {expected}, found {what}")
     return read_harbor(folder) if fmt == "harbor" else read_tb(folder)
 
 
+_MARKERS = ("task.toml", "instruction.md", "task.yaml", "run-tests.sh")
+"""Files of a Terminal-Bench or Harbor task (a termgym task has a task.yaml too)."""
+
+
+def _partial(folder: Path) -> bool:
+    """Whether `folder` holds part of a foreign task (a Harbor or Terminal-Bench file
+    without the rest): it is read, so that its refusal says what it lacks."""
+    return any((folder / name).is_file() for name in _MARKERS if name != "task.yaml")
+
+
 def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
-    """Each source that is a task folder, else its children that are."""
+    """Each source that is a task folder, else its children that are; a folder holding part
+    of a task (task.toml without instruction.md ...) is one too, so that reading it says what
+    it lacks instead of leaving it out unsaid."""
     out: list[Path] = []
     for source in sources:
         if not source.is_dir():
@@ -56,13 +70,22 @@ def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
                 f"expected a task folder or a folder of tasks at {source}, found "
                 f"{'a file' if source.exists() else 'nothing'}"
             )
-        if detect(source):
+        if detect(source) or _partial(source):
             out.append(source)
             continue
-        children = [c for c in sorted(source.iterdir()) if c.is_dir() and detect(c)]
+        children = [
+            c for c in sorted(source.iterdir()) if c.is_dir() and (detect(c) or _partial(c))
+        ]
         if not children:
-            what = fmt or "Terminal-Bench or Harbor"
-            raise TaskError(f"expected {source} to be a {what} task or to hold some, found none")
+            what = {
+                "terminal-bench": "Terminal-Bench task (task.yaml, run-tests.sh)",
+                "harbor": "Harbor task (task.toml, instruction.md)",
+                None: "Terminal-Bench (task.yaml, run-tests.sh) or Harbor (task.toml, "
+                "instruction.md) task",
+            }[fmt]
+            raise TaskError(
+                f"expected {source} to be a {what} or to hold such task folders, found none"
+            )
         out.extend(children)
     return out
 

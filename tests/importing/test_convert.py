@@ -396,8 +396,27 @@ def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
 
 
 def test_a_folder_without_tasks_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(TaskError, match="to be a harbor task or to hold some"):
+    (tmp_path / "docs").mkdir()
+    with pytest.raises(TaskError, match=r"to be a Harbor task \(task.toml, instruction.md\) or"):
         import_tasks([tmp_path], tmp_path / "out", "harbor")
+
+
+def test_a_task_folder_missing_a_file_is_refused_saying_what_it_lacks(tmp_path: Path, copy) -> None:
+    """A task of a collection without its task.toml (or instruction.md) was left out of the
+    import without a word, as if it were not a task; alone, it was 'holds no task'. It is
+    refused now, naming the file it lacks, beside the tasks that import."""
+    good = copy(HARBOR)
+    broken = copy(HARBOR, "no-toml")
+    (broken / "task.toml").unlink()
+    report = import_tasks([good.parent], tmp_path / "out", "harbor")
+    assert [c.task_id for c in report.converted] == ["harbor-weight-limit"]
+    ((folder, why),) = report.refused
+    assert folder == broken
+    assert why.endswith("expected task.toml and instruction.md, found only instruction.md")
+    (broken / "instruction.md").unlink()
+    (broken / "task.toml").write_text("")
+    alone = import_tasks([broken], tmp_path / "out2", "harbor")
+    assert "expected task.toml and instruction.md, found only task.toml" in alone.refused[0][1]
 
 
 def test_tests_that_reach_a_service_from_a_shell_script_grade_live(tmp_path: Path, copy) -> None:
