@@ -162,6 +162,13 @@ def recovery(
     )
 
 
+def _whole(value: object, where: str) -> int:
+    """`value` as the int a log line must give there (JSON's 3, not "3", 3.5 or true)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where}: expected an int, found {value!r}")
+    return value
+
+
 def read_training_log(
     path: str | Path, switch_at: int | None = None, condition: str | None = None
 ) -> TrainingLog:
@@ -189,7 +196,7 @@ def read_training_log(
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object, found {line[:60]!r}")
         if "switch_at" in record:
-            recorded_switch = int(record["switch_at"])
+            recorded_switch = _whole(record["switch_at"], f"{path}:{number}: switch_at")
             continue
         if "condition" in record:
             conditions.add(str(record["condition"]))
@@ -200,10 +207,13 @@ def read_training_log(
                 f"{path}:{number}: expected the keys seed and episode, found {sorted(record)}"
             )
         outcome = record.get("passed", record.get("reward"))
-        if outcome is None or isinstance(outcome, str) or not math.isfinite(float(outcome)):
-            raise ValueError(f"{path}:{number}: expected passed (bool) or reward (number)")
+        if not isinstance(outcome, int | float) or not math.isfinite(float(outcome)):
+            raise ValueError(
+                f"{path}:{number}: expected passed (bool) or reward (number), found {outcome!r}"
+            )
         passed = float(outcome) >= 1.0 - 1e-9 if "passed" not in record else bool(outcome)
-        episodes[str(record["seed"])][int(record["episode"])] = float(passed)
+        episode = _whole(record["episode"], f"{path}:{number}: episode")
+        episodes[str(record["seed"])][episode] = float(passed)
     if condition is None and len(conditions) > 1:
         raise ValueError(f"{path}: expected one condition, found {sorted(conditions)}; choose one")
     if condition is not None and condition not in conditions:

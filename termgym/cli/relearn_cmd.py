@@ -51,7 +51,13 @@ def relearning_command(
         click.echo(f"seed {seed}: pre-switch pass rate {found.pre_rate[seed]:.1%}, {value}")
     click.echo(f"episodes to recover: {found.format()}")
     if svg_path is not None:
-        svg_path.parent.mkdir(parents=True, exist_ok=True)
         title = f"{condition}: pass rate across the rule switch" if condition else ""
-        svg_path.write_text(relearning_svg(found, title=title), encoding="utf-8")
+        try:
+            svg_path.parent.mkdir(parents=True, exist_ok=True)
+            svg_path.write_text(relearning_svg(found, title=title), encoding="utf-8")
+        except OSError as exc:
+            raise click.BadParameter(
+                f"expected a file that can be written at {svg_path}: {exc.strerror or exc}",
+                param_hint="--svg",
+            ) from None
         click.echo(f"curve: {svg_path}")

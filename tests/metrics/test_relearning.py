@@ -73,3 +73,37 @@ def test_the_cli_reads_a_jsonl_log_and_draws_the_curve(tmp_path) -> None:
     )
     with pytest.raises(ValueError, match=r"expected a switch_at line or --switch-at"):
         read_training_log(path, condition="switch")
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ({"seed": 0, "episode": "x", "passed": True}, r"train.jsonl:1: episode: expected an int"),
+        ({"seed": 0, "episode": 2.5, "passed": True}, r"train.jsonl:1: episode: expected an int"),
+        ({"seed": 0, "episode": 1, "passed": [1]}, r"expected passed \(bool\) or reward .*\[1\]"),
+        ({"switch_at": "50"}, r"train.jsonl:1: switch_at: expected an int, found '50'"),
+    ],
+)
+def test_a_log_line_of_the_wrong_shape_is_named_by_line(tmp_path, line: dict, expected) -> None:
+    """Before, int()'s 'invalid literal' came out with no file or line, 2.5 was cut to 2,
+    and a list as the outcome ended in float()'s TypeError: a traceback from the CLI."""
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ValueError, match=expected):
+        read_training_log(path, switch_at=1)
+    result = CliRunner().invoke(main, ["relearning", str(path), "--switch-at", "1"])
+    assert result.exit_code == 1 and "Error: " in result.output, result.output
+
+
+def test_an_svg_that_cannot_be_written_is_the_options_error(tmp_path) -> None:
+    path = tmp_path / "train.jsonl"
+    path.write_text(
+        "".join(json.dumps({"seed": 0, "episode": e, "passed": True}) + "\n" for e in range(9))
+    )
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = CliRunner().invoke(
+        main, ["relearning", str(path), "--switch-at", "5", "--svg", str(blocker / "c.svg")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--svg" in result.output and "expected a file that can be written" in result.output
