@@ -9,7 +9,7 @@ from typing import Any
 
 from termgym.errors import ImportRefused, TaskSpecError
 from termgym.importing._compose import check_compose
-from termgym.importing._model import HARBOR_DISK_MB, ForeignTask, parse_memory
+from termgym.importing._model import HARBOR_DISK_MB, ForeignTask, parse_memory, read_text
 from termgym.importing._solution import with_solution_folder
 
 HARBOR_FILES = ("task.toml", "instruction.md")
@@ -176,16 +176,14 @@ def read_harbor(folder: Path) -> ForeignTask:
         format="harbor",
         root=folder,
         original_id=folder.name,
-        instruction=(folder / "instruction.md").read_text(encoding="utf-8"),
+        instruction=read_text(folder / "instruction.md"),
         context=env_dir,
-        dockerfile=dockerfile.read_text(encoding="utf-8") if dockerfile.is_file() else None,
+        dockerfile=read_text(dockerfile) if dockerfile.is_file() else None,
         docker_image=str(image) if image else None,
-        test_script=test_sh.read_text(encoding="utf-8"),
+        test_script=read_text(test_sh),
         tests=folder / "tests",
         solution=(
-            with_solution_folder(solve.parent, solve.read_text(encoding="utf-8"))
-            if solve.is_file()
-            else None
+            with_solution_folder(solve.parent, read_text(solve)) if solve.is_file() else None
         ),
         solution_name="solution/solve.sh",
         agent_timeout=_number(agent, "timeout_sec", 600.0, source, "[agent]"),

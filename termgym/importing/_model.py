@@ -79,6 +79,23 @@ class ForeignTask:
         return normalize_id(self.original_id)
 
 
+def read_text(path: Path) -> str:
+    """A task file's text (instruction, Dockerfile, test script, solution).
+
+    Raises:
+        TaskSpecError: it is not UTF-8 text (the byte and where it is).
+    """
+    from termgym.errors import TaskSpecError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.start + 1].hex()
+        raise TaskSpecError(
+            f"{path}: expected UTF-8 text, found byte 0x{bad} at offset {exc.start}"
+        ) from None
+
+
 def normalize_id(name: str) -> str:
     """`[a-z0-9][a-z0-9-]*`: lower-cased, other characters runs become '-'."""
     text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")

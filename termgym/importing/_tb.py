@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from termgym.errors import ImportRefused
 from termgym.importing._compose import check_compose
-from termgym.importing._model import ForeignTask
+from termgym.importing._model import ForeignTask, read_text
 from termgym.importing._solution import keystroke_oracle
 
 TB_FILES = ("task.yaml", "run-tests.sh")
@@ -94,7 +94,7 @@ def read_tb(folder: Path) -> ForeignTask:
     solution, solution_name = None, ""
     if (folder / "solution.sh").is_file():
         solution, solution_name = (
-            (folder / "solution.sh").read_text(encoding="utf-8"),
+            read_text(folder / "solution.sh"),
             "solution.sh",
         )
     elif (folder / "solution.yaml").is_file():
@@ -113,9 +113,9 @@ def read_tb(folder: Path) -> ForeignTask:
         original_id=folder.name,
         instruction=instruction,
         context=folder,
-        dockerfile=(folder / "Dockerfile").read_text(encoding="utf-8"),
+        dockerfile=read_text(folder / "Dockerfile"),
         docker_image=None,
-        test_script=(folder / "run-tests.sh").read_text(encoding="utf-8"),
+        test_script=read_text(folder / "run-tests.sh"),
         tests=tests if tests.is_dir() else None,
         solution=solution,
         solution_name=solution_name,

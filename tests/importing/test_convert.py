@@ -395,6 +395,21 @@ def test_overlay_suggest_proposes_unique_patterns(tmp_path: Path, copy) -> None:
         assert text.count(pattern) == 1
 
 
+@pytest.mark.parametrize(
+    "file", ["instruction.md", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh"]
+)
+def test_a_task_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path, copy, file: str) -> None:
+    """Such a file ended the whole import in a UnicodeDecodeError traceback (the tasks after
+    it were never read); it refuses that task alone, naming the file and the byte."""
+    good = copy(HARBOR)
+    broken = copy(HARBOR, "latin1")
+    (broken / file).write_bytes((broken / file).read_bytes() + b"\xe9t\xe9\n")
+    report = import_tasks([good.parent], tmp_path / "out", "harbor")
+    assert [c.task_id for c in report.converted] == ["harbor-weight-limit"]
+    ((folder, why),) = report.refused
+    assert folder == broken and why.startswith(f"{broken / file}: expected UTF-8 text, found byte")
+
+
 def test_a_folder_without_tasks_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     with pytest.raises(TaskError, match=r"to be a Harbor task \(task.toml, instruction.md\) or"):
