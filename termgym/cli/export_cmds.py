@@ -30,11 +30,20 @@ def export_atif(run_dir: Path, out: Path | None) -> None:
         written = export_run(run_dir, out)
     except RecordingError as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.BadParameter(
+            f"expected a folder that can be written at {out or run_dir / 'atif'}: "
+            f"{exc.strerror or exc}",
+            param_hint="--out",
+        ) from None
     for path in written:
         click.echo(f"wrote     {path}")
     click.echo(f"\n{len(written)} trajectories in {out or run_dir / 'atif'}")
     if not written:
-        raise SystemExit(1)
+        raise click.ClickException(
+            f"expected a finished episode in {run_dir / 'episodes'} (<id>.jsonl with its end "
+            "line), found none"
+        )
 
 
 def import_atif_files(sources: tuple[Path, ...], out: Path, task: str | None) -> None:

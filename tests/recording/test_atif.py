@@ -152,3 +152,23 @@ def test_an_undecodable_byte_of_the_agents_is_exported_and_imported_back(tmp_pat
     [back] = import_atif([path], tmp_path / "back")
     (step,) = read_episode(back).steps
     assert (step.action, step.output) == ("cat \udcff \ud800", "out \udcfe")
+
+
+def test_export_to_a_folder_that_cannot_be_made_or_of_no_run_says_so(tmp_path: Path) -> None:
+    """An --out that could not be made ended in a traceback (exit 1); a folder of no
+    finished episode printed '0 trajectories' and exited 1 without saying why."""
+    from click.testing import CliRunner
+
+    from termgym.cli import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    run = str(REFERENCE / "oracle")
+    result = CliRunner().invoke(main, ["export", "atif", run, "--out", str(blocker / "atif")])
+    assert result.exit_code == 2, result.output
+    assert "--out" in result.output and "expected a folder that can be written" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(main, ["export", "atif", str(empty)])
+    assert result.exit_code == 1
+    assert f"expected a finished episode in {empty / 'episodes'}" in result.output
