@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import posixpath
 import re
@@ -306,7 +307,13 @@ def convert(
                     f"{task.original_id}: the Dockerfile copies {hidden[0]} into the image: the "
                     "agent would see the hidden tests (or the solution) during its episode"
                 )
-    workdir = rewritten.workdir if rewritten.workdir != "/" else "/app"
+    if task.env:  # the compose service's `environment:`, as its container had it
+        env = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in task.env.items())
+        rewritten = dataclasses.replace(
+            rewritten,
+            text=f"{rewritten.text}# termgym: docker-compose.yaml's environment\nENV {env}\n",
+        )
+    workdir = task.workdir or (rewritten.workdir if rewritten.workdir != "/" else "/app")
     dest = out / task_id
     staging = out / f".{task_id}.tmp{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)

@@ -152,7 +152,7 @@ def read_harbor(folder: Path) -> ForeignTask:
     memory = _size(environment, ("memory_mb", "memory"), 2048, source)
     disk = _size(environment, ("storage_mb", "storage"), HARBOR_DISK_MB, source)
     env_dir = folder / "environment"
-    check_compose(env_dir / "docker-compose.yaml", folder.name)
+    compose = check_compose(env_dir / "docker-compose.yaml", folder.name)
     dockerfile = env_dir / "Dockerfile"
     image = environment.get("docker_image") or None
     if not dockerfile.is_file() and not image:
@@ -169,7 +169,7 @@ def read_harbor(folder: Path) -> ForeignTask:
         raise TaskSpecError(f"{source}: [verifier.env]: expected a table, found {env!r}")
     _table(data, "solution", source)
     network, approximate = _network(environment, agent, source)
-    approximate += _unhonoured(data)
+    approximate += _unhonoured(data) + list(compose.notes)
     if environment.get("gpus"):
         approximate.append(f"[environment].gpus = {environment['gpus']}: no GPU is given")
     return ForeignTask(
@@ -193,6 +193,8 @@ def read_harbor(folder: Path) -> ForeignTask:
         cpus=_cpus(environment, source),
         disk_mb=disk,
         network=network,
+        workdir=compose.working_dir,
+        env=compose.env,
         verifier_env={str(k): str(v) for k, v in env.items()},
         author=" ".join(str(meta.get(k, "")) for k in ("author_name", "author_email")).strip(),
         difficulty=str(meta.get("difficulty", "")),

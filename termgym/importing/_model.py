@@ -42,6 +42,10 @@ class ForeignTask:
             "10G"`, else Harbor's default HARBOR_DISK_MB); DISK_MB for Terminal-Bench's,
             whose task.yaml cannot ask for any.
         same_shell: TB's run_tests_in_same_shell.
+        workdir: The compose service's `working_dir`, which wins over the Dockerfile's
+            WORKDIR (None: the Dockerfile's).
+        env: Variables the compose service sets in the container (`environment:`), plain
+            values only: the converted Dockerfile sets them.
         verifier_env: Harbor's [verifier.env].
         author, difficulty, category, tags: Provenance.
         approximate: Why the conversion is not exactly the original's semantics.
@@ -66,6 +70,8 @@ class ForeignTask:
     disk_mb: int = DISK_MB
     network: bool = False
     same_shell: bool = False
+    workdir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
     verifier_env: dict[str, str] = field(default_factory=dict)
     author: str = ""
     difficulty: str = ""

@@ -87,10 +87,10 @@ def read_tb(folder: Path) -> ForeignTask:
             f"{folder.name}: parser {spec.parser_name!r}: termgym reads Terminal-Bench verdicts "
             "with its pytest parser only"
         )
-    check_compose(folder / "docker-compose.yaml", folder.name)
+    compose = check_compose(folder / "docker-compose.yaml", folder.name)
     if not (folder / "Dockerfile").is_file():
         raise ImportRefused(f"{folder.name}: expected a Dockerfile beside task.yaml, found none")
-    approximate: list[str] = []
+    approximate: list[str] = list(compose.notes)
     solution, solution_name = None, ""
     if (folder / "solution.sh").is_file():
         solution, solution_name = (
@@ -124,6 +124,8 @@ def read_tb(folder: Path) -> ForeignTask:
         build_timeout=600.0,
         network=True,
         same_shell=spec.run_tests_in_same_shell,
+        workdir=compose.working_dir,
+        env=compose.env,
         author=" ".join(x for x in (spec.author_name, spec.author_email) if x and x != "unknown"),
         difficulty=spec.difficulty or "",
         category=spec.category or "",

@@ -191,6 +191,33 @@ def test_multi_service_compose_is_refused_with_the_reason(tmp_path: Path, copy) 
     assert "2 services (client, db)" in report.refused[0][1]
 
 
+def test_the_compose_services_workdir_and_environment_are_the_tasks(tmp_path: Path, copy) -> None:
+    """Terminal-Bench tasks set their container's working folder and variables in the
+    compose service (TB 2.0 notes `moved_workdir_from_compose_to_dockerfile` for two): they
+    were dropped, so the agent started in the Dockerfile's WORKDIR without the variables.
+    The harness's own entries (TEST_DIR=${T_BENCH_TEST_DIR}, its image, command and log
+    mounts) stay termgym's; what termgym cannot apply is noted as approximate."""
+    source = copy(TB)
+    (source / "overlay.yaml").unlink()  # its files are copied into /app, the workdir no more
+    (source / "docker-compose.yaml").write_text(
+        "services:\n  client:\n    build: {dockerfile: Dockerfile}\n"
+        "    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}\n"
+        '    command: ["sh", "-c", "sleep infinity"]\n'
+        "    working_dir: /srv/parcels\n    mem_limit: 4g\n"
+        "    environment:\n      - TEST_DIR=${T_BENCH_TEST_DIR}\n"
+        '      - PARCEL_MODE=strict "v2"\n      - API_KEY=${API_KEY}\n'
+    )
+    (done,) = import_tasks([source], tmp_path / "out", "terminal-bench").converted
+    task = load_task(done.folder)
+    assert task.spec.workdir == "/srv/parcels"
+    dockerfile = (done.folder / "environment" / "Dockerfile").read_text()
+    assert dockerfile.endswith('ENV PARCEL_MODE="strict \\"v2\\""\n')
+    assert "TEST_DIR" not in dockerfile and "API_KEY" not in dockerfile
+    approximate = "\n".join(done.approximate)
+    assert "environment API_KEY=${API_KEY}: a value from the host's environment" in approximate
+    assert "service client's mem_limit is not applied" in approximate
+
+
 def test_unknown_base_image_is_refused(tmp_path: Path, copy) -> None:
     source = copy(TB)
     (source / "Dockerfile").write_text("FROM swebench/sweb.eval.x86_64.astropy:latest\n")
