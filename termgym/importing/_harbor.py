@@ -70,7 +70,10 @@ def _unhonoured(data: dict[str, Any]) -> list[str]:
         unknown += [f"[{table}].{k}" for k in values if k not in _KNOWN[table]]
         for (where, key), how in _NOT_HONOURED.items():
             if where == table and values.get(key) not in (None, "", [], {}, "root", 0):
-                notes.append(f"[{table}].{key} = {values[key]!r}: {how}")
+                value = values[key]
+                # never the variables' names or values: they may name the host's secrets
+                shown = f"sets {len(value)} variable(s)" if key == "env" else f"= {value!r}"
+                notes.append(f"[{table}].{key} {shown}: {how}")
     if unknown:
         notes.append(
             f"keys Harbor's task.toml does not define are ignored: {', '.join(unknown)} "
