@@ -115,7 +115,7 @@ def rewrite(
     differences: list[str] = []
     uv_stages: dict[str, str] = {}
     workdir = "/"
-    user_root = True
+    user_root, user = True, "root"
     for ins in parse(text):
         if ins.keyword == "ARG" and "=" in ins.args and not bases:
             key, _, value = ins.args.partition("=")
@@ -171,10 +171,16 @@ def rewrite(
             path = ins.args.strip().strip("\"'")
             workdir = path if path.startswith("/") else posixpath.join(workdir, path)
         if ins.keyword == "USER":
-            user_root = ins.args.strip().split(":")[0] in ("root", "0")
+            user = ins.args.strip()
+            user_root = user.split(":")[0] in ("root", "0")
         lines.append(ins.text)
     if not bases:
         raise ImportRefused(f"{task}: the Dockerfile has no FROM")
+    if not user_root:
+        differences.append(
+            f"the Dockerfile's last USER is {user}: its harness ran the agent as that user; "
+            "termgym runs the agent's shell as root (with Docker's default capabilities)"
+        )
     if uv_stages:
         first = next(i for i, line in enumerate(lines) if line.startswith("FROM "))
         ca = _CA_STEPS if with_ca else ""

@@ -219,6 +219,19 @@ def test_the_compose_services_workdir_and_environment_are_the_tasks(tmp_path: Pa
     assert "service client's mem_limit is not applied" in approximate
 
 
+def test_a_dockerfile_that_ends_as_another_user_is_noted(tmp_path: Path, copy) -> None:
+    """Both harnesses run the agent as the image's USER; termgym runs it as root. The
+    Dockerfile's USER was dropped without a word; it is noted as approximate now."""
+    source = copy(HARBOR)
+    dockerfile = source / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN useradd -m app\nUSER app\n")
+    (done,) = import_tasks([source], tmp_path / "out", "harbor").converted
+    assert any(a.startswith("the Dockerfile's last USER is app:") for a in done.approximate)
+    dockerfile.write_text(dockerfile.read_text() + "USER root\n")
+    (again,) = import_tasks([source], tmp_path / "out2", "harbor").converted
+    assert not any("USER" in a for a in again.approximate)
+
+
 def test_unknown_base_image_is_refused(tmp_path: Path, copy) -> None:
     source = copy(TB)
     (source / "Dockerfile").write_text("FROM swebench/sweb.eval.x86_64.astropy:latest\n")
