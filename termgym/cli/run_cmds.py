@@ -201,7 +201,8 @@ def _status(counts: dict[str, int]) -> str:
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Run folder (default: runs/<agent>-<time>). An existing run folder is resumed.",
+    help="Run folder (default: runs/<agent>-<time>). An existing run folder is resumed, by "
+    "the agent, agent options, seed and rule draw of the run it holds.",
 )
 @click.option(
     "--backend", default=None, help="docker, bwrap or local (default: the best available)."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import warnings
@@ -14,7 +15,7 @@ from termgym._vocabulary import Variant
 from termgym.agents import check_agent, make_agent
 from termgym.env import PoolLease, close_all_pools
 from termgym.errors import RecordingError, TaskError
-from termgym.recording import append_result, export_episode, write_run_header
+from termgym.recording import append_result, export_episode, read_run_header, write_run_header
 from termgym.run._attempts import Attempts
 from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult, result_line
@@ -97,6 +98,7 @@ class Runner:
         """Run what is not finished yet; Ctrl-C stops it and leaves no sandbox behind."""
         out = self.config.out
         self._check()
+        self._check_resumable(out)
         jobs = self.jobs()
         if not jobs:
             raise TaskError(
@@ -162,6 +164,38 @@ class Runner:
         if self.config.backend is not None:
             sandbox_spec(self.config.backend)
 
+    def _check_resumable(self, out: Path) -> None:
+        """A run folder is resumed by the run it holds: the episodes already there count as
+        done, so another agent, agent option, seed or rule draw would mix two runs under
+        the new header (an agent's run reported done by another's episodes)."""
+        previous = read_run_header(out)
+        if previous is None:
+            return
+        now = json.loads(json.dumps(self._identity(), default=str))
+        differ = [
+            f"{key} {previous[key]!r} (now {now[key]!r})"
+            for key in now
+            if key in previous and previous[key] != now[key]
+        ]
+        if differ:
+            raise RecordingError(
+                f"{out} holds a run of another {', '.join(differ)}; expected the same to "
+                "resume it (its finished episodes are not run again): give another --out"
+            )
+
+    def _identity(self) -> dict[str, object]:
+        """What run.json keeps of the run that a resumed run must share."""
+        return {
+            "agent": self.config.agent,
+            "agent_options": {
+                k: v for k, v in self.config.agent_options.items() if "key" not in k.lower()
+            },
+            "seed": self.config.seed,
+            # never the secret: its fingerprint and the period (docs/held-out-values.md); a
+            # run resumed in another period would mix two periods' values (--period resumes)
+            "draw": self.config.rule_draw.public(),
+        }
+
     def close(self) -> None:
         """Stop serving the live metrics (a run keeps serving them until closed)."""
         if self._server is not None:
@@ -193,10 +227,7 @@ class Runner:
     def _write_header(self, out: Path, total: int) -> None:
         header = {
             "run_id": self.config.run_name,
-            "agent": self.config.agent,
-            "agent_options": {
-                k: v for k, v in self.config.agent_options.items() if "key" not in k.lower()
-            },
+            **self._identity(),
             "tasks": list(self.config.tasks),
             "paths": list(self.config.paths),
             "variants": list(self.config.variants),
@@ -205,9 +236,6 @@ class Runner:
             "backend": self.config.backend,
             "runtime": self.config.runtime,
             "ray": self.config.ray,
-            "seed": self.config.seed,
-            # never the secret: its fingerprint and the period (docs/held-out-values.md)
-            "draw": self.config.rule_draw.public(),
             "left_out": list(self.left_out),
             "total_episodes": total,
             "termgym": __version__,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -325,3 +326,25 @@ def test_a_negative_agent_timeout_is_refused(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 2 and "--agent-timeout" in result.stderr, result.stderr
+
+
+@pytest.mark.bwrap
+def test_a_run_folder_is_resumed_only_by_the_run_it_holds(tmp_path: Path, base_rootfs) -> None:
+    """Another agent (or seed, or agent option) given the folder of a finished run reported
+    its episodes as 'resumed from before', ran none, and rewrote run.json as its own."""
+    from termgym.errors import RecordingError
+    from termgym.recording import read_run_header
+
+    out = tmp_path / "run"
+    base = {"tasks": ("fuel-planner",), "variants": ("original",), "out": out}
+    first = Runner(RunConfig(agent="memorizer", backend="bwrap", **base)).run()
+    assert [r.status for r in first.results] == ["ok"]
+    for other, differs in [
+        ({"agent": "oracle"}, "agent 'memorizer' (now 'oracle')"),
+        ({"agent": "memorizer", "seed": 3}, "seed 0 (now 3)"),
+    ]:
+        with pytest.raises(RecordingError, match=re.escape(f"holds a run of another {differs}")):
+            Runner(RunConfig(**{**base, **other})).run()
+    assert read_run_header(out)["agent"] == "memorizer"  # the header is the first run's still
+    again = Runner(RunConfig(agent="memorizer", backend="bwrap", **base)).run()
+    assert (again.results, again.skipped) == ((), ("fuel-planner--original--000",))
