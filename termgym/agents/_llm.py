@@ -346,11 +346,17 @@ class LLMAgent:
                 f"{self.model!r}: {_short(exc.message)}"
             ) from exc
         except self._openai.APITimeoutError as exc:
-            raise AgentError(f"llm: {self._where()} did not answer in time: {exc}") from exc
+            raise AgentError(
+                f"llm: {self._where()} did not answer in time for model {self.model!r}: {exc}"
+            ) from exc
         except self._openai.APIConnectionError as exc:
-            raise AgentError(f"llm: cannot reach {self._where()}: {exc}") from exc
+            raise AgentError(
+                f"llm: cannot reach {self._where()} for model {self.model!r}: {exc}"
+            ) from exc
         except self._openai.OpenAIError as exc:
-            raise AgentError(f"llm: request to {self._where()} failed: {exc}") from exc
+            raise AgentError(
+                f"llm: request to {self._where()} for model {self.model!r} failed: {exc}"
+            ) from exc
         if not getattr(response, "choices", None):
             raise AgentError(f"llm: {self._where()} answered with no choices: {response!r:.200}")
         choice = response.choices[0]

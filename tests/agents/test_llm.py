@@ -208,3 +208,17 @@ def test_a_numeric_option_that_cannot_work_is_refused_when_the_agent_is_made(
     an action, max_output_chars 0 showed the model no output at all."""
     with pytest.raises(AgentError, match=expected):  # as --agent-opt passes it: a str
         make_agent("llm", model="m", base_url="http://127.0.0.1:9/v1", **{option: value})
+
+
+def test_an_unreachable_endpoint_is_an_error_naming_the_endpoint_and_the_model() -> None:
+    """docs/agents.md: the error names the endpoint and the model; an unreachable one named
+    the endpoint alone."""
+    agent = make_agent(
+        "llm", model="qwen-x", base_url="http://127.0.0.1:9/v1", max_retries="0", timeout="5"
+    )
+    agent.reset(EpisodeContext("t", "do it", 3))
+    observation = {"output": "", "exit_code": -1, "screen": "", "instruction": "do it", "step": 0}
+    with pytest.raises(
+        AgentError, match=r"cannot reach http://127\.0\.0\.1:9/v1 for model 'qwen-x'"
+    ):
+        agent.act(observation)
