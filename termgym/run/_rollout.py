@@ -23,7 +23,7 @@ from termgym._version import __version__
 from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
-from termgym.errors import ImageBuildFailed, InfrastructureError, SandboxError
+from termgym.errors import ImageBuildFailed, InfrastructureError, RecordingError, SandboxError
 from termgym.recording import ResultLine, append_result, write_run_header
 from termgym.run._jobs import Job, plan_task_set
 from termgym.run._trajectory import Trajectory, save_trajectories
@@ -104,6 +104,14 @@ async def arollout(
     folder = Path(record_dir) if record_dir is not None else None
     by_id = {t.id: t for t in task_set}
     if folder is not None:
+        there = [
+            j.episode_id for j in jobs if (folder / "episodes" / f"{j.episode_id}.jsonl").exists()
+        ]
+        if there:  # before run.json is written over: the recorder would refuse each episode
+            raise RecordingError(
+                f"{folder} already holds episodes of this plan ({', '.join(there[:3])}"
+                f"{', ...' if len(there) > 3 else ''}); expected a new record_dir for a rollout"
+            )
         (folder / "episodes").mkdir(parents=True, exist_ok=True)
         _write_header(folder, agent, [t.id for t in task_set], variants, episodes, seed, jobs)
     chat_options = {"budget": budget, "system_prompt": system_prompt, "max_turns": max_turns}

@@ -130,3 +130,16 @@ def test_a_rollout_that_cannot_work_is_refused_before_any_episode(
     with pytest.raises(error, match=expected):
         termgym.rollout(policy, [cargo], backend="bwrap", record_dir=out, **arguments)
     assert not out.exists()  # no episode recorded, none counted as an infrastructure error
+
+
+def test_a_rollout_into_a_folder_holding_its_episodes_is_refused_before_run_json_changes(
+    cargo: str, tmp_path: Path
+) -> None:
+    """The recorder refused the first episode, but only after run.json had been written over
+    with the second rollout's header: the first rollout's was lost."""
+    out = tmp_path / "roll"
+    termgym.rollout(honest, [cargo], backend="bwrap", record_dir=out, seed=1)
+    header = (out / "run.json").read_text()
+    with pytest.raises(RecordingError, match=r"already holds episodes of this plan \(cargo-limit"):
+        termgym.rollout(honest, [cargo], backend="bwrap", record_dir=out, seed=2)
+    assert (out / "run.json").read_text() == header
