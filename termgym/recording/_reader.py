@@ -276,7 +276,12 @@ def read_run(run_dir: Path | str) -> RunLog:
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise RecordingError(f"expected a run folder at {run_dir}; found no such folder")
+        found = (
+            "a file (an episode file reads with read_episode)"
+            if run_dir.exists()
+            else ("no such folder")
+        )
+        raise RecordingError(f"expected a run folder at {run_dir}; found {found}")
     skipped: list[str] = []
     header = read_run_header(run_dir, skipped)
     episodes = []

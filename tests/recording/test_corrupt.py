@@ -83,3 +83,16 @@ def test_the_follower_sees_new_steps_and_the_end_as_they_are_written(tmp_path: P
     writer.end(EpisodeEnd(reward=0.0, terminated=True, truncated=False, episode_class="stale"))
     assert follower.poll() == [] and follower.finished and follower.end.episode_class == "stale"
     writer.close()
+
+
+def test_read_run_of_a_file_says_it_found_a_file(tmp_path) -> None:
+    """It said 'found no such folder' of an episode file given in place of its run."""
+    from termgym.errors import RecordingError
+    from termgym.recording import read_run
+
+    episode = tmp_path / "e.jsonl"
+    episode.write_text("")
+    with pytest.raises(RecordingError, match=r"expected a run folder at .*e\.jsonl; found a file"):
+        read_run(episode)
+    with pytest.raises(RecordingError, match=r"found no such folder"):
+        read_run(tmp_path / "missing")
