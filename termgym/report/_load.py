@@ -63,7 +63,8 @@ def load_run(
     """Read a run folder (runs/<run-id>/) and compute its metrics and audit."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise RecordingError(f"expected a run folder with episodes/, found no folder {run_dir}")
+        found = f"the file {run_dir}" if run_dir.exists() else f"no folder {run_dir}"
+        raise RecordingError(f"expected a run folder with episodes/, found {found}")
     log = read_run(run_dir)
     if not log.episodes and not (run_dir / "episodes").is_dir():
         raise RecordingError(

@@ -188,6 +188,15 @@ def test_a_report_file_that_cannot_be_written_is_an_option_error(make_run, tmp_p
         assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
+def test_report_of_a_file_says_it_found_a_file(make_run):
+    """`termgym report RUN/results.jsonl` said it found 'no folder' of a file that is there."""
+    results = make_run() / "results.jsonl"
+    results.write_text("")
+    result = CliRunner().invoke(main, ["report", str(results), "--no-html"])
+    assert result.exit_code == 1
+    assert f"expected a run folder with episodes/, found the file {results}" in result.output
+
+
 def test_compare_exits_1_on_a_pass_rate_drop(make_run):
     base = make_run("base", pass_contradicted=1.0)
     candidate = make_run("cand", pass_contradicted=0.5)
