@@ -56,6 +56,7 @@ def _mark(value: bool | None) -> str:
     "-j",
     "--jobs",
     default=3,
+    type=click.IntRange(min=1),
     show_default=True,
     help="Task variants checked at once (one container each).",
 )
@@ -71,11 +72,12 @@ def check(
     when any is given (and only those), else every task found (bundled, registered and
     $TERMGYM_TASKS_PATH)."""
     from termgym.check import CheckRow, check_tasks, tasks_to_check
-    from termgym.sandbox import default_backend
+    from termgym.sandbox import default_backend, sandbox_spec
 
     try:
         chosen = tasks_to_check(task_ids, paths)
         backend = backend or default_backend()
+        sandbox_spec(backend)  # an unknown one failed every check alike, each on its own line
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from None
     if not chosen:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from termgym.cli.task_cmds import tasks
+from termgym.cli.task_cmds import check, tasks
 from termgym.tasks.__main__ import main as validate_main
 
 
@@ -31,3 +31,14 @@ def test_module_validate_reports_each_folder(task_folder, capsys):
     out = capsys.readouterr().out
     assert "ok   good-task" in out
     assert "FAIL" in out and "contradict: expected a value different from value 10" in out
+
+
+def test_check_refuses_an_unknown_backend_and_no_jobs_before_any_check() -> None:
+    """An unknown backend failed each of a task's checks on a line of its own; -j 0 was
+    taken."""
+    result = CliRunner().invoke(check, ["fuel-planner", "--backend", "dockr"])
+    assert result.exit_code == 1
+    assert "got 'dockr'. Did you mean 'docker'?" in result.output
+    assert "FAIL" not in result.output
+    result = CliRunner().invoke(check, ["fuel-planner", "--jobs", "0"])
+    assert result.exit_code == 2 and "--jobs" in result.output
