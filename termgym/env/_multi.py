@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from termgym._vocabulary import TERMINAL
+from termgym._vocabulary import TERMINAL, did_you_mean
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._env import MAX_ACTION_CHARS, MAX_INSTRUCTION_CHARS, MAX_OUTPUT_CHARS, TerminalEnv
 from termgym.env._episode import Episode, EpisodeOptions, check_limits
@@ -63,7 +63,7 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         if unknown:
             raise TypeError(
                 f"MultiTaskEnv: unknown option(s) {unknown}; expected TerminalEnv's: "
-                f"{', '.join(ENV_OPTIONS)}"
+                f"{', '.join(ENV_OPTIONS)}.{did_you_mean(str(unknown[0]), ENV_OPTIONS)}"
             )
         check_limits(
             backend=env_options.get("backend"),

@@ -43,7 +43,7 @@ def test_an_unknown_backend_is_refused_when_the_env_is_made() -> None:
 
 
 def test_multitaskenv_refuses_an_option_terminalenv_does_not_take() -> None:
-    expected = r"unknown option\(s\) \['max_step'\]; expected .*max_steps"
+    expected = r"unknown option\(s\) \['max_step'\]; expected .*max_steps.*Did you mean 'max_steps'"
     with pytest.raises(TypeError, match=expected):
         MultiTaskEnv("*", backend="bwrap", max_step=4)
 
