@@ -202,6 +202,17 @@ def read_harbor(folder: Path) -> ForeignTask:
         author=" ".join(str(meta.get(k, "")) for k in ("author_name", "author_email")).strip(),
         difficulty=str(meta.get("difficulty", "")),
         category=str(meta.get("category", "")),
-        tags=tuple(str(t) for t in meta.get("tags", []) or []),
+        tags=_tags(meta.get("tags")),
         approximate=tuple(approximate),
     )
+
+
+def _tags(value: object) -> tuple[str, ...]:
+    """`[metadata] tags`: a list of names, or one name (a str is one tag, not its letters)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(tag) for tag in value)
+    return (str(value),)

@@ -500,3 +500,11 @@ def test_moved_installs_keep_the_scripts_recommends_choice(tmp_path: Path, copy)
     import_tasks([source], tmp_path / "out", "terminal-bench")
     dockerfile = (tmp_path / "out" / "tb-weight-limit" / "environment" / "Dockerfile").read_text()
     assert "apt-get install -y --no-install-recommends curl &&" in dockerfile
+
+
+def test_a_harbor_tag_given_as_one_name_is_one_tag(tmp_path: Path, copy) -> None:
+    """`tags = "csv"` became the tags c, s and v."""
+    source = copy(HARBOR)
+    toml = source / "task.toml"
+    toml.write_text(toml.read_text().replace('tags = ["csv", "policy"]', 'tags = "csv"'))
+    assert read_foreign(source).tags == ("csv",)
