@@ -151,7 +151,10 @@ class VariantSchedule:
                 allowed,
                 f"stage {number}",
                 unknown=lambda name: (
-                    f"unknown variant {name!r}; expected one of {', '.join(allowed)}."
+                    f"the task does not offer the variant {name!r} (its task.yaml `variants:`); "
+                    f"expected one of {', '.join(allowed)}."
+                    if name in VARIANTS
+                    else f"unknown variant {name!r}; expected one of {', '.join(allowed)}."
                 ),
                 empty="expected a positive weight; they add up to 0",
             )

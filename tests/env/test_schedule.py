@@ -99,7 +99,11 @@ def test_wrong_schedules_raise_saying_what_was_expected(value, message: str) -> 
 
 def test_a_variant_the_task_does_not_offer_is_refused() -> None:
     spec = get_task(TASK).spec
-    with pytest.raises(ValueError, match=r"unknown variant 'swapped'; expected one of original"):
+    # a variant, only not this task's: said so (it was called an unknown variant)
+    with pytest.raises(
+        ValueError,
+        match=r"the task does not offer the variant 'swapped' .*expected one of original",
+    ):
         VariantSchedule.coerce({"original": 1, "swapped": 1}, spec)
 
 

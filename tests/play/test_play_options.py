@@ -16,7 +16,7 @@ TERMGYM = str(Path(sys.executable).parent / "termgym")
     ("option", "expected"),
     [
         (["--variant", "contradictd"], "unknown variant 'contradictd'"),
-        (["--variant", "impossible"], "unknown variant 'impossible'"),  # not fuel-planner's
+        (["--variant", "impossible"], "the task does not offer the variant 'impossible'"),
         (["--backend", "dockr"], "got 'dockr'. Did you mean 'docker'?"),
     ],
 )
