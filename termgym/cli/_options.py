@@ -46,6 +46,12 @@ def variant_list(text: str) -> tuple[Variant, ...]:
         click.BadParameter: a name is no variant (the message lists them).
     """
     try:
-        return tuple(as_variant(v.strip()) for v in text.split(",") if v.strip())
+        variants = tuple(as_variant(v.strip()) for v in text.split(",") if v.strip())
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--variants") from None
+    if not variants:
+        raise click.BadParameter(
+            f"expected at least one variant, comma-separated; found {text!r}",
+            param_hint="--variants",
+        )
+    return variants

@@ -331,9 +331,15 @@ def run_command(
         raise click.BadParameter(
             "expected --import SOURCE to apply them to", param_hint="--overlays"
         )
+    task_globs = tuple(t.strip() for t in tasks.split(",") if t.strip())
+    if not task_globs:
+        raise click.BadParameter(
+            f"expected at least one task id or glob, comma-separated; found {tasks!r}",
+            param_hint="--tasks",
+        )
     config = RunConfig(
         agent=agent,
-        tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()),
+        tasks=task_globs,
         variants=variant_list(variants),
         episodes=episodes,
         concurrency=concurrency,

@@ -71,6 +71,10 @@ class RunConfig:
     atif: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.tasks, str) or not self.tasks:
+            raise ValueError(f"tasks: expected a tuple of task ids or globs, found {self.tasks!r}")
+        if isinstance(self.variants, str) or not self.variants:
+            raise ValueError(f"variants: expected a tuple of variants, found {self.variants!r}")
         for name in self.variants:
             as_variant(name)
         if self.agent_timeout is not None and not self.agent_timeout >= 0:

@@ -348,3 +348,18 @@ def test_a_run_folder_is_resumed_only_by_the_run_it_holds(tmp_path: Path, base_r
     assert read_run_header(out)["agent"] == "memorizer"  # the header is the first run's still
     again = Runner(RunConfig(agent="memorizer", backend="bwrap", **base)).run()
     assert (again.results, again.skipped) == ((), ("fuel-planner--original--000",))
+
+
+def test_a_run_of_no_task_or_no_variant_is_refused_as_such(tmp_path: Path) -> None:
+    """`--tasks ''` and `--variants ,` reached the planner, which said it expected 'a task
+    among  that offers one of the variants '; a str of tasks was read letter by letter."""
+    for option, value in (("--tasks", ""), ("--variants", " , ")):
+        result = subprocess.run(
+            [TERMGYM, "run", "--agent", "oracle", option, value, "--out", str(tmp_path / "r")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert f"Invalid value for {option}: expected at least one" in result.stderr
+    for field, value in (("tasks", ()), ("tasks", "fuel-planner"), ("variants", ())):
+        with pytest.raises(ValueError, match=rf"{field}: expected a tuple of"):
+            RunConfig(agent="oracle", out=tmp_path, **{field: value})
