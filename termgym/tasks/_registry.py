@@ -39,7 +39,9 @@ def get_task(task_id: str, paths: Sequence[str | Path] | None = None) -> Task:
     if task_id not in dirs:
         close = difflib.get_close_matches(task_id, list(dirs), n=3)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        where = ", ".join(str(r) for r in task_roots(paths))
+        where = ", ".join(
+            str(r) if Path(r).is_dir() else f"{r} (no such folder)" for r in task_roots(paths)
+        )
         raise TaskNotFound(
             f"no task {task_id!r} in the folders searched ({where}): expected one of "
             f"{sorted(dirs)}.{hint} {HOW_TO_ADD}"

@@ -211,3 +211,12 @@ def test_every_bundled_task_loads():
     assert {t.id for t in tasks} >= {
         p.name for p in BUNDLED.iterdir() if (p / "task.yaml").is_file()
     }
+
+
+def test_a_task_not_found_names_a_searched_folder_that_is_not_there(tmp_path, monkeypatch):
+    """A misspelt $TERMGYM_TASKS_PATH folder was listed among 'the folders searched' as if
+    it had been read, so nothing said why its tasks were missing."""
+    missing = tmp_path / "my-taks"
+    monkeypatch.setenv("TERMGYM_TASKS_PATH", str(missing))
+    with pytest.raises(TaskNotFound, match=re.escape(f"{missing} (no such folder), ")):
+        get_task("cargo-limit")
