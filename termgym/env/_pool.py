@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
 
-from termgym.sandbox import Sandbox, SandboxConfig, close_zygotes
+from termgym.sandbox import Sandbox, SandboxConfig, close_zygotes, sandbox_spec
 
 log = logging.getLogger(__name__)
 
@@ -443,6 +443,9 @@ class PoolLease:
     """
 
     def __init__(self, backend: str, size: int, allow_local: bool = False) -> None:
+        sandbox_spec(backend)  # a misspelt backend held a pool no env takes (UnknownBackend)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ValueError(f"PoolLease: expected a pool size, an int >= 0, found {size!r}")
         self._key = (backend, size, allow_local)
         self._pid = os.getpid()
         with _SHARED_LOCK:

@@ -81,3 +81,16 @@ def test_a_recording_option_of_the_wrong_kind_is_refused_when_the_env_is_made(
     ('int' object is not callable)."""
     with pytest.raises(ValueError, match=expected):
         termgym.make("fuel-planner", backend="bwrap", **options)
+
+
+def test_a_pool_lease_of_an_unknown_backend_or_size_is_refused() -> None:
+    """docs/environment.md holds the shared pool open with PoolLease(backend, pool_size): a
+    misspelt backend held a pool no env takes, and the envs started cold without a word."""
+    from termgym.env import PoolLease
+
+    with pytest.raises(UnknownBackend, match=r"got 'bwarp'. Did you mean 'bwrap'\?"):
+        PoolLease("bwarp", 1)
+    with pytest.raises(ValueError, match=r"PoolLease: expected a pool size, an int >= 0"):
+        PoolLease("bwrap", -1)
+    with PoolLease("bwrap", 1):
+        pass
