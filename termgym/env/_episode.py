@@ -39,6 +39,7 @@ from termgym.sandbox import (
     RunResult,
     Sandbox,
     SandboxConfig,
+    check_runtime,
     default_backend,
     sandbox_spec,
 )
@@ -166,6 +167,7 @@ class EpisodeOptions:
         loaded = resolve_task(task)
         schedule = VariantSchedule.coerce(variant, loaded.spec)
         chosen = backend or default_backend()
+        check_runtime(chosen, rest.get("runtime"))
         limits = loaded.spec.limits
         return cls(
             task=loaded,

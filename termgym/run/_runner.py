@@ -29,7 +29,7 @@ from termgym.run._progress import (
     RunPlanned,
 )
 from termgym.run._ray import run_on_ray
-from termgym.sandbox import sandbox_spec
+from termgym.sandbox import check_runtime, default_backend, sandbox_spec
 from termgym.tasks import TaskSpec, get_task, list_tasks
 
 
@@ -163,6 +163,8 @@ class Runner:
             make_agent(self.config.agent, **self.config.agent_options)
         if self.config.backend is not None:
             sandbox_spec(self.config.backend)
+        if self.config.runtime:
+            check_runtime(self.config.backend or default_backend(), self.config.runtime)
 
     def _check_resumable(self, out: Path) -> None:
         """A run folder is resumed by the run it holds: the episodes already there count as

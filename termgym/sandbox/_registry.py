@@ -19,7 +19,7 @@ import warnings
 from typing import Any
 
 from termgym._registry import Entry, Registry
-from termgym.errors import BackendUnavailable, UnknownBackend
+from termgym.errors import BackendUnavailable, SandboxError, UnknownBackend
 from termgym.sandbox._base import Sandbox, SandboxConfig
 from termgym.sandbox._engine import HOW_TO_START_DOCKER, docker_answers
 
@@ -102,6 +102,24 @@ def default_backend() -> str:
         "No sandbox backend is available: no Docker engine answers and bubblewrap is "
         "missing or cannot make namespaces here. " + HOW_TO_START_DOCKER
     )
+
+
+NO_RUNTIME = ("bwrap", "local")
+"""Bundled backends that run no container, so take no Docker runtime (runsc)."""
+
+
+def check_runtime(backend: str, runtime: str | None) -> None:
+    """Refuse a Docker runtime for a backend that runs no container, before any sandbox
+    starts (each start would fail alike, taken for the machinery's failure and retried).
+
+    Raises:
+        SandboxError: `runtime` given with bwrap or local.
+    """
+    if runtime and backend in NO_RUNTIME:
+        raise SandboxError(
+            f"The {backend} backend takes no runtime; got runtime={runtime!r} (runtimes such "
+            "as runsc are docker's: use the docker backend, or no runtime)."
+        )
 
 
 def make_sandbox(

@@ -94,3 +94,13 @@ def test_a_pool_lease_of_an_unknown_backend_or_size_is_refused() -> None:
         PoolLease("bwrap", -1)
     with PoolLease("bwrap", 1):
         pass
+
+
+def test_a_runtime_for_a_backend_that_runs_no_container_is_refused_when_made() -> None:
+    """It failed each sandbox start, at reset, as a SandboxStartError: an infrastructure
+    error, which termgym run retried for every episode."""
+    from termgym.errors import SandboxError
+
+    expected = r"The bwrap backend takes no runtime; got runtime='runsc'"
+    with pytest.raises(SandboxError, match=expected):
+        termgym.make("fuel-planner", backend="bwrap", runtime="runsc")

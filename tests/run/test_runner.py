@@ -278,6 +278,10 @@ def test_a_name_that_is_no_variant_is_refused_when_the_run_is_made(tmp_path: Pat
             r"agent 'llm' option 'probe': expected bool, found 'maybe'",
         ),
         ({"agent": "oracle", "backend": "dockr"}, r"got 'dockr'. Did you mean 'docker'\?"),
+        (
+            {"agent": "oracle", "backend": "bwrap", "runtime": "runsc"},
+            r"The bwrap backend takes no runtime; got runtime='runsc'",
+        ),
         ({"agent": "llm"}, r"llm: expected a model name \(option model or \$TERMGYM_LLM_MODEL\)"),
         (
             {"agent": "replay", "agent_options": {"episode": "/nonexistent/e.jsonl"}},
