@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from termgym._vocabulary import GRADER_ERROR, INFRA_ERROR
 from termgym.errors import RecordingError
 from termgym.grading import GradeReport
 from termgym.recording import (
+    GRADER_ERROR,
+    INFRA_ERROR,
     CastReplay,
     EpisodeEnd,
     EpisodeFollower,

@@ -19,8 +19,7 @@ def image() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe is unchanged.")
 def build_base_cmd(force: bool) -> None:
     """Build termgym/base:bookworm (Debian bookworm with bash, python3, tmux ...); cached."""
-    from termgym.sandbox import BASE_IMAGE, build_base, rootfs_for
-    from termgym.sandbox._images import debootstrap_home
+    from termgym.sandbox import BASE_IMAGE, build_base, debootstrap_home, rootfs_for
 
     started = time.monotonic()
     try:

@@ -24,6 +24,8 @@ from termgym.recording._reader import (
 )
 from termgym.recording._records import (
     CLASSES,
+    GRADER_ERROR,
+    INFRA_ERROR,
     SCHEMA_VERSION,
     STEP_MODES,
     EpisodeEnd,
@@ -60,6 +62,8 @@ __all__ = [
     "read_results",
     "ATIF_VERSION",
     "CLASSES",
+    "GRADER_ERROR",
+    "INFRA_ERROR",
     "SCHEMA_VERSION",
     "STEP_MODES",
     "CastIndex",

@@ -11,6 +11,8 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 from termgym._vocabulary import CLASSES as CLASSES  # re-exported; defined there once
+from termgym._vocabulary import GRADER_ERROR as GRADER_ERROR
+from termgym._vocabulary import INFRA_ERROR as INFRA_ERROR
 from termgym._vocabulary import TERMINAL, EndClass
 from termgym._vocabulary import EpisodeClass as EpisodeClass
 
