@@ -265,33 +265,17 @@ def _common_scope(
     if mine == theirs:
         return _Scope(*metrics, ours, their, ())
     tasks = ({t for t, _ in mine}, {t for t, _ in theirs}, {t for t, _ in common})
+    counts = (Estimate(None, None, None, len(tasks[0])), Estimate(None, None, None, len(tasks[1])))
+    both = f"rates compared over the {len(tasks[2])} both have"
     checks = []
     if missing := sorted(tasks[0] - tasks[1]):
+        said = f"the candidate has no counted episode of {len(missing)} task(s) of the base"
         checks.append(
-            Check(
-                label,
-                "tasks",
-                Estimate(None, None, None, len(tasks[0])),
-                Estimate(None, None, None, len(tasks[1])),
-                0.0,
-                True,
-                f"the candidate has no counted episode of {len(missing)} task(s) of the base "
-                f"({', '.join(missing)}); rates compared over the {len(tasks[2])} both have",
-            )
+            Check(label, "tasks", *counts, 0.0, True, f"{said} ({', '.join(missing)}); {both}")
         )
     if extra := sorted(tasks[1] - tasks[0]):
-        checks.append(
-            Check(
-                label,
-                "tasks",
-                Estimate(None, None, None, len(tasks[0])),
-                Estimate(None, None, None, len(tasks[1])),
-                0.0,
-                False,
-                f"{len(extra)} task(s) only the candidate has left out ({', '.join(extra)}); "
-                f"rates compared over the {len(tasks[2])} both have",
-            )
-        )
+        said = f"{len(extra)} task(s) only the candidate has left out ({', '.join(extra)})"
+        checks.append(Check(label, "tasks", *counts, 0.0, False, f"{said}; {both}"))
     ours = tuple(s for s in ours if (s.task, s.variant) in common)
     their = tuple(s for s in their if (s.task, s.variant) in common)
 
