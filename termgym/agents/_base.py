@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from termgym.sandbox import LayerRecipe
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -53,6 +55,28 @@ class EpisodeContext:
     reference: Reference | None = None
 
 
+@dataclass(frozen=True)
+class AgentSandbox:
+    """What an agent's episodes need of their sandbox beyond the task's own, declared by the
+    agent as its `sandbox` attribute (an agent that declares none needs nothing more).
+
+    Attributes:
+        layer: A layer installed over the task's image (the agent's own program, from the
+            registries), built once per task image before any episode (`layer_image`).
+    """
+
+    layer: LayerRecipe | None = None
+
+
+NO_NEEDS = AgentSandbox()
+
+
+def agent_sandbox(agent: object) -> AgentSandbox:
+    """The sandbox needs `agent` declares (its optional `sandbox` attribute), or none."""
+    needs = getattr(agent, "sandbox", NO_NEEDS)
+    return needs if isinstance(needs, AgentSandbox) else NO_NEEDS
+
+
 @runtime_checkable
 class Agent(Protocol):
     """Anything that turns observations into actions.
@@ -60,6 +84,8 @@ class Agent(Protocol):
     `act` returns the next action: a shell command (command mode), keystrokes in the
     documented notation (keys mode), or SUBMIT to end the episode. `transcript` returns what
     the agent wrote besides its actions (model messages, reasoning) for the trace audit.
+    An agent may also declare `sandbox: AgentSandbox`, what its episodes' sandboxes need
+    (`agent_sandbox` reads it).
     """
 
     name: str

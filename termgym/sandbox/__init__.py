@@ -38,6 +38,7 @@ from termgym.sandbox._images import (
     recipe_hash,
     rootfs_for,
 )
+from termgym.sandbox._layers import LayerRecipe, layer_image
 from termgym.sandbox._localbases import ensure_local_base, is_local_base, known_bases, map_base
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
@@ -72,6 +73,8 @@ __all__ = [
     "SANDBOX_LABEL",
     "VERIFIER_CAPS",
     "BackendSpec",
+    "LayerRecipe",
+    "layer_image",
     "SandboxSpec",
     "CopyBudget",
     "CopyLimits",

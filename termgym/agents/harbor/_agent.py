@@ -1,0 +1,190 @@
+"""`harbor:NAME`: one of Harbor's agents as a termgym agent, one environment call per step.
+
+Harbor's agents drive their environment themselves (`BaseAgent.run(instruction,
+environment, context)` calls `environment.exec`, uploads, downloads). Here the agent runs in
+Harbor's process (`harbor_process.py`), whose environment sends each call to this object;
+`act()` hands the call to the episode as the next action (`_operations`), and hands the
+step's result back at the next `act()`. When the agent's `run` returns, `act()` returns
+SUBMIT; when it raises, `act()` raises AgentError (an agent error: the episode is graded as
+it stands). The episode's time limit and step budget bound it like any agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from termgym._actions import SUBMIT
+from termgym.agents._base import AgentSandbox, EpisodeContext
+from termgym.agents.harbor._bridge import HarborProcess
+from termgym.agents.harbor._catalog import harbor_entry
+from termgym.agents.harbor._operations import Operation, OperationError, operation
+from termgym.agents.harbor._venv import ensure_harbor
+from termgym.errors import AgentError
+
+SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Keys Harbor's agents read from their environment: never inherited by Harbor's process
+from termgym's; the agent gets the key it is given (option api_key), or none."""
+
+
+class HarborAgent:
+    """A Harbor agent (`harbor:terminus-2`, `harbor:codex`, ...), run by Harbor's own code.
+
+    Args:
+        harbor: Harbor's name of the agent (`harbor.models.agent.name.AgentName`).
+        model: The model, as Harbor's agent takes it (litellm's `provider/model` for
+            Terminus-2: `openai/NAME` for an OpenAI-compatible endpoint).
+        base_url: The model's endpoint (OpenAI-style, `.../v1`).
+        api_key: The endpoint's key ("EMPTY" where it needs none).
+        timeout: Seconds to wait for the agent's next environment call (its model's answer
+            included) before it counts as an agent error.
+        **options: Harbor's own options of that agent (its `options_model`), passed as given.
+    """
+
+    privileged = False
+
+    def __init__(
+        self,
+        harbor: str,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 900.0,
+        **options: Any,
+    ) -> None:
+        if not (isinstance(timeout, int | float) and timeout > 0):
+            raise AgentError(f"harbor:{harbor}: timeout: expected seconds > 0, got {timeout!r}")
+        self.name = f"harbor:{harbor}"
+        self.harbor = harbor
+        self.entry = harbor_entry(harbor)
+        if self.entry.route in ("internet", "unsupported"):
+            raise AgentError(f"{self.name} does not run here: {self.entry.reason} (docs/agents.md)")
+        self.sandbox = AgentSandbox(layer=self.entry.layer)
+        self.model = model
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.options = dict(options)
+        self._key = api_key
+        self._process = HarborProcess(
+            ensure_harbor(), env=self._process_env(), drop=SECRET_VARIABLES
+        )
+        self._process.send(
+            {
+                "op": "agent",
+                "name": harbor,
+                "model": model,
+                "kwargs": self._harbor_kwargs(),
+                "logs_dir": str(self._process.folder / "trial"),
+                "workdir": "/app",
+                "skip_install": self.entry.layer is not None,  # the layer installed it
+            }
+        )
+        self._ready: dict[str, Any] | None = None
+        self._running = False
+        self._pending: Operation | None = None
+        self._context: EpisodeContext | None = None
+        self.result: dict[str, Any] | None = None
+        """Harbor's account of the last episode: its `AgentContext`, version, error."""
+
+    @property
+    def version(self) -> str:
+        """The agent's version as Harbor reports it (its pin, or what is installed)."""
+        return str(self._await_ready().get("version") or "")
+
+    @property
+    def in_sandbox(self) -> bool:
+        """Harbor installs the agent into the sandbox (a `BaseInstalledAgent`: Codex, Claude
+        Code ...) rather than running it in Harbor's process (Terminus-2)."""
+        return bool(self._await_ready().get("installed"))
+
+    def _process_env(self) -> dict[str, str]:
+        env: dict[str, str] = {}
+        if self._key is not None or self.base_url:
+            env["OPENAI_API_KEY"] = self._key or "EMPTY"
+        if self.base_url:
+            env["OPENAI_BASE_URL"] = self.base_url
+            env["OPENAI_API_BASE"] = self.base_url
+        env["HARBOR_TELEMETRY"] = "0"
+        return env
+
+    def _harbor_kwargs(self) -> dict[str, Any]:
+        kwargs = dict(self.options)
+        if self.entry.version:
+            kwargs.setdefault("version", self.entry.version)
+        if self.harbor == "terminus-2":
+            # termgym records the session itself; asciinema would be fetched from a registry
+            kwargs.setdefault("record_terminal_session", False)
+            if self.base_url:
+                kwargs.setdefault("api_base", self.base_url)
+        return kwargs
+
+    def _await_ready(self) -> dict[str, Any]:
+        if self._ready is None:
+            message = self._process.receive(timeout=120.0)
+            if message.get("op") != "ready":
+                raise AgentError(f"{self.name}: Harbor refused the agent: {message.get('error')}")
+            self._ready = message
+        return self._ready
+
+    def reset(self, context: EpisodeContext) -> None:
+        """Start the agent's run on the episode's instruction (Harbor's setup, then run)."""
+        self._await_ready()
+        if self._running or not self._process.alive:
+            raise AgentError(
+                f"{self.name}: one Harbor agent runs one episode at a time; make a new one "
+                "(termgym run makes one per episode)"
+            )
+        self._context = context
+        self._pending = None
+        self.result = None
+        self._process.send({"op": "run", "instruction": context.instruction, "env": {}})
+        self._running = True
+
+    def act(self, observation: Mapping[str, Any]) -> str:
+        """The next command the agent asked to run, or SUBMIT once its run returned."""
+        if self._context is None:
+            raise AgentError(f"{self.name}: act() called before reset()")
+        if not self._running:
+            return SUBMIT
+        pending = self._pending
+        if pending is not None:
+            pending.feed(str(observation.get("output", "")), int(observation.get("exit_code", -1)))
+            command = pending.next_command()
+            if command is not None:
+                return command
+            self._pending = None
+            self._process.send(pending.reply())
+        while True:
+            message = self._process.receive(timeout=self.timeout)
+            if message.get("op") == "done":
+                return self._done(message)
+            try:
+                pending = operation(message)
+            except OperationError as exc:
+                self._process.send({"op": "reply", "id": message.get("id"), "error": str(exc)})
+                continue
+            command = pending.next_command()
+            if command is None:  # nothing to run: answer at once
+                self._process.send(pending.reply())
+                continue
+            self._pending = pending
+            return command
+
+    def _done(self, message: dict[str, Any]) -> str:
+        self._running = False
+        self.result = message
+        self._process.close()
+        if message.get("error"):
+            raise AgentError(
+                f"{self.name}: Harbor's agent failed in {message.get('phase')}:\n"
+                f"{str(message['error']).strip()}"
+            )
+        return SUBMIT
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """What the agent's model said this episode (from the gateway's record)."""
+        return []
+
+    def close(self) -> None:
+        """End Harbor's process."""
+        self._process.close()

@@ -1,0 +1,123 @@
+"""The Harbor process: `harbor_process.py` run by Harbor's own interpreter, spoken to in
+JSON lines over its stdin and stdout (the messages are listed in that file's docstring).
+
+One process per agent object: it is started when the agent is made (Harbor's import takes
+seconds, spent while the episode's sandbox starts), and ended when the agent is done with
+it, when it is garbage-collected, or when termgym exits, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from termgym.errors import AgentError
+
+PROCESS_FILE = Path(__file__).with_name("harbor_process.py")
+
+
+class HarborProcess:
+    """A running `harbor_process.py` and the folder its logs go to.
+
+    Args:
+        python: Harbor's interpreter (`ensure_harbor()`).
+        env: Extra environment variables of the process.
+        drop: Variables of termgym's environment the process does not inherit.
+    """
+
+    def __init__(
+        self, python: Path, env: dict[str, str] | None = None, drop: tuple[str, ...] = ()
+    ) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="termgym-harbor-"))
+        self.stderr_path = self.folder / "harbor.log"
+        stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - the child keeps it
+        try:
+            self.proc = subprocess.Popen(
+                [str(python), str(PROCESS_FILE)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env={**{k: v for k, v in os.environ.items() if k not in drop}, **(env or {})},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise AgentError(f"could not start Harbor's interpreter {python}: {exc}") from exc
+        finally:
+            stderr.close()
+        self._buffer = b""
+        self._finalizer = weakref.finalize(self, _stop, self.proc, self.folder)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message; AgentError if the process is gone."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError) as exc:
+            raise AgentError(f"Harbor's process ended: {self.last_words()}") from exc
+
+    def receive(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next message; AgentError if the process ends first or none comes in time."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                raise AgentError(f"Harbor's process said nothing in {timeout:g} s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                self.proc.wait(timeout=5)
+                raise AgentError(
+                    f"Harbor's process ended (exit {self.proc.returncode}): {self.last_words()}"
+                )
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise AgentError(f"Harbor's process sent {line[:200]!r}, expected a JSON object")
+        return message
+
+    def last_words(self, lines: int = 12) -> str:
+        """The end of what the process wrote to stderr (its traceback, when it crashed)."""
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.strip().splitlines()[-lines:]) or "(nothing on stderr)"
+
+    @property
+    def alive(self) -> bool:
+        """The process runs."""
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """End the process (its whole session) and remove its folder. Safe twice."""
+        self._finalizer()
+
+
+def _stop(proc: subprocess.Popen[bytes], folder: Path) -> None:
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=2)  # stdin closed: it ends by itself
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    shutil.rmtree(folder, ignore_errors=True)
