@@ -48,13 +48,13 @@ def find_interpreter() -> Interpreter:
     """
     given = os.environ.get("TERMGYM_HARBOR_PYTHON")
     if given:
-        found = _probe(Path(given))
-        if found is None or found.version < MIN_PYTHON:
+        named = _probe(Path(given))
+        if named is None or named.version < MIN_PYTHON:
             raise AgentError(
                 f"TERMGYM_HARBOR_PYTHON={given}: expected a Python >= 3.12 interpreter, "
-                f"found {'none there' if found is None else _dotted(found.version)}"
+                f"found {'none there' if named is None else _dotted(named.version)}"
             )
-        return found
+        return named
     candidates = list(_candidates())
     found = [
         probed
