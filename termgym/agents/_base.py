@@ -63,9 +63,12 @@ class AgentSandbox:
     Attributes:
         layer: A layer installed over the task's image (the agent's own program, from the
             registries), built once per task image before any episode (`layer_image`).
+        harness: Folders the agent's harness writes in the sandbox (its logs): the
+            agent's own places, left out of the tamper evidence as its work is.
     """
 
     layer: LayerRecipe | None = None
+    harness: tuple[str, ...] = ()
 
 
 NO_NEEDS = AgentSandbox()

@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from termgym._actions import SUBMIT, conflict_reason
-from termgym.agents import Reference
+from termgym.agents import AgentSandbox, Reference
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import WEAK_ISOLATION, Episode, EpisodeOptions
 from termgym.env._keys import parse_keys
@@ -81,6 +81,8 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             verdict's reward) or "withhold" (0; the verdicts and class stand, and
             `grading.unpaid` holds the reward it would have paid). For training on tasks
             graded on a snapshot, "withhold" leaves no reward to a forgery of that kind.
+        agent_sandbox: What the agent declares its sandboxes need (`termgym.agents.
+            AgentSandbox`: a layer with its program over the task's image, built once).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -105,6 +107,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         rule_draw: Any = None,
         recorder: Callable[[EpisodeHeader], Recorder] | None = None,
         weak_isolation: str = "pay",
+        agent_sandbox: AgentSandbox | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -148,6 +151,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             rule_draw=rule_draw,
             recorder=recorder,
             weak_isolation=weak_isolation,
+            agent_sandbox=agent_sandbox or AgentSandbox(),
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)

@@ -30,6 +30,7 @@ from termgym.env._pool import Reservation, SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
+from termgym.agents import AgentSandbox
 from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, Recorder, StepRecord
 from termgym.sandbox import (
@@ -41,6 +42,7 @@ from termgym.sandbox import (
     SandboxConfig,
     check_runtime,
     default_backend,
+    layer_image,
     sandbox_spec,
 )
 from termgym.screen import TerminalScreen
@@ -144,6 +146,8 @@ class EpisodeOptions:
     """Makes each episode's recorder from its header (record_dir: EpisodeWriter's)."""
     weak_isolation: str = "pay"
     """What a verdict graded with a defence not holding pays: "pay" or "withhold" (0)."""
+    agent_sandbox: AgentSandbox = field(default_factory=AgentSandbox)
+    """What the agent declared its sandboxes need (a layer over the task's image)."""
 
     @classmethod
     def build(
@@ -169,6 +173,8 @@ class EpisodeOptions:
         chosen = backend or default_backend()
         check_runtime(chosen, rest.get("runtime"))
         limits = loaded.spec.limits
+        needs = rest.get("agent_sandbox") or AgentSandbox()
+        image = layer_image(task_image(loaded), needs.layer) if needs.layer else None
         return cls(
             task=loaded,
             schedule=schedule,
@@ -180,6 +186,7 @@ class EpisodeOptions:
                 rest.get("run_id", ""),
                 rest.get("runtime"),
                 interactive=rest.get("mode") == "keys",
+                image=image,
             ),
             draw=RuleDraw.coerce(rule_draw),
             **rest,
@@ -471,7 +478,8 @@ class Episode:
             with contextlib.suppress(Exception):  # stopped already, or gone: read as it is
                 self.sandbox.freeze()
         try:
-            return _evidence.collect(self.sandbox, self.plan, self.laid_out)
+            harness = self.options.agent_sandbox.harness
+            return _evidence.collect(self.sandbox, self.plan, self.laid_out, harness)
         except Exception:  # noqa: BLE001 - evidence is best effort: never a crash of step
             return _evidence.unknown()
 

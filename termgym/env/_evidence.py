@@ -30,10 +30,13 @@ def baseline(sandbox: Sandbox, plan: EpisodePlan) -> Changes | None:
         return None
 
 
-def collect(sandbox: Sandbox, plan: EpisodePlan, before: Changes | None) -> TamperEvidence:
-    """What the agent changed outside its work and among the task's protected files."""
+def collect(
+    sandbox: Sandbox, plan: EpisodePlan, before: Changes | None, harness: tuple[str, ...] = ()
+) -> TamperEvidence:
+    """What the agent changed outside its work and among the task's protected files;
+    `harness`: the folders the agent's harness writes (Harbor's /logs), its own places too."""
     try:
-        outside = list_changes(sandbox, exclude=_declared(plan))
+        outside = list_changes(sandbox, exclude=[*_declared(plan), *harness])
     except SandboxError:
         outside = None
     if outside is not None and before is not None and before.entries:

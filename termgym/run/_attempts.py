@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from termgym._vocabulary import describe_error
-from termgym.agents import make_agent
+from termgym.agents import agent_sandbox, make_agent
 from termgym.env import TerminalEnv
 from termgym.errors import ImageBuildFailed, TermgymError
 from termgym.run._config import RunConfig
@@ -83,6 +83,7 @@ class Attempts:
             run_id=self.config.run_name,
             runtime=self.config.runtime,
             rule_draw=self.config.rule_draw,
+            agent_sandbox=agent_sandbox(agent),
         )
         try:
             return run_episode(

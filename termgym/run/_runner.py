@@ -12,9 +12,9 @@ from pathlib import Path
 
 from termgym._version import __version__
 from termgym._vocabulary import Variant
-from termgym.agents import check_agent, make_agent
+from termgym.agents import AgentSandbox, agent_sandbox, check_agent, make_agent
 from termgym.env import PoolLease, close_all_pools
-from termgym.errors import RecordingError, TaskError
+from termgym.errors import AgentError, ImageError, RecordingError, TaskError
 from termgym.recording import append_result, export_episode, read_run_header, write_run_header
 from termgym.run._attempts import Attempts
 from termgym.run._config import RunConfig
@@ -29,8 +29,8 @@ from termgym.run._progress import (
     RunPlanned,
 )
 from termgym.run._ray import run_on_ray
-from termgym.sandbox import check_runtime, default_backend, sandbox_spec
-from termgym.tasks import TaskSpec, get_task, list_tasks
+from termgym.sandbox import check_runtime, default_backend, layer_image, sandbox_spec
+from termgym.tasks import TaskSpec, get_task, list_tasks, task_image
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class Runner:
         self._progress: ProgressHook = progress or (lambda event: None)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._agent_sandbox = AgentSandbox()
         self.left_out: list[str] = []
         self.live = LiveMetrics(config.out.name, config.agent)
         self._server: MetricsServer | None = None
@@ -100,6 +101,7 @@ class Runner:
         self._check()
         self._check_resumable(out)
         jobs = self.jobs()
+        self._install_layers(jobs)
         if not jobs:
             raise TaskError(
                 f"no episode to run: expected a task among {', '.join(self.config.tasks)} "
@@ -160,11 +162,30 @@ class Runner:
         if self.config.ray:  # the workers build it, from files and settings of their own
             check_agent(self.config.agent, **self.config.agent_options)
         else:  # built once, as each episode builds it: its own checks run too (a model name)
-            make_agent(self.config.agent, **self.config.agent_options)
+            self._agent_sandbox = agent_sandbox(
+                make_agent(self.config.agent, **self.config.agent_options)
+            )
         if self.config.backend is not None:
             sandbox_spec(self.config.backend)
         if self.config.runtime:
             check_runtime(self.config.backend or default_backend(), self.config.runtime)
+
+    def _install_layers(self, jobs: list[Job]) -> None:
+        """Build the layer the agent declares (its program, from the registries) over each
+        task image of the run, once, before any episode: an install that fails is said
+        once, here, as the agent's error, not once per episode."""
+        layer = self._agent_sandbox.layer
+        if layer is None or self.config.ray:
+            return
+        for task_id in sorted({job.task for job in jobs}):
+            image = task_image(get_task(task_id, self.config.paths))
+            try:
+                layer_image(image, layer, log=lambda line: None)
+            except ImageError as exc:
+                raise AgentError(
+                    f"{self.config.agent}: its program could not be installed over {image} "
+                    f"({layer.name}), so no episode ran:\n{exc}"
+                ) from exc
 
     def _check_resumable(self, out: Path) -> None:
         """A run folder is resumed by the run it holds: the episodes already there count as

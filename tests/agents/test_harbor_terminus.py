@@ -66,7 +66,8 @@ def _run(chat_server, tmp_path, backend: str, variant: str):
     [
         (READING_PLANNER, "contradicted", "adapted"),
         (REMEMBERING_PLANNER, "contradicted", "stale"),
-        (READING_PLANNER, "original", "both"),
+        (READING_PLANNER, "original", None),  # nothing shifted: no shadow class
+        (REMEMBERING_PLANNER, "original", None),
     ],
 )
 def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
@@ -76,7 +77,9 @@ def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
     summary, out = _run(chat_server, tmp_path, "docker", variant)
     [result] = summary.results
     assert (result.status, result.episode_class) == ("ok", expected), result.error
+    assert result.passed == (expected != "stale")
     [episode] = read_run(out).episodes
+    assert not result.tampered  # Harbor's /logs are its harness's, not the agent's tampering
     actions = [step.action for step in episode.steps]
     assert any("tmux new-session" in a for a in actions)
     assert any("send-keys" in a and "fuel_policy.json" in a for a in actions)

@@ -22,6 +22,9 @@ from termgym.agents.harbor._operations import Operation, OperationError, operati
 from termgym.agents.harbor._venv import ensure_harbor
 from termgym.errors import AgentError
 
+HARNESS_PATHS = ("/logs", "/installed-agent", "/tmp/tmux-0")
+"""Where Harbor's agents keep their logs, their helper scripts and their tmux socket."""
+
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Keys Harbor's agents read from their environment: never inherited by Harbor's process
 from termgym's; the agent gets the key it is given (option api_key), or none."""
@@ -59,7 +62,7 @@ class HarborAgent:
         self.entry = harbor_entry(harbor)
         if self.entry.route in ("internet", "unsupported"):
             raise AgentError(f"{self.name} does not run here: {self.entry.reason} (docs/agents.md)")
-        self.sandbox = AgentSandbox(layer=self.entry.layer)
+        self.sandbox = AgentSandbox(layer=self.entry.layer, harness=HARNESS_PATHS)
         self.model = model
         self.base_url = base_url
         self.timeout = float(timeout)
