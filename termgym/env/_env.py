@@ -25,6 +25,7 @@ from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
 from termgym.recording import EpisodeHeader, Recorder
+from termgym.sandbox import GatewayMount
 from termgym.screen import screen_chars
 from termgym.tasks import Task
 
@@ -81,6 +82,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             verdict's reward) or "withhold" (0; the verdicts and class stand, and
             `grading.unpaid` holds the reward it would have paid). For training on tasks
             graded on a snapshot, "withhold" leaves no reward to a forgery of that kind.
+        gateway: The model gateway the agent's sandboxes reach at http://127.0.0.1:<port>
+            (`termgym.gateway.Gateway.mount`), for agents that run inside the sandbox; the
+            backend must declare it (docker, bwrap). None: no gateway.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -105,6 +109,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         rule_draw: Any = None,
         recorder: Callable[[EpisodeHeader], Recorder] | None = None,
         weak_isolation: str = "pay",
+        gateway: GatewayMount | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -148,6 +153,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             rule_draw=rule_draw,
             recorder=recorder,
             weak_isolation=weak_isolation,
+            gateway=gateway,
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -377,6 +383,6 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
     record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
-    rule_draw, recorder, weak_isolation.
+    rule_draw, recorder, weak_isolation, gateway.
     """
     return TerminalEnv(task, **kwargs)
