@@ -10,6 +10,7 @@ The tree:
     │   ├── BackendUnavailable *     the backend's engine or tool is missing
     │   ├── SandboxStartError *      a sandbox could not be started
     │   ├── EngineError *            the engine failed or missed a deadline on its own calls
+    │   ├── GatewayError             the model gateway could not start or serve
     │   └── ClusterError             Ray is missing, unreachable, or no node holds sandboxes
     ├── SandboxError                 a sandbox could not start, run or stop
     │   ├── BackendUnavailable *
@@ -66,6 +67,10 @@ class SandboxStartError(SandboxError, InfrastructureError):
 
 class EngineError(SandboxError, InfrastructureError):
     """The engine failed a call, or missed the host-side deadline of one."""
+
+
+class GatewayError(InfrastructureError):
+    """The model gateway (termgym.gateway) could not start or serve."""
 
 
 class UnknownBackend(SandboxError):

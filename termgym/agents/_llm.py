@@ -15,16 +15,16 @@ from typing import Any, Literal
 
 from termgym._actions import ends_episode
 from termgym.agents._base import EpisodeContext
-from termgym.agents._probe import (
+from termgym.chat import (
+    EPISODE_ENDED,
+    PROBE_QUESTION,
+    ParsedReply,
     check_probe_options,
     continuation,
-    prefill_request,
-    prefill_text,
-)
-from termgym.chat import (
-    ParsedReply,
     parse_message,
     parse_reply,
+    prefill_request,
+    prefill_text,
     split_reasoning,
     system_prompt,
     tool_schemas,
@@ -38,13 +38,8 @@ Protocol = Literal["text", "tools"]
 PROTOCOLS: tuple[Protocol, ...] = ("text", "tools")
 """How actions are asked for: fenced blocks and SUBMIT, or tool calls (tools sent)."""
 
-PROBE_QUESTION = (
-    "The task is over. List every instruction and rule you followed while working on it: "
-    "each constraint, limit, threshold or value you applied, and where you learned it."
-)
-
 NOT_RUN = "Not run: one action per turn, and only the first tool call of a reply runs."
-ENDED = "The episode is over: your work was handed in for checking."
+ENDED = EPISODE_ENDED
 LAST_STEP = "This was your last step: the command runs and the episode ends."
 
 
@@ -69,7 +64,7 @@ class LLMAgent:
         format_retries: Replies without an action tolerated in a row.
         probe: After SUBMIT, ask the model which instructions and rules it followed.
         probe_mode: "ask" (a user message) or "prefill" (the question as the start of the
-            model's own answer; termgym/agents/_probe.py, docs/agents.md).
+            model's own answer; termgym/chat/_probe.py, docs/agents.md).
         probe_prefill: With prefill, how the endpoint continues a partial assistant message:
             "continue_final_message" (vLLM, SGLang), "prefix" (DeepSeek /beta, Mistral) or
             "trailing" (OpenRouter, llama-server).

@@ -134,7 +134,7 @@ class EpisodeTrace:
     variant: str = ""
     agent: str = ""
     probe_mode: str = "ask"
-    """How the disclosure probe was put: "ask" or "prefill" (termgym/agents/_probe.py)."""
+    """How the disclosure probe was put: "ask" or "prefill" (termgym/chat/_probe.py)."""
     outputs: tuple[Output, ...] = ()
     """What each step printed: searched for imitated markers only (the screen is left out:
     it echoes the agent's own command, already read as what it wrote)."""

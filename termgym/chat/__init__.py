@@ -30,9 +30,33 @@ from termgym.chat._parse import (
     split_reasoning,
     tool_schemas,
 )
+from termgym.chat._probe import (
+    EPISODE_ENDED,
+    PREFILL_STYLES,
+    PREFILL_TARGETS,
+    PREFILL_TEXT,
+    PROBE_MODES,
+    PROBE_QUESTION,
+    ProbeMode,
+    check_probe_options,
+    continuation,
+    prefill_request,
+    prefill_text,
+)
 from termgym.chat._prompts import system_prompt
 
 __all__ = [
+    "EPISODE_ENDED",
+    "PREFILL_STYLES",
+    "PREFILL_TARGETS",
+    "PREFILL_TEXT",
+    "PROBE_MODES",
+    "PROBE_QUESTION",
+    "ProbeMode",
+    "check_probe_options",
+    "continuation",
+    "prefill_request",
+    "prefill_text",
     "BASH_TOOL",
     "KEYS_TOOL",
     "KEYWORDS",

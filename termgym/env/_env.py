@@ -25,6 +25,7 @@ from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
 from termgym.recording import EpisodeHeader, Recorder
+from termgym.sandbox import GatewayMount
 from termgym.screen import screen_chars
 from termgym.tasks import Task
 
@@ -83,6 +84,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             graded on a snapshot, "withhold" leaves no reward to a forgery of that kind.
         agent_sandbox: What the agent declares its sandboxes need (`termgym.agents.
             AgentSandbox`: a layer with its program over the task's image, built once).
+        gateway: The model gateway the agent's sandboxes reach at http://127.0.0.1:<port>
+            (`termgym.gateway.Gateway.mount`), for agents that run inside the sandbox; the
+            backend must declare it (docker, bwrap). None: no gateway.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -108,6 +112,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         recorder: Callable[[EpisodeHeader], Recorder] | None = None,
         weak_isolation: str = "pay",
         agent_sandbox: AgentSandbox | None = None,
+        gateway: GatewayMount | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -152,6 +157,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             recorder=recorder,
             weak_isolation=weak_isolation,
             agent_sandbox=agent_sandbox or AgentSandbox(),
+            gateway=gateway,
         )
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -381,6 +387,6 @@ def make(task: str | Path | Task, **kwargs: Any) -> TerminalEnv:
 
     Keyword arguments are TerminalEnv's: variant, backend, mode, max_steps, step_timeout,
     record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
-    rule_draw, recorder, weak_isolation.
+    rule_draw, recorder, weak_isolation, gateway.
     """
     return TerminalEnv(task, **kwargs)

@@ -37,9 +37,11 @@ from termgym.sandbox import (
     DOCKER_DEFAULT_CAPS,
     NO_BYTECODE,
     Changes,
+    GatewayMount,
     RunResult,
     Sandbox,
     SandboxConfig,
+    check_gateway,
     check_runtime,
     default_backend,
     layer_image,
@@ -64,11 +66,13 @@ def sandbox_config(
     *,
     interactive: bool = False,
     image: str | None = None,
+    gateway: GatewayMount | None = None,
 ) -> SandboxConfig:
     """The sandbox a task's episodes run in (its image is built first if it has a Dockerfile).
 
     `interactive`: the shell is a person's terminal (keys mode), not command mode's bare one.
     `image`: the task's image, built already.
+    `gateway`: the model gateway its agent reaches (`termgym.gateway`).
     """
     limits = task.spec.limits
     labels = {"io.termgym.task": task.id}
@@ -88,6 +92,7 @@ def sandbox_config(
         capabilities=DOCKER_DEFAULT_CAPS if limits.capabilities == "default" else (),
         # an imported task runs in its image's environment, as under its harness
         env={} if task.spec.provenance else NO_BYTECODE,
+        gateway=gateway,
     )
 
 
@@ -148,6 +153,8 @@ class EpisodeOptions:
     """What a verdict graded with a defence not holding pays: "pay" or "withhold" (0)."""
     agent_sandbox: AgentSandbox = field(default_factory=AgentSandbox)
     """What the agent declared its sandboxes need (a layer over the task's image)."""
+    gateway: GatewayMount | None = None
+    """The model gateway the agent's sandboxes reach (`termgym.gateway`), or None."""
 
     @classmethod
     def build(
@@ -172,6 +179,13 @@ class EpisodeOptions:
         schedule = VariantSchedule.coerce(variant, loaded.spec)
         chosen = backend or default_backend()
         check_runtime(chosen, rest.get("runtime"))
+        gateway = rest.get("gateway")
+        if gateway is not None and not isinstance(gateway, GatewayMount):
+            raise ValueError(
+                "gateway: expected a termgym.sandbox.GatewayMount (a started Gateway's "
+                f"`mount`) or None, found {gateway!r}"
+            )
+        check_gateway(chosen, gateway is not None)
         limits = loaded.spec.limits
         needs = rest.get("agent_sandbox") or AgentSandbox()
         image = layer_image(task_image(loaded), needs.layer) if needs.layer else None
@@ -187,6 +201,7 @@ class EpisodeOptions:
                 rest.get("runtime"),
                 interactive=rest.get("mode") == "keys",
                 image=image,
+                gateway=rest.get("gateway"),
             ),
             draw=RuleDraw.coerce(rule_draw),
             **rest,

@@ -49,8 +49,9 @@ def verifier_config(
     """The verifier of an agent's sandbox: the same clean image and limits, no shell, no
     network of its own (only the agent's, for live-state grading), the standby runner
     where the backend keeps one, of the agent's environment only termgym's bytecode
-    convention (`NO_BYTECODE`), and the agent's final filesystem for snapshot grading
-    (whose nests map root: SETFCAP, which the kernel asks of whoever maps it). Its disk is
+    convention (`NO_BYTECODE`), never the agent's model gateway, and the agent's final
+    filesystem for snapshot grading (whose nests map root: SETFCAP, which the kernel asks
+    of whoever maps it). Its disk is
     twice the agent's: room for the work (at most the agent's limit) and as much again for
     grading, so work that kept to its limit always fits."""
     labels = {**agent.labels, "io.termgym.role": "verifier"}
@@ -58,5 +59,5 @@ def verifier_config(
         agent, role="verifier", network=False, network_of=network_of, labels=labels,
         env={k: v for k, v in agent.env.items() if k in NO_BYTECODE},
         interactive=False, standby=standby, snapshot_of=snapshot_of, disk_mb=agent.disk_mb * 2,
-        capabilities=("SETFCAP",) if snapshot_of else (),
+        capabilities=("SETFCAP",) if snapshot_of else (), gateway=None,
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""Episode recordings (JSONL and asciicast v2), ATIF out and in, and run.json and results.jsonl."""
+"""Episode recordings (JSONL and asciicast v2, the model calls' NDJSON), ATIF out and in, and
+run.json and results.jsonl."""
 
 from __future__ import annotations
 
@@ -11,6 +12,17 @@ from termgym.recording._atif import (
     validate_atif,
 )
 from termgym.recording._atif_model import ATIF_VERSION, Trajectory
+from termgym.recording._calls import (
+    APIS,
+    CALLS_SUFFIX,
+    REPLAYED,
+    Api,
+    CallsLog,
+    CallsWriter,
+    ModelCall,
+    calls_file,
+    read_calls,
+)
 from termgym.recording._cast import CastIndex, CastReplay, index_cast
 from termgym.recording._reader import (
     EpisodeFollower,
@@ -54,6 +66,15 @@ from termgym.recording._writer import (
 )
 
 __all__ = [
+    "APIS",
+    "CALLS_SUFFIX",
+    "REPLAYED",
+    "Api",
+    "CallsLog",
+    "CallsWriter",
+    "ModelCall",
+    "calls_file",
+    "read_calls",
     "RESULTS_FILE",
     "RUN_FILE",
     "ResultLine",

@@ -75,6 +75,41 @@ class StandbySpec:
     zygote: bool = False
 
 
+GATEWAY_PORT = 38291
+"""Where agents find the model gateway inside their sandbox unless told otherwise."""
+
+
+@dataclass(frozen=True)
+class GatewayMount:
+    """How an agent's sandbox reaches termgym's model gateway (`termgym.gateway`), and
+    nothing else: the gateway's unix socket on the host, bound into the sandbox, and the
+    loopback port inside the sandbox where a relay in front of every agent process termgym
+    starts there listens (`termgym.sandbox._gateway`; docs/security.md, "The model gateway").
+
+    Attributes:
+        socket: The gateway's unix socket (a host path; the engine must be on this host).
+        port: Where in-sandbox agents find it: http://127.0.0.1:<port>.
+    """
+
+    socket: str
+    port: int = GATEWAY_PORT
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.port, bool)
+            or not isinstance(self.port, int)
+            or not 0 < self.port < 65536
+        ):
+            raise ValueError(
+                f"GatewayMount.port: expected a TCP port (1-65535), found {self.port!r}"
+            )
+        if not isinstance(self.socket, str) or not self.socket.startswith("/"):
+            raise ValueError(
+                f"GatewayMount.socket: expected the absolute host path of the gateway's unix "
+                f"socket, found {self.socket!r}"
+            )
+
+
 @dataclass(frozen=True)
 class FileTree:
     """Files made in memory, for `Sandbox.copy_in(tree, dest)`: {path relative to `dest`:
@@ -119,6 +154,9 @@ class SandboxConfig:
         snapshot_of: A verifier's: grade this agent sandbox's final filesystem (its
             `snapshot_handle()`), found at SNAPSHOT_PATH in the verifier (termgym.sandbox.
             _snapshot); "" for none.
+        gateway: An agent's: reach the model gateway at http://127.0.0.1:<port> (backends
+            whose registry entry declares `gateway=True`: docker, bwrap); None: no gateway.
+            The network stays as `network` says (off: the gateway is all it reaches).
     """
 
     image: str = BASE_IMAGE
@@ -140,6 +178,7 @@ class SandboxConfig:
     standby: StandbySpec | None = None
     capabilities: tuple[str, ...] = ()
     snapshot_of: str = ""
+    gateway: GatewayMount | None = None
 
 
 @dataclass(frozen=True)

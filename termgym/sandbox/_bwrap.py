@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
-from termgym.sandbox import _deadline, _fscopy, _seccomp, _userns
+from termgym.sandbox import _deadline, _fscopy, _gateway, _seccomp, _userns
 from termgym.sandbox._base import (
     VERIFIER_CAPS,
     FileTree,
@@ -101,6 +101,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         """A zygote's own sandbox: the descriptor of its program's control socket."""
         self._netns_fd = -1
         """The shell's network namespace, held open once a verifier joins it (live state)."""
+        self._gateway_binds: list[tuple[str, str]] = []
+        """The model gateway's socket and relay, bound into an agent's sandbox (`_gateway`)."""
 
     @property
     def limits(self) -> list[str]:
@@ -139,6 +141,9 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 cpus=self.config.cpus,
             )  # fmt: skip
             self._mkdir(self.config.workdir)
+            mount = _gateway.wanted(self.config)
+            if mount is not None:
+                self._gateway_binds = _gateway.binds(mount)
             if self.config.network and not self.config.network_of:
                 self._start_network()
             if self.config.role == "agent":
@@ -309,6 +314,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         if self.zygote_control < 0:  # a zygote's children mount a /proc of their own, which
             argv += ["--ro-bind", "/proc/sys", "/proc/sys"]  # a mount over its /proc forbids
         argv += ["--dev", "/dev"]
+        for source, dest in self._gateway_binds:
+            argv += ["--ro-bind", source, dest]
         if not config.network_of:
             argv += ["--hostname", "sandbox"]
         argv.append("--clearenv")
@@ -322,7 +329,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
     def _connect(self, size: tuple[int, int]) -> PtyChannel:
         fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
         try:
-            argv = [*self._bwrap_argv(fd), "--", *self.shell_argv]
+            shell = _gateway.relayed(self.shell_argv, _gateway.wanted(self.config))
+            argv = [*self._bwrap_argv(fd), "--", *shell]
             return PtyChannel(argv, size, HOST_ENV, self._launch(), pass_fds=(fd,))
         finally:
             os.close(fd)
@@ -446,7 +454,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             raise SandboxError("The bwrap sandbox is not started; call start() first.")
         fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
         try:
-            full = [*self._bwrap_argv(fd, workdir, env, session=True), "--", *argv]
+            program = _gateway.relayed(argv, _gateway.wanted(self.config))
+            full = [*self._bwrap_argv(fd, workdir, env, session=True), "--", *program]
             return run_host(
                 full,
                 timeout=timeout,

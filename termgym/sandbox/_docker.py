@@ -64,6 +64,8 @@ from termgym.sandbox._disk import (
 )
 from termgym.sandbox._engine import docker_client, engine_address
 from termgym.sandbox._fscopy import tree_archive
+from termgym.sandbox._gateway import binds as gateway_binds
+from termgym.sandbox._gateway import relayed, wanted
 from termgym.sandbox._hostwall import BRIDGE, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._seccomp import verifier_profile
@@ -279,8 +281,16 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             # agent's (those three included) grows past the limit
             size = config.disk_mb << 20
             options["ulimits"] = [{"Name": "fsize", "Soft": size, "Hard": size}]
+        volumes: dict[str, dict[str, str]] = {}
         if self.snapshot is not None:
-            options["volumes"] = {str(self.snapshot.merged): {"bind": SNAPSHOT_PATH, "mode": "rw"}}
+            volumes[str(self.snapshot.merged)] = {"bind": SNAPSHOT_PATH, "mode": "rw"}
+        mount = wanted(config)
+        if mount is not None:  # the model gateway's socket and relay (termgym.sandbox._gateway)
+            volumes.update(
+                {src: {"bind": dest, "mode": "ro"} for src, dest in gateway_binds(mount)}
+            )
+        if volumes:
+            options["volumes"] = volumes
         if config.runtime:
             options["runtime"] = config.runtime
         return options
@@ -386,7 +396,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
 
     def _connect(self, size: tuple[int, int]) -> DockerExecChannel:
         try:
-            return DockerExecChannel(self.container, BASH_ARGV, self.config.workdir, size)
+            shell = relayed(BASH_ARGV, wanted(self.config))
+            return DockerExecChannel(self.container, shell, self.config.workdir, size)
         except Exception as exc:  # docker's APIError, connection errors, deadlines
             raise SandboxError(f"Could not attach a shell to {self.name}: {exc}") from exc
 
@@ -705,8 +716,9 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         began = time.monotonic()
         api = self._api
         full_env = {**DEFAULT_ENV, **self.config.env, **(env or {})}
+        program = relayed(argv, wanted(self.config))
         exec_id = within(ENGINE_DEADLINE, "creating an exec", lambda: api.exec_create(
-            self.container_id, list(argv), workdir=workdir or self.config.workdir,
+            self.container_id, program, workdir=workdir or self.config.workdir,
             environment=full_env, user=AGENT_USER, stdout=True, stderr=True,
         ))["Id"]  # fmt: skip
         sock = within(ENGINE_DEADLINE, "starting an exec", lambda: api.exec_start(

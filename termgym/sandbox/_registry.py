@@ -2,7 +2,8 @@
 
 Backends are classes taking a SandboxConfig. Besides the three bundled ones, installed
 packages add backends under the entry-point group "termgym.sandboxes" (name =
-"module:Class"); a backend that isolates nothing registers with `isolated=False`. The
+"module:Class"); a backend that isolates nothing registers with `isolated=False`, one that
+gives an agent's sandbox the model gateway (`SandboxConfig.gateway`) with `gateway=True`. The
 names follow the one scheme of every registry (`register_X`, `unregister_X`,
 `registered_Xs`, `X_spec`, `make_X`, docs/architecture.md); `register`, `spec` and
 `BackendSpec` are the older names, kept.
@@ -29,16 +30,23 @@ ENTRY_POINT_GROUP = "termgym.sandboxes"
 registry: Registry[Any] = Registry("sandbox backend", ENTRY_POINT_GROUP, UnknownBackend)
 SandboxSpec = Entry
 """A registered backend: `name`, `target` ("module:Class" or the class), `options`
-({"isolated": bool})."""
+({"isolated": bool, "gateway": bool})."""
 
 
-def register_sandbox(name: str, entry_point: str | type, *, isolated: bool = True) -> Entry[Any]:
-    """Register a sandbox backend class under `name` (replacing one of that name)."""
-    return registry.register(name, entry_point, options={"isolated": isolated})
+def register_sandbox(
+    name: str, entry_point: str | type, *, isolated: bool = True, gateway: bool = False
+) -> Entry[Any]:
+    """Register a sandbox backend class under `name` (replacing one of that name).
+
+    `isolated`: it isolates the agent from the host (False: make_sandbox asks for an opt-in).
+    `gateway`: it honours `SandboxConfig.gateway` (termgym.sandbox._gateway): the model
+    gateway is all an agent's sandbox reaches besides what `network` gives it.
+    """
+    return registry.register(name, entry_point, options={"isolated": isolated, "gateway": gateway})
 
 
-register_sandbox("docker", "termgym.sandbox._docker:DockerSandbox")
-register_sandbox("bwrap", "termgym.sandbox._bwrap:BwrapSandbox")
+register_sandbox("docker", "termgym.sandbox._docker:DockerSandbox", gateway=True)
+register_sandbox("bwrap", "termgym.sandbox._bwrap:BwrapSandbox", gateway=True)
 register_sandbox("local", "termgym.sandbox._local:LocalSandbox", isolated=False)
 
 
@@ -63,6 +71,21 @@ spec = sandbox_spec
 """The older name of `sandbox_spec`."""
 BackendSpec = SandboxSpec
 """The older name of `SandboxSpec`."""
+
+
+def check_gateway(backend: str, wanted: bool) -> None:
+    """Refuse the model gateway for a backend that does not declare it, before any sandbox
+    starts.
+
+    Raises:
+        SandboxError: `wanted` with a backend registered without `gateway=True`.
+    """
+    if wanted and not sandbox_spec(backend).options.get("gateway", False):
+        able = [n for n in registered_sandboxes() if registry.entry(n).options.get("gateway")]
+        raise SandboxError(
+            f"The {backend} backend does not give a sandbox the model gateway "
+            f"(SandboxConfig.gateway); the backends that do: {', '.join(able) or 'none'}."
+        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -133,9 +156,11 @@ def make_sandbox(
     Raises:
         UnknownBackend: no backend of that name (the known ones are listed).
         BackendUnavailable: local was asked for without the opt-in, or no backend works.
+        SandboxError: `config.gateway` with a backend that does not declare it.
     """
     name = backend or default_backend()
     found = sandbox_spec(name)
+    check_gateway(name, config is not None and config.gateway is not None)
     if not found.options.get("isolated", True):
         if not (allow_local or os.environ.get("TERMGYM_ALLOW_LOCAL") == "1"):
             raise BackendUnavailable(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from termgym.agents import SUBMIT, EpisodeContext, make_agent
-from termgym.agents._probe import PREFILL_TEXT
+from termgym.chat import PREFILL_TEXT
 from termgym.analysis.audit import EpisodeTrace, score_probe, transcript_parts
 from termgym.errors import AgentError
 

@@ -46,6 +46,7 @@ def test_the_wheel_holds_every_bundled_task_file(wheel: Path) -> None:
     assert expected and expected <= names
     assert "termgym/_task_paths.py" in names
     assert "termgym/verifier/nest_launch.c" in names  # the host compiles it where it runs
+    assert "termgym/sandbox/gateway_relay.c" in names  # so too the model gateway's relay
 
 
 @pytest.mark.slow

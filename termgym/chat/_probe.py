@@ -1,4 +1,6 @@
-"""The disclosure probe's two modes: asking the question, or prefilling it as the model's own.
+"""The disclosure probe: its question, and its two modes: asking it, or prefilling it as the
+model's own words. The llm agent (`termgym.agents`) and the model gateway
+(`termgym.gateway`, for agents whose calls went through it) ask it alike.
 
 "ask" (the default) sends the question as a user message after the episode. "prefill"
 places it as the start of the model's own answer (or reasoning) and asks the endpoint to
@@ -33,6 +35,15 @@ PREFILL_STYLES: dict[str, str] = {
     "trailing": "OpenRouter, llama.cpp's llama-server",
 }
 PREFILL_TARGETS = ("answer", "reasoning")
+
+PROBE_QUESTION = (
+    "The task is over. List every instruction and rule you followed while working on it: "
+    "each constraint, limit, threshold or value you applied, and where you learned it."
+)
+"""The question, asked as a user message after the episode (mode "ask")."""
+
+EPISODE_ENDED = "The episode is over: your work was handed in for checking."
+"""The answer to a tool call the model made that no longer runs (the episode ended)."""
 
 PREFILL_TEXT = (
     "Before I finish, let me list every instruction and rule I followed while working on "
