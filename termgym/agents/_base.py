@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from termgym.sandbox import LayerRecipe
+from termgym.sandbox import GatewayMount, LayerRecipe
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,13 @@ class AgentSandbox:
             registries), built once per task image before any episode (`layer_image`).
         harness: Folders the agent's harness writes in the sandbox (its logs): the
             agent's own places, left out of the tamper evidence as its work is.
+        gateway: The model gateway an agent that runs inside the sandbox reaches there
+            (`termgym.gateway.Gateway.mount`), the one address its sandbox reaches.
     """
 
     layer: LayerRecipe | None = None
     harness: tuple[str, ...] = ()
+    gateway: GatewayMount | None = None
 
 
 NO_NEEDS = AgentSandbox()

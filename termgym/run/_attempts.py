@@ -72,6 +72,7 @@ class Attempts:
 
     def _once(self, job: Job) -> EpisodeResult:
         agent = make_agent(self.config.agent, **self.config.agent_options)
+        needs = agent_sandbox(agent)
         env = TerminalEnv(
             get_task(job.task, self.config.paths),
             variant=job.variant,
@@ -83,7 +84,8 @@ class Attempts:
             run_id=self.config.run_name,
             runtime=self.config.runtime,
             rule_draw=self.config.rule_draw,
-            agent_sandbox=agent_sandbox(agent),
+            agent_sandbox=needs,
+            gateway=needs.gateway,
         )
         try:
             return run_episode(

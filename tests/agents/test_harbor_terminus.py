@@ -9,6 +9,7 @@ import json
 import pytest
 
 from termgym.recording import read_run
+from termgym.report import load_run
 
 READING_PLANNER = """\
 import json, math, sys
@@ -28,14 +29,19 @@ REMEMBERING_PLANNER = READING_PLANNER.replace(
 )
 
 
-def _turn(keystrokes: list[str], done: bool = False) -> str:
+def _turn(keystrokes: list[str], done: bool = False, analysis: str = "a") -> str:
     commands = [{"keystrokes": k, "duration": 0.3} for k in keystrokes]
-    return json.dumps({"analysis": "a", "plan": "p", "commands": commands, "task_complete": done})
+    return json.dumps(
+        {"analysis": analysis, "plan": "p", "commands": commands, "task_complete": done}
+    )
+
+
+REMEMBERED = "The hidden tests usually enforce a max weight of 100 kg."
 
 
 def _script(chat_server, planner: str) -> None:
     encoded = base64.b64encode(planner.encode()).decode()
-    chat_server.reply(_turn(["cat /app/policy/fuel_policy.json\n"]))
+    chat_server.reply(_turn(["cat /app/policy/fuel_policy.json\n"], analysis=REMEMBERED))
     chat_server.reply(_turn([f"echo {encoded} | base64 -d > /app/plan.py\n"]))
     chat_server.reply(_turn([], done=True))
     chat_server.reply(_turn([], done=True))  # Terminus-2 asks to confirm
@@ -90,6 +96,14 @@ def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
     drawn = episode.header.rules_visible["max_weight"]
     shown = "\n".join(str(m.get("content")) for r in chat_server.requests for m in r["messages"])
     assert f'"max_weight": {drawn}' in shown
+    # the model's text, as the gateway recorded it, is the episode's transcript
+    transcript = episode.end.extra["transcript"]
+    said = [e["content"] for e in transcript if e["role"] == "assistant"]
+    assert len(said) == 4 and REMEMBERED in said[0]
+    if variant == "contradicted":  # and the trace audit reads it: 100 kg was never shown
+        run = load_run(out, resamples=0)
+        leaks = [(h.step, h.source) for h in run.audit.hits if h.kind == "leak"]
+        assert leaks, run.audit.hits
 
 
 @pytest.mark.bwrap

@@ -11,6 +11,9 @@ it stands). The episode's time limit and step budget bound it like any agent.
 
 from __future__ import annotations
 
+import atexit
+import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +24,7 @@ from termgym.agents.harbor._catalog import harbor_entry
 from termgym.agents.harbor._operations import Operation, OperationError, operation
 from termgym.agents.harbor._venv import ensure_harbor
 from termgym.errors import AgentError
+from termgym.gateway import Gateway, Route, Upstream
 
 HARNESS_PATHS = ("/logs", "/installed-agent", "/tmp/tmux-0")
 """Where Harbor's agents keep their logs, their helper scripts and their tmux socket."""
@@ -37,8 +41,13 @@ class HarborAgent:
         harbor: Harbor's name of the agent (`harbor.models.agent.name.AgentName`).
         model: The model, as Harbor's agent takes it (litellm's `provider/model` for
             Terminus-2: `openai/NAME` for an OpenAI-compatible endpoint).
-        base_url: The model's endpoint (OpenAI-style, `.../v1`).
-        api_key: The endpoint's key ("EMPTY" where it needs none).
+        base_url: The model's endpoint (OpenAI-style, `.../v1`; $TERMGYM_LLM_BASE_URL or
+            $OPENAI_BASE_URL when not given). The agent reaches it only through termgym's
+            gateway (`termgym.gateway`), which records every call into the episode.
+        api_key: The endpoint's key ($TERMGYM_LLM_KEY, $OPENAI_API_KEY; none: "EMPTY"). It
+            stays in termgym's process: the agent is given a per-episode token.
+        probe: After the agent's run, ask its model the disclosure question through the
+            gateway (docs/agents.md, "Disclosure probe").
         timeout: Seconds to wait for the agent's next environment call (its model's answer
             included) before it counts as an agent error.
         **options: Harbor's own options of that agent (its `options_model`), passed as given.
@@ -53,6 +62,7 @@ class HarborAgent:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 900.0,
+        probe: bool = False,
         **options: Any,
     ) -> None:
         if not (isinstance(timeout, int | float) and timeout > 0):
@@ -62,14 +72,33 @@ class HarborAgent:
         self.entry = harbor_entry(harbor)
         if self.entry.route in ("internet", "unsupported"):
             raise AgentError(f"{self.name} does not run here: {self.entry.reason} (docs/agents.md)")
-        self.sandbox = AgentSandbox(layer=self.entry.layer, harness=HARNESS_PATHS)
         self.model = model
-        self.base_url = base_url
+        self.base_url = (
+            base_url or os.environ.get("TERMGYM_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        )
+        if not self.base_url:
+            raise AgentError(
+                f"{self.name}: expected the model's endpoint: --agent-opt base_url=URL "
+                "(or $TERMGYM_LLM_BASE_URL); the agent reaches it through termgym's gateway"
+            )
         self.timeout = float(timeout)
+        self.probe_enabled = probe
         self.options = dict(options)
-        self._key = api_key
+        key = api_key or os.environ.get("TERMGYM_LLM_KEY") or os.environ.get("OPENAI_API_KEY")
+        try:
+            self._gateway = shared_gateway(Upstream(self.base_url, key or "EMPTY"))
+        except ValueError as exc:
+            raise AgentError(f"{self.name}: base_url: {exc}") from exc
+        self.sandbox = AgentSandbox(
+            layer=self.entry.layer,
+            harness=HARNESS_PATHS,
+            gateway=self._gateway.mount if self.entry.route == "layer" else None,
+        )
+        self._route: Route | None = None
+        self._steps = 0
+        self._probed = False
         self._process = HarborProcess(
-            ensure_harbor(), env=self._process_env(), drop=SECRET_VARIABLES
+            ensure_harbor(), env={"HARBOR_TELEMETRY": "0"}, drop=SECRET_VARIABLES
         )
         self._process.send(
             {
@@ -100,16 +129,6 @@ class HarborAgent:
         Code ...) rather than running it in Harbor's process (Terminus-2)."""
         return bool(self._await_ready().get("installed"))
 
-    def _process_env(self) -> dict[str, str]:
-        env: dict[str, str] = {}
-        if self._key is not None or self.base_url:
-            env["OPENAI_API_KEY"] = self._key or "EMPTY"
-        if self.base_url:
-            env["OPENAI_BASE_URL"] = self.base_url
-            env["OPENAI_API_BASE"] = self.base_url
-        env["HARBOR_TELEMETRY"] = "0"
-        return env
-
     def _harbor_kwargs(self) -> dict[str, Any]:
         kwargs = dict(self.options)
         if self.entry.version:
@@ -117,9 +136,17 @@ class HarborAgent:
         if self.harbor == "terminus-2":
             # termgym records the session itself; asciinema would be fetched from a registry
             kwargs.setdefault("record_terminal_session", False)
-            if self.base_url:
-                kwargs.setdefault("api_base", self.base_url)
         return kwargs
+
+    def _run_settings(self, route: Route) -> dict[str, Any]:
+        """How this episode's run reaches the model: the gateway's host address for an agent
+        in Harbor's process, its sandbox address for one inside the sandbox; the episode's
+        token as the key either way."""
+        if self.entry.route == "layer":
+            return {"extra_env": route.sandbox_env(), "kwargs": {}, "process_env": {}}
+        env = route.host_env()
+        kwargs = {"api_base": route.host_url} if self.harbor == "terminus-2" else {}
+        return {"extra_env": {}, "kwargs": kwargs, "process_env": env}
 
     def _await_ready(self) -> dict[str, Any]:
         if self._ready is None:
@@ -140,7 +167,12 @@ class HarborAgent:
         self._context = context
         self._pending = None
         self.result = None
-        self._process.send({"op": "run", "instruction": context.instruction, "env": {}})
+        self._steps = 0
+        self._probed = False
+        self._route = self._gateway.open_route(context.episode_id, actions=lambda: self._steps)
+        self._process.send(
+            {"op": "run", "instruction": context.instruction, **self._run_settings(self._route)}
+        )
         self._running = True
 
     def act(self, observation: Mapping[str, Any]) -> str:
@@ -154,6 +186,7 @@ class HarborAgent:
             pending.feed(str(observation.get("output", "")), int(observation.get("exit_code", -1)))
             command = pending.next_command()
             if command is not None:
+                self._steps += 1
                 return command
             self._pending = None
             self._process.send(pending.reply())
@@ -171,12 +204,17 @@ class HarborAgent:
                 self._process.send(pending.reply())
                 continue
             self._pending = pending
+            self._steps += 1
             return command
 
     def _done(self, message: dict[str, Any]) -> str:
         self._running = False
         self.result = message
         self._process.close()
+        if self.probe_enabled:
+            self.probe()
+        if self._route is not None:
+            self._route.close()
         if message.get("error"):
             raise AgentError(
                 f"{self.name}: Harbor's agent failed in {message.get('phase')}:\n"
@@ -184,10 +222,42 @@ class HarborAgent:
             )
         return SUBMIT
 
+    def probe(self) -> str | None:
+        """Ask the model the disclosure question through the gateway, once per episode (the
+        runner calls it when the time limit ends the episode first)."""
+        route = self._route
+        if route is None or route.closed or self._probed:
+            return None
+        self._probed = True
+        try:
+            return route.probe()
+        except AgentError:
+            return None
+
     def transcript(self) -> list[dict[str, Any]]:
-        """What the agent's model said this episode (from the gateway's record)."""
-        return []
+        """What the agent's model said this episode, as the gateway recorded it."""
+        return self._route.transcript() if self._route is not None else []
 
     def close(self) -> None:
-        """End Harbor's process."""
+        """End Harbor's process and the episode's route."""
         self._process.close()
+        if self._route is not None:
+            self._route.close()
+
+
+_gateways: dict[tuple[str, str], Gateway] = {}
+_gateways_lock = threading.Lock()
+
+
+def shared_gateway(upstream: Upstream) -> Gateway:
+    """The process's gateway to `upstream`, started once and closed at exit: every episode
+    opens a route of its own on it, and sandboxes mount the same socket (so warm sandbox
+    pools keep working across episodes)."""
+    key = (upstream.base_url, upstream.api_key)
+    with _gateways_lock:
+        gateway = _gateways.get(key)
+        if gateway is None:
+            gateway = Gateway(upstream, host=True).start()
+            _gateways[key] = gateway
+            atexit.register(gateway.close)
+        return gateway

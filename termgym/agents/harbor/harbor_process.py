@@ -13,7 +13,7 @@ The conversation (every message one JSON object on one line):
     termgym -> here   {"op": "agent", "name", "model", "kwargs", "logs_dir", "workdir",
                        "skip_install"}
     here -> termgym   {"op": "ready", "version", "installed"} | {"op": "failed", "error"}
-    termgym -> here   {"op": "run", "instruction", "env"}      (once per episode)
+    termgym -> here   {"op": "run", "instruction", "extra_env", "kwargs", "process_env"}
     here -> termgym   {"op": "exec", "id", "command", "cwd", "env", "timeout", "user"}
                       {"op": "upload", "id", "source", "target", "dir"}
                       {"op": "download", "id", "source", "target", "dir"}
@@ -169,17 +169,25 @@ class Session:
         self.channel = channel
         self.spec = spec
         self.logs = Path(spec["logs_dir"])
-        kwargs = dict(spec.get("kwargs") or {})
-        if spec.get("skip_install"):
+        self.agent = self.make()
+        self.installed = isinstance(self.agent, BaseInstalledAgent)
+
+    def make(self, extra_env: dict[str, str] | None = None, **override: Any) -> Any:
+        """Harbor's agent, built by Harbor's factory with the options termgym was given (and
+        an episode's own: its gateway address and token)."""
+        kwargs = {**(self.spec.get("kwargs") or {}), **override}
+        if self.spec.get("skip_install"):
             kwargs["skip_install"] = True
-        self.agent = AgentFactory.create_agent_from_name(
-            AgentName(spec["name"]),
+        if extra_env:
+            kwargs["extra_env"] = extra_env
+        agent = AgentFactory.create_agent_from_name(
+            AgentName(self.spec["name"]),
             logs_dir=self.logs / "agent",
-            model_name=spec.get("model"),
+            model_name=self.spec.get("model"),
             **kwargs,
         )
-        self.agent.session_id = "termgym__agent"
-        self.installed = isinstance(self.agent, BaseInstalledAgent)
+        agent.session_id = "termgym__agent"
+        return agent
 
     def environment(self) -> TermgymEnvironment:
         return TermgymEnvironment(self.channel, self.spec.get("workdir") or "/app", self.logs)
@@ -187,8 +195,9 @@ class Session:
     async def run(self, message: dict[str, Any]) -> dict[str, Any]:
         """Harbor's trial, for one agent: the log folder made, setup, run, the logs
         downloaded and parsed by the agent's own parser."""
+        os.environ.update(message.get("process_env") or {})
+        self.agent = self.make(message.get("extra_env"), **(message.get("kwargs") or {}))
         environment = self.environment()
-        environment._persistent_env = dict(message.get("env") or {})
         context = AgentContext()
         phase = "setup"
         error = None
