@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 TERMGYM := $(VENV)/bin/termgym
 PYTEST_ARGS ?=
 
-.PHONY: help setup system image demo test bench bench-grading-versus lint format clean gc
+.PHONY: help setup system image harbor demo test bench bench-grading-versus lint format clean gc
 
 help:
 	@echo "make demo   - set up, then run the main job"
@@ -31,6 +31,11 @@ system:
 image: setup system
 	$(TERMGYM) image build-base
 
+# Harbor (Python >= 3.12) in a virtualenv of its own, made with a Python >= 3.12 found on
+# the machine (docs/agents.md, "Harbor's agents"); cached: a second call takes a second.
+harbor: setup
+	$(PY) -m termgym.agents.harbor
+
 demo: setup system image
 	$(TERMGYM) demo
 
@@ -38,14 +43,14 @@ demo: setup system image
 # minutes, here rather than inside a test's time limit).
 FIXTURE_BASES := python:3.13-slim-bookworm debian:bookworm-slim
 
-test: setup system image
+test: setup system image harbor
 	@if docker info >/dev/null 2>&1; then $(TERMGYM) image build-stand-in $(FIXTURE_BASES); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 GRADING_BEFORE ?= b1da593
 # the commit before per-rule-set verifiers and snapshot grading (docs/performance.md)
 
-bench: setup system image
+bench: setup system image harbor
 	$(PY) -m termgym.bench
 	$(MAKE) bench-grading-versus
 

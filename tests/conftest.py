@@ -55,6 +55,17 @@ def docker_available() -> None:
 
 
 @pytest.fixture(scope="session")
+def harbor_python() -> str:
+    """Harbor's virtualenv (`make harbor` makes it); skip (outside CI) or fail without it."""
+    from termgym.agents.harbor import installed_python
+
+    found = installed_python()
+    if found is None:
+        _unavailable("Harbor's virtualenv", "`make harbor` made none (no Python >= 3.12?)")
+    return str(found)
+
+
+@pytest.fixture(scope="session")
 def bwrap_available() -> None:
     """Skip (outside CI) or fail (CI=true) unless bubblewrap can make its namespaces."""
     from termgym.sandbox import bwrap_works

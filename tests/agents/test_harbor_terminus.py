@@ -77,7 +77,7 @@ def _run(chat_server, tmp_path, backend: str, variant: str):
     ],
 )
 def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
-    chat_server, base_image, tmp_path, planner, variant, expected
+    chat_server, base_image, harbor_python, tmp_path, planner, variant, expected
 ):
     _script(chat_server, planner)
     summary, out = _run(chat_server, tmp_path, "docker", variant)
@@ -107,7 +107,7 @@ def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
 
 
 @pytest.mark.bwrap
-def test_terminus_2_runs_on_bwrap(chat_server, base_rootfs, tmp_path):
+def test_terminus_2_runs_on_bwrap(chat_server, base_rootfs, harbor_python, tmp_path):
     _script(chat_server, READING_PLANNER)
     summary, out = _run(chat_server, tmp_path, "bwrap", "contradicted")
     [result] = summary.results
@@ -118,7 +118,7 @@ def test_terminus_2_runs_on_bwrap(chat_server, base_rootfs, tmp_path):
 
 @pytest.mark.docker
 def test_an_agent_that_crashes_is_an_agent_error_and_still_graded(
-    chat_server, base_image, tmp_path
+    chat_server, base_image, harbor_python, tmp_path
 ):
     chat_server.reply(_turn(["cat /app/policy/fuel_policy.json\n"]))
     # then the endpoint fails on every request: Harbor's agent raises out of run()

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from termgym.agents.harbor._agent import HarborAgent
 from termgym.agents.harbor._catalog import ENTRIES, NAMES, HarborEntry, harbor_entry
-from termgym.agents.harbor._venv import HARBOR_VERSION, ensure_harbor, find_interpreter
+from termgym.agents.harbor._venv import (
+    HARBOR_VERSION,
+    ensure_harbor,
+    find_interpreter,
+    installed_python,
+)
 
 __all__ = [
     "ENTRIES",
@@ -16,4 +21,5 @@ __all__ = [
     "ensure_harbor",
     "find_interpreter",
     "harbor_entry",
+    "installed_python",
 ]
