@@ -24,13 +24,13 @@ from termgym._vocabulary import (
     ShadowClass,
     describe_error,
 )
+from termgym.agents import AgentSandbox
 from termgym.env import _evidence
 from termgym.env._keys import sendable
 from termgym.env._pool import Reservation, SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
-from termgym.agents import AgentSandbox
 from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prepare
 from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, Recorder, StepRecord
 from termgym.sandbox import (
