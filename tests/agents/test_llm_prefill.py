@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from termgym.agents import SUBMIT, EpisodeContext, make_agent
-from termgym.chat import PREFILL_TEXT
 from termgym.analysis.audit import EpisodeTrace, score_probe, transcript_parts
+from termgym.chat import PREFILL_TEXT
 from termgym.errors import AgentError
 
 CONTEXT = EpisodeContext(
