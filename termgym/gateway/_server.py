@@ -85,12 +85,12 @@ class Handler(BaseHTTPRequestHandler):
             request = parsed
         target = split.path + (f"?{split.query}" if split.query else "")
         index, actions, t = route.begin()
-        call = _Call(index, api, method, target, request, t, actions)
+        call = _Call(index, api, method, target, request, t, actions, route.record, began)
         call.headers = {k.lower(): v for k, v in self.headers.items() if k.lower() in REPLAYED}
         try:
             self._forward(call, body)
         finally:
-            route.record(call.done(time.monotonic() - began))
+            call.finish()
 
     def _body(self) -> bytes | None:
         """The request's body (None: refused, the answer sent)."""
@@ -127,6 +127,7 @@ class Handler(BaseHTTPRequestHandler):
                 answer = connection.getresponse()
             except (OSError, http.client.HTTPException) as exc:
                 call.error = f"the upstream {upstream.shown} did not answer: {exc}"
+                call.finish()
                 self._refuse(502, "api_error", call.error)
                 return
             call.status = answer.status
@@ -151,6 +152,7 @@ class Handler(BaseHTTPRequestHandler):
             data = answer.read()
         except (OSError, http.client.HTTPException) as exc:
             call.error = f"the upstream's answer was cut: {exc}"
+            call.finish()
             self._refuse(502, "api_error", call.error)
             return
         try:
@@ -161,6 +163,7 @@ class Handler(BaseHTTPRequestHandler):
             call.response = parsed
         else:
             call.text = data[:KEPT_TEXT].decode("utf-8", "replace")
+        call.finish()  # recorded before the agent has the answer: it is there when it looks
         self._head(answer, {"Content-Length": str(len(data))})
         self._send(data)
 
@@ -182,11 +185,12 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException) as exc:
             call.error = f"the upstream's stream was cut: {exc}"
             self.close_connection = True
-        if not client_gone:
-            self._send(b"0\r\n\r\n")
         call.response = reader.result()
         if call.response is None and call.error is None:
             call.error = "the stream held no event the gateway could read"
+        call.finish()
+        if not client_gone:
+            self._send(b"0\r\n\r\n")
 
     def _send(self, data: bytes) -> bool:
         try:
@@ -213,14 +217,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class _Call:
-    """A call in flight (what becomes its ModelCall)."""
+    """A call in flight: what becomes its ModelCall, recorded once by `finish()`."""
 
     def __init__(
         self, index: int, api: Api, method: str, path: str, request: dict[str, Any], t: float,
-        actions: int,
+        actions: int, record: Callable[[ModelCall], None], began: float,
     ) -> None:  # fmt: skip
         self.index, self.api, self.method, self.path = index, api, method, path
         self.request, self.t, self.actions = request, t, actions
+        self._record, self._began, self._done = record, began, False
         self.status = 0
         self.stream = False
         self.response: Any = None
@@ -228,7 +233,13 @@ class _Call:
         self.error: str | None = None
         self.headers: dict[str, str] = {}
 
-    def done(self, duration: float) -> ModelCall:
+    def finish(self) -> None:
+        """Record the call as it stands (once: later calls do nothing)."""
+        if not self._done:
+            self._done = True
+            self._record(self._call(time.monotonic() - self._began))
+
+    def _call(self, duration: float) -> ModelCall:
         return ModelCall(
             index=self.index, api=self.api, method=self.method, path=self.path,
             status=self.status, stream=self.stream, request=self.request,

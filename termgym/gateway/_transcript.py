@@ -99,8 +99,14 @@ def _failed(call: ModelCall) -> dict[str, Any]:
 
 
 def _answer_facts(call: ModelCall) -> dict[str, Any]:
+    """The answer's finish reason and token counts; the counts also under OpenAI chat's
+    names (prompt_tokens, completion_tokens), which the ATIF export reads."""
     response = call.response or {}
     usage = response.get("usage")
+    if isinstance(usage, Mapping):
+        usage = dict(usage)
+        usage.setdefault("prompt_tokens", usage.get("input_tokens"))
+        usage.setdefault("completion_tokens", usage.get("output_tokens"))
     if call.api == "openai-chat":
         choices = response.get("choices") or [{}]
         reason = choices[0].get("finish_reason") if isinstance(choices[0], Mapping) else None

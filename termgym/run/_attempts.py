@@ -15,6 +15,7 @@ from termgym._vocabulary import describe_error
 from termgym.agents import agent_sandbox, make_agent
 from termgym.env import TerminalEnv
 from termgym.errors import ImageBuildFailed, TermgymError
+from termgym.recording import CALLS_SUFFIX
 from termgym.run._config import RunConfig
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, episode_path, run_episode
 from termgym.run._jobs import Job
@@ -105,7 +106,7 @@ def set_aside(out: Path, job: Job, attempt: int | str) -> None:
     path = episode_path(out, job)
     failed = out / "episodes" / "failed"
     tag = f"attempt{attempt}" if isinstance(attempt, int) else attempt
-    for source in (path, path.with_suffix(".cast")):
+    for source in (path, path.with_suffix(".cast"), path.with_suffix(CALLS_SUFFIX)):
         if source.exists():
             failed.mkdir(exist_ok=True)
             target = failed / f"{source.stem}.{tag}{source.suffix}"

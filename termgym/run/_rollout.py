@@ -24,7 +24,7 @@ from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_er
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
 from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, RecordingError, SandboxError
-from termgym.recording import ResultLine, append_result, write_run_header
+from termgym.recording import CALLS_SUFFIX, ResultLine, append_result, write_run_header
 from termgym.run._jobs import Job, plan_task_set
 from termgym.run._trajectory import Trajectory, save_trajectories
 
@@ -236,7 +236,7 @@ async def _ask(policy: Policy, messages: list[Message], tools: list[dict[str, An
 
 def _set_aside(folder: Path, job: Job, attempt: int) -> None:
     """Move a failed attempt's recording to episodes/failed/, as `termgym run` does."""
-    for suffix in (".jsonl", ".cast"):
+    for suffix in (".jsonl", ".cast", CALLS_SUFFIX):
         source = folder / "episodes" / f"{job.episode_id}{suffix}"
         if source.exists():
             failed = folder / "episodes" / "failed"

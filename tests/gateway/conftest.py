@@ -4,6 +4,7 @@ OpenAI responses and Anthropic messages (streamed or not), and a gateway in fron
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -15,8 +16,9 @@ import pytest
 
 from termgym.gateway import Gateway, Upstream
 
-KEY = "sk-host-only-7f3c9a1e5b2d4c6e8f0a"
-"""The endpoint's key in these tests: it must reach the endpoint and nothing else."""
+KEY = "sk-host-only-" + secrets.token_hex(16)
+"""The endpoint's key in these tests, new each session (so no image or cache can hold it): it
+must reach the endpoint and nothing else."""
 
 
 @dataclass
