@@ -95,3 +95,45 @@ def test_codex_in_the_sandbox_on_bwrap(
     _codex_script(model_server, REMEMBERING_PLANNER)
     result, out = _run(model_server, tmp_path, "codex", "openai/scripted", "bwrap", "contradicted")
     _check_episode(result, out, model_server, "stale", "contradicted")
+
+
+def _mini_script(server: ModelServer, planner: str) -> None:
+    write = WRITE.format(base64.b64encode(planner.encode()).decode())
+    server.turns += [
+        Turn("Reading the policy.", REMEMBERED,
+             [("bash", {"command": "cat /app/policy/fuel_policy.json"})]),
+        Turn("Writing the planner.", None, [("bash", {"command": write})]),
+        Turn("Done.", None, [("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"})]),
+    ]  # fmt: skip
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("planner", "variant", "expected"),
+    [
+        (READING_PLANNER, "contradicted", "adapted"),
+        (REMEMBERING_PLANNER, "contradicted", "stale"),
+        (READING_PLANNER, "original", None),
+    ],
+)
+def test_mini_swe_agent_in_the_sandbox_on_docker(
+    model_server, base_image, harbor_python, tmp_path, planner, variant, expected
+):
+    _mini_script(model_server, planner)
+    result, out = _run(
+        model_server, tmp_path, "mini-swe-agent", "openai/scripted", "docker", variant
+    )
+    _check_episode(result, out, model_server, expected, variant)
+    assert {s.path for s in model_server.seen if s.method == "POST"} == {"/v1/chat/completions"}
+
+
+@pytest.mark.bwrap
+@pytest.mark.docker
+def test_mini_swe_agent_in_the_sandbox_on_bwrap(
+    model_server, base_image, base_rootfs, harbor_python, tmp_path
+):
+    _mini_script(model_server, READING_PLANNER)
+    result, out = _run(
+        model_server, tmp_path, "mini-swe-agent", "openai/scripted", "bwrap", "contradicted"
+    )
+    _check_episode(result, out, model_server, "adapted", "contradicted")

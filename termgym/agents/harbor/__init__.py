@@ -4,7 +4,9 @@ Harbor's own code in an interpreter of its own (docs/agents.md, "Harbor's agents
 from __future__ import annotations
 
 from termgym.agents.harbor._agent import HarborAgent
+from termgym.agents.harbor._bridge import HarborProcess
 from termgym.agents.harbor._catalog import ENTRIES, NAMES, HarborEntry, harbor_entry
+from termgym.agents.harbor._operations import Operation, operation
 from termgym.agents.harbor._venv import (
     HARBOR_VERSION,
     ensure_harbor,
@@ -18,6 +20,9 @@ __all__ = [
     "NAMES",
     "HarborAgent",
     "HarborEntry",
+    "HarborProcess",
+    "Operation",
+    "operation",
     "ensure_harbor",
     "find_interpreter",
     "harbor_entry",

@@ -20,8 +20,8 @@ The conversation (every message one JSON object on one line):
     termgym -> here   {"op": "reply", "id", "stdout", "return_code"} | {"op": "reply",
                        "id", "error"}
     here -> termgym   {"op": "done", "error", "phase", "context", "version"}
-    termgym -> here   {"op": "install"}  (a layer's check: the agent's own install(), once)
-    here -> termgym   {"op": "installed", "error", "version"}
+    termgym -> here   {"op": "bench", "commands", "rounds", "docker"}  (termgym.bench.agents)
+    here -> termgym   exec requests as above, then {"op": "benched", "bridge", "docker"}
 
 Harbor and the libraries it loads may print to stdout: the protocol keeps the original
 stdout to itself and points file descriptor 1 at stderr before Harbor is imported.
@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -230,15 +231,29 @@ class Session:
             "version": self.agent.version(),
         }
 
-    async def install(self) -> dict[str, Any]:
-        environment = self.environment()
-        try:
-            if isinstance(self.agent, BaseInstalledAgent):
-                await environment.exec("mkdir -p /installed-agent", user="root")
-                await self.agent.install(environment)
-            return {"op": "installed", "error": None, "version": self.agent.version()}
-        except Exception:  # noqa: BLE001 - reported to termgym, which says it once
-            return {"op": "installed", "error": traceback.format_exc(limit=6), "version": None}
+
+async def bench(channel: Channel, logs: Path, message: dict[str, Any]) -> dict[str, Any]:
+    """Time `environment.exec` of each command, seen from Harbor's side: through termgym's
+    environment (every call a step), and as Harbor's Docker environment runs a command (a
+    `docker exec ... bash -c` subprocess, read as Harbor reads it) in `docker`, a container."""
+    environment = TermgymEnvironment(channel, "/app", logs)
+    bridge: list[float] = []
+    docker: list[float] = []
+    for _ in range(int(message["rounds"])):
+        for command in message["commands"]:
+            began = time.perf_counter()
+            await environment.exec(command)
+            bridge.append(time.perf_counter() - began)
+            if message.get("docker"):
+                began = time.perf_counter()
+                process = await asyncio.create_subprocess_exec(
+                    "docker", "exec", "-w", "/app", message["docker"], "bash", "-c", command,
+                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                )  # fmt: skip
+                await process.communicate()
+                docker.append(time.perf_counter() - began)
+    return {"op": "benched", "bridge": bridge, "docker": docker}
 
 
 async def serve() -> None:
@@ -278,8 +293,8 @@ async def serve() -> None:
                 )
             elif op == "run" and session is not None:
                 channel.send(await session.run(message))
-            elif op == "install" and session is not None:
-                channel.send(await session.install())
+            elif op == "bench":
+                channel.send(await bench(channel, Path(message["logs_dir"]), message))
             else:
                 channel.send({"op": "failed", "error": f"unexpected message {op!r}"})
     finally:
