@@ -99,6 +99,9 @@ def _measure(
                         began = time.perf_counter()
                         env.step(command)
                         own.append(time.perf_counter() - began)
+                        began = time.perf_counter()
+                        env.step(exec_command(command))
+                        wrapped.append(time.perf_counter() - began)
                 process = HarborProcess(python)
                 try:
                     process.send({"op": "bench", "commands": list(COMMANDS), "rounds": rounds,
@@ -111,7 +114,7 @@ def _measure(
     finally:
         if container:
             subprocess.run(["docker", "rm", "-f", container], capture_output=True, timeout=60)
-    return own, list(result["bridge"]), list(result["docker"])
+    return own, wrapped, list(result["bridge"]), list(result["docker"])
 
 
 def _serve(process: Any, env: Any, operation: Any) -> dict[str, Any]:
