@@ -79,12 +79,14 @@ def bench_agents(*, quick: bool = False) -> Section:
 
 def _measure(
     python: Path, backend: str, rounds: int
-) -> tuple[list[float], list[float], list[float]]:
-    """termgym's own steps, the bridged execs, and (docker) Harbor's docker execs."""
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """termgym's own steps, the same steps in the bridge's command form (a fresh bash), the
+    bridged execs, and (docker) Harbor's docker execs."""
     import termgym
-    from termgym.agents.harbor import HarborProcess, operation
+    from termgym.agents.harbor import HarborProcess, exec_command, operation
 
     own: list[float] = []
+    wrapped: list[float] = []
     container = _container() if backend == "docker" else ""
     try:
         with tempfile.TemporaryDirectory(prefix="termgym-bench-") as tmp:

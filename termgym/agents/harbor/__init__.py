@@ -6,7 +6,7 @@ from __future__ import annotations
 from termgym.agents.harbor._agent import HarborAgent
 from termgym.agents.harbor._bridge import HarborProcess
 from termgym.agents.harbor._catalog import ENTRIES, NAMES, HarborEntry, harbor_entry
-from termgym.agents.harbor._operations import Operation, operation
+from termgym.agents.harbor._operations import Operation, exec_command, operation
 from termgym.agents.harbor._venv import (
     HARBOR_VERSION,
     ensure_harbor,
@@ -22,6 +22,7 @@ __all__ = [
     "HarborEntry",
     "HarborProcess",
     "Operation",
+    "exec_command",
     "operation",
     "ensure_harbor",
     "find_interpreter",
