@@ -14,7 +14,7 @@ from termgym.recording import read_run
 from termgym.report import load_run
 
 from ..gateway.conftest import KEY, ModelServer, Turn
-from ..gateway.conftest import model_server  # noqa: F401 - the scripted endpoint, as a fixture
+from ..gateway.conftest import model_server as model_server  # the scripted endpoint (fixture)
 from .test_harbor_terminus import READING_PLANNER, REMEMBERED, REMEMBERING_PLANNER
 
 WRITE = "echo {} | base64 -d > /app/plan.py"
