@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -44,6 +45,11 @@ class Handler(BaseHTTPRequestHandler):
     upstream: Upstream
     route_of: Callable[[str], Route | None]
     """The route a token opens (None: no such open route)."""
+
+    def setup(self) -> None:
+        super().setup()
+        if self.connection.family != socket.AF_UNIX:  # headers and body go as they are written
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         self._serve("POST")
