@@ -102,16 +102,20 @@ class Handler(BaseHTTPRequestHandler):
         """The request's body (None: refused, the answer sent)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             data = bytearray()
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            while len(data) <= MAX_BODY:
+                line = self.rfile.readline(100).split(b";")[0].strip()
+                try:
+                    size = int(line or b"0", 16)
+                except ValueError:
+                    self.close_connection = True
+                    self._refuse(400, "invalid_request_error", "expected a chunked body")
+                    return None
                 if size == 0:
-                    while self.rfile.readline().strip():  # trailers
+                    while self.rfile.readline(8192).strip():  # trailers
                         pass
                     return bytes(data)
                 data += self.rfile.read(size)
-                self.rfile.readline()
-                if len(data) > MAX_BODY:
-                    break
+                self.rfile.readline(100)
         else:
             try:
                 length = int(self.headers.get("Content-Length") or 0)
