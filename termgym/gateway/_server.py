@@ -188,6 +188,9 @@ class Handler(BaseHTTPRequestHandler):
                 if not chunk:
                     break
                 reader.feed(chunk)
+                if reader.ended:  # recorded before the agent has the last event
+                    call.response = reader.result()
+                    call.finish()
                 if not client_gone and not self._send(b"%x\r\n%s\r\n" % (len(chunk), chunk)):
                     client_gone = True
                     call.error = "the agent closed the connection before the stream's end"
