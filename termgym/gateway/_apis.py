@@ -67,6 +67,10 @@ def events(buffer: bytearray) -> list[tuple[str, str]]:
             found.append((name, "\n".join(data)))
 
 
+ENDS = ("response.completed", "response.failed", "response.incomplete", "message_stop")
+"""Events after which an API's stream says nothing more (chat ends with `data: [DONE]`)."""
+
+
 class StreamReader:
     """Reads a stream's events into the answer they make, for one API."""
 
@@ -79,12 +83,15 @@ class StreamReader:
         self._partial_json: dict[int, str] = {}
         self._items: list[Any] = []
         self.events = 0
+        self.ended = False
+        """The API's last event came ([DONE], response.completed, message_stop ...)."""
 
     def feed(self, chunk: bytes) -> None:
         """Take in the next bytes of the stream."""
         self.buffer += chunk
         for name, data in events(self.buffer):
             if data.strip() == "[DONE]":
+                self.ended = True
                 continue
             try:
                 event = json.loads(data)
@@ -95,6 +102,8 @@ class StreamReader:
                 self._take(name or str(event.get("type", "")), event)
 
     def _take(self, name: str, event: dict[str, Any]) -> None:
+        if name in ENDS:
+            self.ended = True
         if self.api == "openai-chat":
             self._chat(event)
         elif self.api == "openai-responses":

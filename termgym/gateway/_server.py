@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -44,6 +45,11 @@ class Handler(BaseHTTPRequestHandler):
     upstream: Upstream
     route_of: Callable[[str], Route | None]
     """The route a token opens (None: no such open route)."""
+
+    def setup(self) -> None:
+        super().setup()
+        if self.connection.family != socket.AF_UNIX:  # headers and body go as they are written
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         self._serve("POST")
@@ -96,16 +102,20 @@ class Handler(BaseHTTPRequestHandler):
         """The request's body (None: refused, the answer sent)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             data = bytearray()
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            while len(data) <= MAX_BODY:
+                line = self.rfile.readline(100).split(b";")[0].strip()
+                try:
+                    size = int(line or b"0", 16)
+                except ValueError:
+                    self.close_connection = True
+                    self._refuse(400, "invalid_request_error", "expected a chunked body")
+                    return None
                 if size == 0:
-                    while self.rfile.readline().strip():  # trailers
+                    while self.rfile.readline(8192).strip():  # trailers
                         pass
                     return bytes(data)
                 data += self.rfile.read(size)
-                self.rfile.readline()
-                if len(data) > MAX_BODY:
-                    break
+                self.rfile.readline(100)
         else:
             try:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -178,6 +188,9 @@ class Handler(BaseHTTPRequestHandler):
                 if not chunk:
                     break
                 reader.feed(chunk)
+                if reader.ended:  # recorded before the agent has the last event
+                    call.response = reader.result()
+                    call.finish()
                 if not client_gone and not self._send(b"%x\r\n%s\r\n" % (len(chunk), chunk)):
                     client_gone = True
                     call.error = "the agent closed the connection before the stream's end"

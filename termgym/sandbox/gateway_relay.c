@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +78,8 @@ static void serve(int listener, const char *path) {
             if (errno != EINTR && errno != ECONNABORTED) usleep(10000);
             continue;
         }
+        int one = 1; /* what the gateway wrote goes on at once: no wait for the agent's ack */
+        setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         pid_t child = fork();
         if (child == 0) {
             close(listener);

@@ -59,6 +59,7 @@ class ModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def do_GET(self) -> None:  # noqa: N802
                 server.seen.append(Seen("GET", self.path, _lower(self.headers), {}))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+import pytest
+
 from termgym.env import TerminalEnv
 from termgym.gateway import Gateway, Upstream
 from termgym.recording import calls_file, episode_to_atif, read_calls, read_run
@@ -76,3 +78,18 @@ def test_an_in_sandbox_agents_model_calls_are_the_episodes_transcript_and_are_au
     leaks = sorted((h.step, h.source) for h in audit.hits if h.kind == "leak")
     assert (1, "reasoning") in leaks and (2, "probe") in leaks
     assert audit.disclosure_rate == 1.0
+
+
+def test_an_env_refuses_a_gateway_it_cannot_give_when_it_is_made(tmp_path: Path) -> None:
+    from termgym.errors import SandboxError
+    from termgym.sandbox import GatewayMount
+
+    with pytest.raises(ValueError, match="expected a termgym.sandbox.GatewayMount"):
+        TerminalEnv("fuel-planner", backend="bwrap", gateway="http://127.0.0.1:8000")
+    with pytest.raises(SandboxError, match="local backend does not give a sandbox the model"):
+        TerminalEnv(
+            "fuel-planner",
+            backend="local",
+            allow_local=True,
+            gateway=GatewayMount(str(tmp_path / "gateway.sock")),
+        )

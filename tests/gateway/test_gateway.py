@@ -390,3 +390,27 @@ def test_a_gateway_says_what_it_expected(model_server: ModelServer) -> None:
         socket = Path(gateway.mount.socket)
         assert socket.is_socket() and oct(socket.parent.stat().st_mode & 0o777) == "0o711"
     assert not socket.parent.exists()  # nothing left
+
+
+def test_a_chunked_request_body_is_read_whole_and_a_malformed_one_refused(
+    model_server: ModelServer, gateway: Gateway
+) -> None:
+    import socket as sockets
+
+    route = gateway.open_route("ep-chunked")
+    model_server.turns.append(Turn("chunks read"))
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]}).encode()
+    answer = httpx.post(
+        route.host_url + "/chat/completions",
+        content=iter([body[:10], body[10:]]),
+        headers={"Authorization": f"Bearer {route.token}"},
+    )
+    assert answer.status_code == 200 and model_server.seen[0].body["messages"][0]["content"] == "x"
+    host, port = route.host_origin.removeprefix("http://").split(":")
+    with sockets.create_connection((host, int(port))) as raw:
+        raw.sendall(
+            f"POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer {route.token}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\nzz\r\n".encode()
+        )
+        assert raw.recv(100).startswith(b"HTTP/1.1 400")
+    assert len(model_server.seen) == 1

@@ -196,6 +196,18 @@ def test_an_agent_reaches_the_gateway_and_nothing_else(
         assert [c.status for c in mine.calls()] == [200] and theirs.calls() == ()
         assert model_server.seen[0].headers["authorization"] == f"Bearer {KEY}"
         assert verifier.exec(["ls", "/dev/termgym"]).exit_code != 0  # a verifier never gets it
+        # a program started by exec (Harbor's environment.exec) reaches it as the shell does
+        model_server.turns.append(Turn("to an exec"))
+        only = json.dumps({"gateway": mine.sandbox_url, "targets": []}).encode()
+        box.copy_in(FileTree({"only.json": (only, 0o644)}), "/tmp/exec")
+        config_file = "/tmp/exec/only.json"
+        execd = box.exec(
+            ["python3", "/tmp/gw/probe.py", config_file], env={"OPENAI_API_KEY": mine.token}
+        )
+        assert json.loads(execd.output.strip().splitlines()[-1])["with_token"] == [
+            200,
+            "to an exec",
+        ]
 
 
 def test_an_agent_that_kills_the_relay_and_listens_itself_gains_nothing(
