@@ -1,4 +1,5 @@
-"""Agents: the Agent protocol, the registry, and the bundled oracle, memorizer, replay and llm."""
+"""Agents: the Agent protocol, the registry, and the bundled oracle, memorizer, cheater, replay,
+noop and llm."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ register_agent("oracle", "termgym.agents._reference:OracleAgent")
 register_agent("memorizer", "termgym.agents._reference:MemorizerAgent")
 register_agent("cheater", "termgym.agents._reference:CheaterAgent")
 register_agent("replay", "termgym.agents._replay:ReplayAgent")
+register_agent("noop", "termgym.agents._noop:NoopAgent")
 register_agent("llm", "termgym.agents._llm:LLMAgent")
 for _name in HARBOR_NAMES:  # Harbor's agents, run by Harbor's own code (docs/agents.md)
     register_agent(f"harbor:{_name}", "termgym.agents.harbor:HarborAgent", harbor=_name)

@@ -178,7 +178,7 @@ def _status(counts: dict[str, int]) -> str:
     "--agent",
     "agent",
     required=True,
-    help="Agent name: oracle, memorizer, replay, llm, or a plugin.",
+    help="Agent name: oracle, memorizer, cheater, replay, noop, llm, or a plugin.",
 )
 @click.option(
     "--tasks", "tasks", default="*", show_default=True, help="Comma-separated globs over task ids."
