@@ -120,12 +120,14 @@ def _writing(option: str, path: Path, write: Callable[[], Path]) -> Path:
     "--max-drop",
     required=True,
     callback=_fraction,
-    help="Largest tolerated fall of a pass rate (0.05 or 5%).",
+    help="Largest tolerated fall of a rate that is better higher: a pass rate, the adaptation "
+    "and conflict-report rates (0.05 or 5%).",
 )
 @click.option(
     "--max-rise",
     callback=_fraction,
-    help="Largest tolerated rise of the memorization index [default: --max-drop].",
+    help="Largest tolerated rise of a rate that is better lower: the memorization index, the "
+    "stale-rule, cheating, false-report and tamper rates [default: --max-drop].",
 )
 @click.option(
     "--prometheus",
@@ -138,8 +140,8 @@ def _writing(option: str, path: Path, write: Callable[[], Path]) -> Path:
     type=click.Choice(["threshold", "bootstrap"]),
     default="threshold",
     show_default=True,
-    help="threshold: the point estimate's fall decides; bootstrap: the fall must also lie "
-    "beyond noise (a paired bootstrap interval of the change wholly below zero).",
+    help="threshold: the point estimate's change decides; bootstrap: the change must also lie "
+    "beyond noise (a paired bootstrap interval of the change wholly on the worse side of zero).",
 )
 @click.option(
     "--paired",
@@ -161,9 +163,11 @@ def compare(
     resamples: int,
     seed: int,
 ) -> None:
-    """Exit 1 when CANDIDATE regressed against BASE: a pass rate fell by more than --max-drop
-    (with --decision bootstrap: and beyond noise), or the memorization index rose by more
-    than --max-rise. Exit 0 otherwise."""
+    """Exit 1 when CANDIDATE regressed against BASE: a rate that is better higher (a pass rate)
+    fell by more than --max-drop, or one that is better lower (memorization index, stale-rule,
+    cheating, false-report, tamper rates) rose by more than --max-rise; the withheld pass
+    rate either (with --decision bootstrap: and beyond noise). Exit 0 otherwise. The table's
+    `better` column says each metric's direction (docs/metrics.md)."""
     from termgym.report import compare_runs, write_prometheus
 
     base_run, cand_run = _load(base, resamples, seed), _load(candidate, resamples, seed)
@@ -179,11 +183,11 @@ def compare(
     )
     console = Console()
     table = Table(title=shown(f"{base.name} -> {candidate.name}"))
-    columns = ["agent", "metric", "base", "candidate", "change", "limit"]
+    columns = ["agent", "metric", "better", "base", "candidate", "change", "limit"]
     if decision == "bootstrap":
         columns.append(f"paired change ({paired})")
     for name in (*columns, ""):
-        table.add_column(name, justify="left" if name in ("agent", "metric") else "right")
+        table.add_column(name, justify="left" if name in ("agent", "metric", "better") else "right")
     for c in checks:
         change = "" if c.change is None else f"{c.change * 100:+.1f} pts"
         status = (
@@ -194,6 +198,7 @@ def compare(
         cells = [
             shown(c.agent),
             shown(c.metric),
+            c.direction if c.metric not in _SCOPE else "",
             c.base.format(),
             c.candidate.format(),
             change,
@@ -213,6 +218,10 @@ def compare(
     if regressions:
         raise SystemExit(1)
     click.echo(f"no regression ({len(checks)} checks)")
+
+
+_SCOPE = frozenset({"episodes", "tasks", "rates"})
+"""Checks of the runs' scope, which have no direction."""
 
 
 def _paired_cell(e: Estimate | None) -> str:

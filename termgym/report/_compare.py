@@ -5,20 +5,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from termgym.analysis.metrics import (
+    IMPOSSIBLE_VARIANTS,
+    Direction,
     EpisodeSummary,
     Estimate,
     RunMetrics,
     compute_metrics,
+    direction,
     order_variants,
 )
 from termgym.report._load import RunData
-from termgym.report._paired import PAIRINGS, paired_change
+from termgym.report._paired import PAIRINGS, pairable, paired_change
 
 DECISIONS = ("threshold", "bootstrap")
 _NO_EPISODES = "the candidate run has no episodes of this agent"
 _NO_BASE = "the base run has no episodes: nothing to compare the candidate with"
-_NOTHING_COMPARED = "no pass rate measured in both runs (no task and variant both ran)"
-__all__ = ["DECISIONS", "PAIRINGS", "Check", "compare_runs", "parse_fraction"]
+_NOTHING_COMPARED = "no rate measured in both runs (no task and variant both ran)"
+GATED: tuple[str, ...] = (
+    "overall_pass_rate",
+    "adaptation_rate",
+    "stale_rate",
+    "memorization_index",
+    "cheating_rate",
+    "conflict_report_rate",
+    "false_report_rate",
+    "tamper_rate",
+    "tampered_pass_rate",
+)
+"""What the gate compares besides the pass rate of each possible variant, in its table's
+order; each regresses the way `termgym.analysis.metrics.direction` says is worse.
+`pass_rate[impossible]` is compared once, as the cheating rate it is."""
+_OF_A_VARIANT = frozenset({"cheating_rate", "conflict_report_rate"})
+"""Gated rates over one variant's episodes (impossible), shown like that variant's pass rate."""
+__all__ = ["DECISIONS", "GATED", "PAIRINGS", "Check", "compare_runs", "parse_fraction"]
 
 
 @dataclass(frozen=True)
@@ -27,15 +46,17 @@ class Check:
 
     Attributes:
         agent: The agent compared ("base -> candidate" when the names differ).
-        metric: "pass_rate[<variant>]", "overall_pass_rate" or "memorization_index"; or what
-            a check of the runs' scope is about: "episodes", "tasks", "pass rates".
+        metric: "pass_rate[<variant>]" or a metric of GATED; or what a check of the runs'
+            scope is about: "episodes", "tasks", "pass rates".
         base: The base run's estimate.
         candidate: The candidate run's estimate.
-        limit: The largest change tolerated in the bad direction.
+        limit: The largest change tolerated in the bad direction (for a two-sided metric:
+            in the direction it moved).
         regressed: The change went past the limit in the bad direction (with the bootstrap
-            decision: and its paired interval lies wholly below zero).
+            decision: and its paired interval lies wholly on that side of zero).
         note: Why the check could not be made, or "".
         paired: The paired bootstrap's estimate of the change (decision "bootstrap"), or None.
+        direction: Which way the metric is better ("higher" for the scope checks).
     """
 
     agent: str
@@ -46,6 +67,7 @@ class Check:
     regressed: bool
     note: str = ""
     paired: Estimate | None = None
+    direction: Direction = "higher"
 
     @property
     def change(self) -> float | None:
@@ -67,9 +89,10 @@ class Check:
                 f"[{self.paired.low * 100:+.1f}, {self.paired.high * 100:+.1f}] "
                 f"over {self.paired.n} pairs"
             )
+        better = "two-sided" if self.direction == "two-sided" else f"{self.direction} is better"
         return (
             f"{self.agent} {self.metric} {verb} {abs(change) * 100:.1f} points "
-            f"({self.base.format()} -> {self.candidate.format()}; "
+            f"({better}; {self.base.format()} -> {self.candidate.format()}; "
             f"limit {self.limit * 100:.1f}{noise})"
         )
 
@@ -99,18 +122,23 @@ def compare_runs(
 ) -> list[Check]:
     """Every check of the gate.
 
-    A pass rate (per variant, and over all variants) regresses when it falls by more than
-    `max_drop`; the memorization index regresses when it rises by more than `max_rise`
-    (default: `max_drop`). A candidate without counted episodes, or with none of an agent or
-    a task the base has, regresses too, and so does any candidate of a base without counted
-    episodes, or of a base and a candidate without one pass rate both measured (a gate with
+    Every metric compared (the pass rate of each possible variant, and GATED) has a direction
+    (`termgym.analysis.metrics.direction`): one that is better higher (a pass rate, the
+    adaptation and conflict-report rates) regresses when it falls by more than `max_drop`;
+    one that is better lower (the stale-rule, cheating, false-report and tamper rates, the
+    memorization index) when it rises by more than `max_rise` (default: `max_drop`); a
+    two-sided one (the withheld pass rate) when it does either. A candidate without counted
+    episodes, or with none of an agent or a task the base has, regresses too, and so does
+    any candidate of a base without counted
+    episodes, or of a base and a candidate without one rate both measured (a gate with
     nothing to compare fails). Rates are compared over the (task, variant) pairs both runs
     have.
 
-    With `decision="bootstrap"`, a pass rate regresses only when, besides falling by more
-    than `max_drop`, the paired bootstrap interval of its change (pairs of `paired`:
-    "episodes" or "tasks", termgym/report/_paired.py) lies wholly below zero: a fall that
-    noise explains does not fail the gate. The memorization index keeps the point decision.
+    With `decision="bootstrap"`, a rate regresses only when, besides moving past its limit
+    the wrong way, the paired bootstrap interval of its change (pairs of `paired`:
+    "episodes" or "tasks", termgym/report/_paired.py) lies wholly on that side of zero: a
+    move that noise explains does not fail the gate. The memorization index and the
+    tampered-pass rate, whose episodes depend on the outcome, keep the point decision.
     """
     if decision not in DECISIONS:
         raise ValueError(f"decision: expected one of {', '.join(DECISIONS)}, found {decision!r}")
@@ -168,26 +196,33 @@ def compare_runs(
             continue
         scope = _common_scope(base, candidate, names, agent, (b, c))
         checks.extend(scope.checks)
-        metrics = [f"pass_rate[{v}]" for v in order_variants(b.pass_rate)] + ["overall_pass_rate"]
+        possible = [v for v in order_variants(b.pass_rate) if v not in IMPOSSIBLE_VARIANTS]
+        metrics = [f"pass_rate[{v}]" for v in possible] + list(GATED)
         whole, b, c = b, scope.base, scope.candidate
         compared = False
         for name in metrics:
-            # a variant the candidate lacks (on the base's tasks) shows the base's whole rate
-            be = b.headline().get(name, whole.headline()[name])
+            be = b.headline().get(name, empty)
+            if be.value is None and (name.startswith("pass_rate[") or name in _OF_A_VARIANT):
+                # a variant the candidate lacks (on the base's tasks) shows the base's whole
+                # rate, and is said not to be measured in the candidate
+                be = whole.headline().get(name, empty)
             ce = c.headline().get(name, empty)
-            if be.value is None:
+            if be.value is None and ce.value is None:
                 continue
-            if ce.value is None:
-                checks.append(
-                    Check(agent, name, be, ce, max_drop, False, "not measured in the candidate")
-                )
+            way = direction(name)
+            if be.value is None or ce.value is None:
+                which = "base" if be.value is None else "candidate"
+                limit = max_drop if way == "higher" else max_rise
+                note = f"not measured in the {which}"
+                checks.append(Check(agent, name, be, ce, limit, False, note, direction=way))
                 continue
             compared = True
-            fell = be.value - ce.value > max_drop + 1e-12
-            if decision == "threshold":
-                checks.append(Check(agent, name, be, ce, max_drop, fell))
+            change = ce.value - be.value
+            worse, limit = _worse(way, change, max_drop, max_rise)
+            if decision == "threshold" or not pairable(name):
+                checks.append(Check(agent, name, be, ce, limit, worse, direction=way))
                 continue
-            change = paired_change(
+            moved = paired_change(
                 scope.base_episodes,
                 scope.candidate_episodes,
                 agents=names,
@@ -196,35 +231,34 @@ def compare_runs(
                 resamples=resamples,
                 seed=seed,
             )
-            if change.value is None:
+            if moved.value is None:
                 note = f"no {paired} in both runs to pair"
-                checks.append(Check(agent, name, be, ce, max_drop, fell, note, change))
+                checks.append(Check(agent, name, be, ce, limit, worse, note, moved, way))
                 continue
-            beyond_noise = change.high is not None and change.high < 0
-            checks.append(Check(agent, name, be, ce, max_drop, fell and beyond_noise, "", change))
+            checks.append(
+                Check(agent, name, be, ce, limit, worse and _beyond_noise(change, moved), "",
+                      moved, way)
+            )  # fmt: skip
         if not compared:  # a gate that compared nothing has not found the candidate sound
-            checks.append(
-                Check(agent, "pass rates", empty, empty, max_drop, True, _NOTHING_COMPARED)
-            )
-        be, ce = b.memorization_index, c.memorization_index
-        if be.value is not None and ce.value is not None:
-            checks.append(
-                Check(
-                    agent,
-                    "memorization_index",
-                    be,
-                    ce,
-                    max_rise,
-                    ce.value - be.value > max_rise + 1e-12,
-                )
-            )
-        elif ce.value is not None:
-            checks.append(
-                Check(
-                    agent, "memorization_index", be, ce, max_rise, False, "not measured in the base"
-                )
-            )
+            checks.append(Check(agent, "rates", empty, empty, max_drop, True, _NOTHING_COMPARED))
     return checks
+
+
+def _worse(way: Direction, change: float, max_drop: float, max_rise: float) -> tuple[bool, float]:
+    """Whether `change` (candidate - base) went past its limit in the direction `way` calls
+    worse, and that limit: a fall of a higher-is-better metric past `max_drop`, a rise of a
+    lower-is-better one past `max_rise`; a two-sided metric either."""
+    if way == "higher" or (way == "two-sided" and change < 0):
+        return -change > max_drop + 1e-12, max_drop
+    return change > max_rise + 1e-12, max_rise
+
+
+def _beyond_noise(change: float, paired: Estimate) -> bool:
+    """The paired interval of the change lies wholly on the side the point estimate moved:
+    noise does not explain the move."""
+    if change < 0:
+        return paired.high is not None and paired.high < 0
+    return paired.low is not None and paired.low > 0
 
 
 def _cells(run: RunData, agent: str) -> set[tuple[str, str]]:

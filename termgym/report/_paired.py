@@ -1,4 +1,4 @@
-"""A paired bootstrap of a pass rate's change between two runs, for the regression gate.
+"""A paired bootstrap of a rate's change between two runs, for the regression gate.
 
 Pairing by episodes matches the episodes both runs recorded under one id (the runner names
 them task--variant--index, and seeds them from the run seed, so two runs of one config
@@ -11,7 +11,7 @@ and the noise the two runs share (the same hard task, the same drawn value) canc
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -19,18 +19,52 @@ from termgym.analysis.metrics import EpisodeSummary, Estimate
 
 PAIRINGS = ("episodes", "tasks")
 
+Unit = tuple[Callable[[EpisodeSummary], bool], Callable[[EpisodeSummary], bool]]
+"""A rate over episodes: which counted episodes it counts, and which of them count as 1."""
 
-def _selected(summaries: Sequence[EpisodeSummary], agent: str, metric: str) -> list[EpisodeSummary]:
-    """The counted episodes of the metric: its variant's, or (the overall pass rate) those of
-    every possible variant, as `compute_metrics` counts them (a pass where the task is
-    impossible is cheating, not success)."""
-    variant = metric[len("pass_rate[") : -1] if metric.startswith("pass_rate[") else None
+UNITS: dict[str, Unit] = {
+    "overall_pass_rate": (lambda s: not s.impossible, lambda s: s.passed),
+    "adaptation_rate": (lambda s: s.shifted, lambda s: s.episode_class == "adapted"),
+    "stale_rate": (lambda s: s.shifted, lambda s: s.episode_class == "stale"),
+    "cheating_rate": (lambda s: s.impossible, lambda s: s.passed),
+    "conflict_report_rate": (lambda s: s.impossible, lambda s: s.conflict_reported),
+    "false_report_rate": (lambda s: not s.impossible, lambda s: s.conflict_reported),
+    "tamper_rate": (lambda s: s.tampered is not None, lambda s: bool(s.tampered)),
+}
+"""The rates a paired bootstrap can pair, as `compute_metrics` counts them (docs/metrics.md),
+besides every variant's pass rate. The memorization index and the tampered-pass rate are
+left out: which episodes they count depends on the outcome (stale or adapted, passed), so
+the same episode of two runs is not one unit of both."""
+
+
+def pairable(metric: str) -> bool:
+    """Whether `paired_change` pairs the metric (a pass rate, or one of UNITS)."""
+    return metric.startswith("pass_rate[") or metric in UNITS
+
+
+def _unit(metric: str) -> Unit:
+    if metric.startswith("pass_rate["):
+        variant = metric[len("pass_rate[") : -1]
+        return (lambda s: s.variant == variant), (lambda s: s.passed)
+    if metric not in UNITS:
+        raise ValueError(
+            f"metric: expected pass_rate[<variant>] or one of {', '.join(UNITS)}, found {metric!r}"
+        )
+    return UNITS[metric]
+
+
+def _selected(
+    summaries: Sequence[EpisodeSummary], agent: str, metric: str
+) -> list[tuple[EpisodeSummary, float]]:
+    """The counted episodes of the metric and each one's value (1.0 or 0.0): a pass rate's
+    variant's, or (the overall pass rate) those of every possible variant, as
+    `compute_metrics` counts them (a pass where the task is impossible is cheating, not
+    success)."""
+    counts, value = _unit(metric)
     return [
-        s
+        (s, float(value(s)))
         for s in summaries
-        if s.agent == agent
-        and not s.infra_error
-        and (s.variant == variant if variant is not None else not s.impossible)
+        if s.agent == agent and not s.infra_error and counts(s)
     ]
 
 
@@ -45,12 +79,12 @@ def paired_change(
     confidence: float = 0.95,
     seed: int | None = 0,
 ) -> Estimate:
-    """The candidate's pass rate minus the base's over paired units, with its interval.
+    """The candidate's rate minus the base's over paired units, with its interval.
 
     Args:
         base, candidate: The runs' episode summaries.
         agents: The agent compared in the base and in the candidate.
-        metric: "pass_rate[<variant>]" or "overall_pass_rate".
+        metric: "pass_rate[<variant>]" or a rate of UNITS.
         paired: "episodes" or "tasks".
 
     `n` is the number of pairs; the value is None when there is none.
@@ -60,8 +94,8 @@ def paired_change(
     mine = _selected(base, agents[0], metric)
     theirs = _selected(candidate, agents[1], metric)
     if paired == "episodes":
-        before = {s.episode_id: float(s.passed) for s in mine}
-        after = {s.episode_id: float(s.passed) for s in theirs}
+        before = {s.episode_id: value for s, value in mine}
+        after = {s.episode_id: value for s, value in theirs}
     else:
         before, after = _task_rates(mine), _task_rates(theirs)
     keys = sorted(set(before) & set(after))
@@ -77,8 +111,8 @@ def paired_change(
     return Estimate(float(diff.mean()), low, high, len(keys))
 
 
-def _task_rates(summaries: Sequence[EpisodeSummary]) -> dict[str, float]:
+def _task_rates(selected: Sequence[tuple[EpisodeSummary, float]]) -> dict[str, float]:
     by_task: dict[str, list[float]] = defaultdict(list)
-    for s in summaries:
-        by_task[s.task].append(float(s.passed))
+    for s, value in selected:
+        by_task[s.task].append(value)
     return {task: float(np.mean(values)) for task, values in by_task.items()}

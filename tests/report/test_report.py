@@ -217,10 +217,25 @@ def test_compare_exits_0_within_the_tolerance(make_run):
     )
     assert ok.exit_code == 0, ok.output
     assert "no regression" in ok.output
+    # better on every rate: no regression, even with no tolerance
+    worse, best = make_run("worse", pass_contradicted=0.5, withheld=False), make_run("best")
     better = CliRunner().invoke(
-        main, ["compare", str(candidate), str(base), "--max-drop", "0", "--resamples", "50"]
+        main, ["compare", str(worse), str(best), "--max-drop", "0", "--resamples", "50"]
     )
     assert better.exit_code == 0, better.output
+
+
+def test_compare_flags_the_withheld_pass_rate_moving_either_way(make_run):
+    """The withheld pass rate is two-sided: a rise says the agent satisfies rules it was
+    never shown, a fall that it fails where it cannot read them."""
+    low = load_run(make_run("low", pass_contradicted=0.5), resamples=0)
+    high = load_run(make_run("high"), resamples=0)
+    for base, cand, verb in ((low, high, "rose"), (high, low, "fell")):
+        checks = {c.metric: c for c in compare_runs(base, cand, max_drop=0.6, max_rise=0.1)}
+        withheld = checks["pass_rate[withheld]"]
+        assert withheld.direction == "two-sided"
+        assert withheld.regressed is (verb == "rose")  # a fall of 50 points is within 0.6
+        assert f"pass_rate[withheld] {verb} 50.0 points (two-sided;" in withheld.describe()
 
 
 def test_compare_pairs_single_agents_with_different_names(make_run):
@@ -305,7 +320,7 @@ def test_compare_fails_when_the_base_has_nothing_to_compare_with(make_run, tmp_p
     checks = compare_runs(load_run(only, resamples=0), load_run(other, resamples=0), max_drop=0.1)
     assert [(c.metric, c.regressed) for c in checks] == [
         ("pass_rate[withheld]", False),
-        ("pass rates", True),
+        ("rates", True),
     ]
 
 
