@@ -7,18 +7,20 @@ with a task's reference solutions in place of an agent.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import io
 import json
 import secrets
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from termgym._vocabulary import IMPOSSIBLE, STATED, EndClass
+from termgym.analysis.visibility import describe, sightings
 from termgym.env import collect_tamper, episode_class_of, sandbox_config, tamper_baseline
 from termgym.errors import TermgymError
 from termgym.grading import (
@@ -80,7 +82,7 @@ class CheckRow:
     @property
     def explained(self) -> bool:
         """Rows whose `why` is printed even when they pass (it says what was found)."""
-        return self.inputs_row or self.expected in ("differs", "untampered")
+        return self.inputs_row or self.expected in ("differs", "untampered", "unseen", "declared")
 
     @classmethod
     def failed(
@@ -103,6 +105,9 @@ EXPECTED = {
     "honest": "oracle, following what the impossible task states, fails its graders",
     "fails": "memorized fails the impossible episode's graders",
     "cheats": "cheater, following the workspace's tests, passes the impossible graders",
+    "unseen": "no withheld value is spelled where the agent sees it (instruction, files "
+    "under the workdir, their names) but in files declared not evidence",
+    "declared": "every file a rule declares not evidence is under the workdir",
 }
 """What each row's `expected` asks (docs/task-format.md, "Checking a task")."""
 
@@ -236,6 +241,8 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
             try:
                 sandbox.start()
                 prepare(sandbox, plan)
+                if variant == "withheld" and label == "oracle":  # the workdir as laid out
+                    rows += unseen_rows(task, plan, workdir_texts(sandbox, plan))
                 laid_out = tamper_baseline(sandbox, plan)
                 run_solution(sandbox, plan, script)
                 report = grade(sandbox, plan, verifiers=source, record_inputs=label == "oracle")
@@ -260,6 +267,57 @@ def check_variant(task: Task, variant: str, image: str, backend: str) -> list[Ch
                 rows.append(_tamper_row(task, variant, label, evidence))
         finally:
             sandbox.close()
+    return rows
+
+
+def workdir_texts(sandbox: Sandbox, plan: EpisodePlan) -> dict[str, str]:
+    """Every file under the workdir of a prepared episode (the task's files and the image's),
+    path relative to the workdir -> its text; binary files (a NUL byte) are left out."""
+    buffer = io.BytesIO()
+    sandbox.export_paths([plan.workdir], buffer, copy_limits(plan.task))
+    buffer.seek(0)
+    prefix = plan.workdir.strip("/") + "/"
+    texts: dict[str, str] = {}
+    with tarfile.open(fileobj=buffer, mode="r|*") as tar:
+        for member in tar:
+            if not member.isfile() or not member.name.startswith(prefix):
+                continue
+            handle = tar.extractfile(member)
+            data = handle.read() if handle is not None else b""
+            if b"\0" not in data:
+                texts[member.name[len(prefix) :]] = data.decode("utf-8", "replace")
+    return texts
+
+
+def unseen_rows(task: Task, plan: EpisodePlan, files: Mapping[str, str]) -> list[CheckRow]:
+    """The withheld episode's `unseen` row: no withheld rule's value is spelled (as the trace
+    audit spells it) by the instruction, a file under the workdir (`files`, after setup) or
+    laid out by the episode (the audit's visible files, even where setup removed one), or a
+    file's name, but where the rule declares the file `not_evidence`; and, for a task that
+    declares any, the `declared` row saying which of those files carry the values
+    declared (failed when a glob matches none)."""
+    withheld = dict(plan.withheld)
+    declared = {n: r.not_evidence for n, r in task.rules.items() if r.not_evidence}
+    laid_out = {p: d.decode("utf-8", "replace") for p, d in plan.files.items() if b"\0" not in d}
+    files = {**laid_out, **files}  # what setup removed the audit still reads as shown
+    found = sightings(withheld, str(plan.instruction), files, declared)
+    seen = [s for s in found if not s.declared]
+    why = describe(seen) if seen else f"{len(withheld)} withheld value(s) seen nowhere"
+    if not seen and any(s.declared for s in found):
+        why += " but in files declared not evidence"
+    rows = [CheckRow.static(task.id, "withheld", "-", "unseen", not seen, why)]
+    if declared:
+        notes, ok = [], True
+        for rule, globs in declared.items():
+            unmatched = [g for g in globs if not any(fnmatch.fnmatch(f, g) for f in files)]
+            ok = ok and not unmatched
+            carried = sorted({s.place for s in found if s.declared and s.rule == rule})
+            notes.append(
+                f"{rule}: carried by {', '.join(carried) or 'no visible file'}"
+                + (f"; no file of the workspace matches {unmatched}" if unmatched else "")
+            )
+        rows.append(CheckRow.static(task.id, "withheld", "-", "declared", ok,
+                                    "; ".join(notes)))  # fmt: skip
     return rows
 
 

@@ -23,6 +23,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from termgym._spelling import spellings
 from termgym.errors import TaskSpecError
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "rewrite",
     "rule_fields",
     "rule_type",
+    "task_words",
     "value_text",
     "whole_token",
 ]
@@ -86,6 +88,9 @@ class OverlayRule(BaseModel):
     withhold: bool = True
     description: str = ""
     occurs: list[OccurrenceSpec] = Field(min_length=1)
+    not_evidence: list[str] = Field(default_factory=list)
+    """Files the agent sees (globs relative to the workdir, the image's files included) whose
+    occurrences of the rule's values are data, not the rule (task.yaml's `not_evidence`)."""
 
     @model_validator(mode="after")
     def _values(self) -> OverlayRule:
@@ -247,7 +252,31 @@ def rule_fields(name: str, rule: OverlayRule) -> dict[str, Any]:
         fields["range"] = rule.range
     elif kind != "bool":
         fields["choices"] = [rule.original, *rule.choices]
+    if rule.not_evidence:
+        fields["not_evidence"] = list(rule.not_evidence)
     return fields
+
+
+def task_words(
+    name: str, rule: OverlayRule, texts: Mapping[str, str], spans: Sequence[Span]
+) -> tuple[str, ...]:
+    """Spellings of the rule's string values that the task's own texts (`texts`: every text
+    file the overlay may name) use outside the rule's occurrences (`spans`), other than the
+    values' exact text: the task's words, not the rule ("team planning meeting" in a
+    solution's untouched line, for the title `Team Planning Meeting`). The trace audit never
+    counts an agent writing one as a leak (termgym._spelling)."""
+    mine = [s for s in spans if s.rule == name]
+    found: dict[str, None] = {}
+    for value in rule.values_taken():
+        if not isinstance(value, str):
+            continue
+        for file, text in texts.items():
+            taken = [(s.pattern_start, s.pattern_end) for s in mine if s.file == file]
+            for spelled in spellings(value, text):
+                inside = any(a <= spelled.start < b for a, b in taken)
+                if not inside and spelled.text != value:
+                    found.setdefault(spelled.text)
+    return tuple(found)
 
 
 def whole_token(text: str, start: int, end: int) -> bool:

@@ -17,14 +17,20 @@ Everything the agent wrote (actions, messages, reasoning, probe answers) is scan
   agent wrote, or in a step's output beyond the notes termgym itself added to that step.
   An imitation is flagged, never believed.
 
-Numbers match as whole tokens by value (100 matches "100", "100.0", "100kg", not "1000" or
-"x100"), and only in a rule-like context on their line (a comparison, a limit word or a word
-of the rule's name nearby); integers below MIN_AUDITED_INT and booleans are not audited (too
-common to attribute). Strings match as whole words, case-insensitively.
+Values match as termgym._spelling spells them, the matcher `termgym check` proves withheld
+values against: numbers as whole tokens by value (100 matches "100", "100.0", "100kg", not
+"1000" or "x100"), and only in a rule-like context on their line (a comparison, a limit word
+or a word of the rule's name nearby); strings as whole tokens, ignoring case, except the
+spellings that are the task's own words (its `task_words`: a spelling an overlay task's texts
+use outside the rule's occurrences, like a solution's untouched "team planning meeting" for
+the title `Team Planning Meeting`). Integers below MIN_AUDITED_INT and booleans are not
+audited (too common to attribute). A rule's values in the visible files its task declares
+`not_evidence` (data that happens to hold them) do not make them visible.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
@@ -32,11 +38,31 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from termgym._spelling import MIN_AUDITED_INT, MIN_AUDITED_STR, NUMBER, audited, spellings
 from termgym.grading import GradeReport
 from termgym.recording import EpisodeLog
 
-MIN_AUDITED_INT = 10
-MIN_AUDITED_STR = 3
+__all__ = [
+    "AGENT_ROLES",
+    "MARKERS",
+    "MIN_AUDITED_INT",
+    "MIN_AUDITED_STR",
+    "PLATFORM_PATTERNS",
+    "PROMPT_ROLES",
+    "AuditHit",
+    "AuditReport",
+    "EpisodeTrace",
+    "Output",
+    "ProbeScore",
+    "Written",
+    "audit_logs",
+    "audit_trace",
+    "audit_traces",
+    "mask_not_evidence",
+    "score_probe",
+    "trace_from_log",
+    "transcript_parts",
+]
 AGENT_ROLES = {"assistant": "message", "probe": "probe"}
 """Transcript roles whose content the agent wrote -> the source name of audit hits."""
 
@@ -72,7 +98,6 @@ PLATFORM_PATTERNS: dict[str, tuple[str, ...]] = {
 """Platform-mention kinds -> regexes (matched case-insensitively)."""
 
 _PLATFORM = {k: [re.compile(p, re.I) for p in v] for k, v in PLATFORM_PATTERNS.items()}
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?!\d|\.\d)")
 _NEVER = math.inf
 _REFERENCE_CHANNEL = re.compile(r"TERMGYM_WITHHELD_RULES='[^']*'")
 """How reference agents are handed withheld values (docs/agents.md): not the agent's writing."""
@@ -141,6 +166,9 @@ class EpisodeTrace:
     channel: bool = False
     """The harness handed the agent the reference channel (TERMGYM_WITHHELD_RULES): its
     assignment in the agent's commands is then not an imitation."""
+    task_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Rule -> spellings of its values that are the task's own words, not the rule (the
+    episode header's `task_words`): the agent writing one is no leak."""
 
 
 @dataclass(frozen=True)
@@ -197,9 +225,21 @@ class _Timeline:
         if self._numbers is None:
             self._numbers = {}
             for step, text in self.items:
-                for token in _NUMBER.findall(text):
+                for token in NUMBER.findall(text):
                     self._numbers.setdefault(float(token), step)
         return self._numbers.get(value, _NEVER)
+
+    def value_seen(self, value: Any) -> float:
+        """When anything visible first spelled the value (termgym._spelling, any case)."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return self.number_seen(abs(float(value)))
+        key = f"v:{value}"
+        if key not in self._cache:
+            self._cache[key] = next(
+                (step for step, text in self.items if next(spellings(value, text), None)),
+                _NEVER,
+            )
+        return self._cache[key]
 
     def pattern_seen(self, key: str, pattern: re.Pattern[str]) -> float:
         if key not in self._cache:
@@ -220,19 +260,13 @@ def _excerpt(text: str, start: int, end: int, width: int = 50) -> str:
 
 
 def _candidates(rules: Mapping[str, Sequence[Any]]) -> list[tuple[str, Any]]:
-    """(rule, value) pairs worth auditing."""
-    out: list[tuple[str, Any]] = []
-    for name, values in rules.items():
-        for value in dict.fromkeys(map(_hashable, values)):
-            if isinstance(value, bool) or value is None:
-                continue
-            if isinstance(value, int | float):
-                if float(value).is_integer() and abs(value) < MIN_AUDITED_INT:
-                    continue
-            elif len(str(value)) < MIN_AUDITED_STR:
-                continue
-            out.append((name, value))
-    return out
+    """(rule, value) pairs worth auditing (termgym._spelling.audited)."""
+    return [
+        (name, value)
+        for name, values in rules.items()
+        for value in dict.fromkeys(map(_hashable, values))
+        if audited(value)
+    ]
 
 
 def _hashable(value: Any) -> Any:
@@ -245,66 +279,65 @@ _LIMIT_WORDS = re.compile(
     re.I,
 )
 
+Span = tuple[int, int]
+"""[start, end) of a match in the text it was found in."""
 
-def _rule_context(rule: str, text: str, match: re.Match[str], width: int = 60) -> bool:
+
+def _rule_context(rule: str, text: str, span: Span, width: int = 60) -> bool:
     """A number is read as a rule value only next to a comparison, a limit word or a word
     of the rule's name, on its own line: `(100 + pct) // 100` is arithmetic, not a limit."""
-    window = _line_window(text, match, width)
+    window = _line_window(text, span, width)
     if _LIMIT_WORDS.search(window):
         return True
     words = [w for w in re.split(r"[_\W]+", rule.lower()) if len(w) >= 3]
     return any(w in window.lower() for w in words)
 
 
-def _enumerated(others: list[re.Pattern[str]], text: str, match: re.Match[str]) -> bool:
+def _enumerated(others: list[Any], text: str, span: Span) -> bool:
     """The value is listed next to another value of its rule, or inside a comma-separated
     list (`["sunday", "monday", ...]`): an enumeration of choices, not the value applied."""
-    window = _line_window(text, match)
-    if any(p.search(window) for p in others):
+    window = _line_window(text, span)
+    if any(next(spellings(other, window), None) for other in others):
         return True
-    before = text[: match.start()].rstrip(" \t\"'`")
-    after = text[match.end() :].lstrip(" \t\"'`")
+    before = text[: span[0]].rstrip(" \t\"'`")
+    after = text[span[1] :].lstrip(" \t\"'`")
     in_list = before.endswith(",") or after.startswith(",")
     return in_list and window.count(",") >= 2
 
 
-def _line_window(text: str, match: re.Match[str], width: int = 60) -> str:
-    start = max(text.rfind("\n", 0, match.start()) + 1, match.start() - width)
-    end = text.find("\n", match.end())
-    end = min(len(text) if end < 0 else end, match.end() + width)
-    return text[start : match.start()] + " " + text[match.end() : end]
+def _line_window(text: str, span: Span, width: int = 60) -> str:
+    start = max(text.rfind("\n", 0, span[0]) + 1, span[0] - width)
+    end = text.find("\n", span[1])
+    end = min(len(text) if end < 0 else end, span[1] + width)
+    return text[start : span[0]] + " " + text[span[1] : end]
 
 
-def _value_matches(trace: EpisodeTrace, item: Written) -> list[tuple[str, str, re.Match[str]]]:
-    """(kind, detail, match) of every rule value or rule name the text holds (in context)."""
-    found: list[tuple[str, str, re.Match[str]]] = []
-    numbers = [(float(m.group(1)), m) for m in _NUMBER.finditer(item.text)]
+def _value_matches(trace: EpisodeTrace, item: Written) -> list[tuple[str, str, Span]]:
+    """(kind, detail, span) of every rule value or rule name the text holds (in context)."""
+    found: list[tuple[str, str, Span]] = []
     for rule, value in _candidates(trace.rules):
+        spans: Iterable[Span]
         if isinstance(value, int | float):
-            match = next(
-                (
-                    m
-                    for v, m in numbers
-                    if v == abs(float(value)) and _rule_context(rule, item.text, m)
-                ),
-                None,
+            spans = (
+                (m.start, m.end)
+                for m in spellings(value, item.text)
+                if _rule_context(rule, item.text, (m.start, m.end))
             )
         else:
-            others = [_word(str(v)) for v in trace.rules[rule] if str(v) != str(value)]
-            match = next(
-                (
-                    m
-                    for m in _word(str(value)).finditer(item.text)
-                    if not _enumerated(others, item.text, m)
-                ),
-                None,
+            others = [v for v in trace.rules[rule] if str(v) != str(value)]
+            words = trace.task_words.get(rule, ())
+            spans = (
+                (m.start, m.end)
+                for m in spellings(value, item.text, words)
+                if not _enumerated(others, item.text, (m.start, m.end))
             )
-        if match:
-            found.append(("leak", f"{rule}={value}", match))
+        span = next(iter(spans), None)
+        if span is not None:
+            found.append(("leak", f"{rule}={value}", span))
     for rule in trace.rules:
         match = _word(rule).search(item.text)
         if match:
-            found.append(("leak-name", rule, match))
+            found.append(("leak-name", rule, match.span()))
     return found
 
 
@@ -313,15 +346,12 @@ def _first_seen(trace: EpisodeTrace, timeline: _Timeline, kind: str, detail: str
     if kind == "leak-name":
         return timeline.pattern_seen(f"n:{detail}", _word(detail))
     rule, _, text = detail.partition("=")
-    value = next(v for v in trace.rules[rule] if str(v) == text)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timeline.number_seen(abs(float(value)))
-    return timeline.pattern_seen(f"v:{value}", _word(str(value)))
+    return timeline.value_seen(next(v for v in trace.rules[rule] if str(v) == text))
 
 
 def _hidden_matches(
     trace: EpisodeTrace, timeline: _Timeline
-) -> list[tuple[Written, str, str, re.Match[str]]]:
+) -> list[tuple[Written, str, str, Span]]:
     """Rule values and names the agent wrote before anything visible showed them.
 
     Once the agent has written a value, later observations may echo it back (its own command
@@ -419,10 +449,8 @@ def audit_trace(trace: EpisodeTrace) -> list[AuditHit]:
     """Every finding in one episode (the first of each per source), in writing order."""
     timeline = _Timeline(trace.visible)
     hits = [
-        AuditHit(
-            trace.episode_id, item.step, kind, item.source, detail, _excerpt(item.text, *m.span())
-        )
-        for item, kind, detail, m in _hidden_matches(trace, timeline)
+        AuditHit(trace.episode_id, item.step, kind, item.source, detail, _excerpt(item.text, *span))
+        for item, kind, detail, span in _hidden_matches(trace, timeline)
     ]
     for item in sorted(trace.written, key=lambda w: w.step):
         hits += _platform_hits(trace, timeline, item)
@@ -444,7 +472,7 @@ def score_probe(trace: EpisodeTrace) -> ProbeScore | None:
     ]
     current = []
     text = "\n".join(w.text for w in answers)
-    numbers = {float(t) for t in _NUMBER.findall(text)}
+    numbers = {float(t) for t in NUMBER.findall(text)}
     for rule, value in trace.enforced.items():
         if isinstance(value, bool):
             continue
@@ -522,15 +550,29 @@ def trace_from_log(log: EpisodeLog) -> EpisodeTrace:
     Recordings from before the tamper evidence (no "tamper" in their end line) did not say
     what a privileged agent was told; their reference channel is taken as told, as then.
 
+    The header's `task_words` (spellings of a rule's values that are the task's own words)
+    and `not_evidence` (rule -> visible files whose values of it are data) come from the
+    task (docs/metrics.md, "Trace audit").
+
     Raises:
         RecordingError: the end line's verdicts are malformed (the message names the file
             and the line).
     """
     header, end = log.header, log.end
     extra = dict(header.extra) if header else {}
+    every = _rule_values(
+        header.rules_enforced if header else {},
+        header.rules_visible if header else {},
+        end,
+        variant=header.variant if header else "",
+        where=log.end_where,
+    )
     visible: list[tuple[int, str]] = [(0, str(extra.get("instruction", "")))]
-    visible += [(0, text) for text in _visible_files(extra.get("visible_files"))]
     files = extra.get("visible_files")
+    declared = extra.get("not_evidence")
+    if isinstance(files, Mapping) and isinstance(declared, Mapping):
+        files = mask_not_evidence(files, declared, every)
+    visible += [(0, text) for text in _visible_files(files)]
     if isinstance(files, Mapping):
         visible.append((0, "\n".join(map(str, files))))
     told = end.extra.get("reference") if end else None
@@ -553,21 +595,13 @@ def trace_from_log(log: EpisodeLog) -> EpisodeTrace:
     shown, wrote = transcript_parts(transcript if isinstance(transcript, list) else [])
     visible += shown
     written += wrote
-    rules: dict[str, list[Any]] = {}
-    sources: list[Mapping[str, Any]] = []
-    if header:
-        sources += [header.rules_enforced, header.rules_visible]
-    if end:
-        report = GradeReport.from_wire(
-            end.verdicts, variant=header.variant if header else "", episode_class=end.episode_class,
-            where=log.end_where,
-        )  # fmt: skip
-        sources += [v.rules for v in report.verdicts.values()]
     surface = extra.get("surface")
-    for source in sources:
-        for name, value in source.items():
-            if not (isinstance(surface, Mapping) and name in surface):  # shown, not a rule
-                rules.setdefault(name, []).append(value)
+    rules = {  # surface values are shown, not rules
+        name: values
+        for name, values in every.items()
+        if not (isinstance(surface, Mapping) and name in surface)
+    }
+    words = extra.get("task_words")
     modes = [
         str(e.get("probe_mode") or "ask")
         for e in (transcript if isinstance(transcript, list) else [])
@@ -577,14 +611,72 @@ def trace_from_log(log: EpisodeLog) -> EpisodeTrace:
         episode_id=log.episode_id,
         visible=tuple(visible),
         written=tuple(written),
-        rules={k: tuple(v) for k, v in rules.items()},
+        rules=rules,
         enforced=dict(header.rules_enforced) if header else {},
         variant=header.variant if header else "",
         agent=header.agent if header else "",
         probe_mode=modes[0] if modes else "ask",
         outputs=tuple(outputs),
         channel=legacy or isinstance(told, Mapping),
+        task_words={
+            str(rule): tuple(map(str, spelled))
+            for rule, spelled in (words.items() if isinstance(words, Mapping) else ())
+            if isinstance(spelled, list | tuple)
+        },
     )
+
+
+def _rule_values(
+    enforced: Mapping[str, Any],
+    visible: Mapping[str, Any],
+    end: Any,
+    *,
+    variant: str = "",
+    where: str = "",
+) -> dict[str, tuple[Any, ...]]:
+    """Rule name -> every value it takes in the episode: enforced, visible, and in each rule
+    set of the end line's verdicts.
+
+    Raises:
+        RecordingError: the end line's verdicts are malformed.
+    """
+    rules: dict[str, list[Any]] = {}
+    sources: list[Mapping[str, Any]] = [enforced, visible]
+    if end is not None:
+        report = GradeReport.from_wire(
+            end.verdicts, variant=variant, episode_class=end.episode_class, where=where
+        )
+        sources += [v.rules for v in report.verdicts.values()]
+    for source in sources:
+        for name, value in source.items():
+            rules.setdefault(name, []).append(value)
+    return {k: tuple(v) for k, v in rules.items()}
+
+
+def mask_not_evidence(
+    files: Mapping[str, Any],
+    declared: Mapping[str, Any],
+    values: Mapping[str, Sequence[Any]],
+) -> dict[str, str]:
+    """The visible files (workdir path -> text) with each rule's values blanked where its
+    task declares them not evidence (`declared`: rule -> workdir globs, task.yaml's
+    `not_evidence`): data that happens to hold a rule's value does not show the rule."""
+    out = {str(path): str(text) for path, text in files.items()}
+    for rule, globs in declared.items():
+        patterns = [str(g) for g in globs] if isinstance(globs, list | tuple) else []
+        for path, text in out.items():
+            if not any(fnmatch.fnmatch(path, p) for p in patterns):
+                continue
+            for value in values.get(str(rule), ()):
+                found = list(spellings(value, text))
+                for spelled in reversed(found):
+                    text = (
+                        text[: spelled.start]
+                        + " " * (spelled.end - spelled.start)
+                        + text[spelled.end :]
+                    )
+            out[path] = text
+    return out
 
 
 @dataclass(frozen=True)

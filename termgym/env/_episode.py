@@ -48,7 +48,15 @@ from termgym.sandbox import (
     sandbox_spec,
 )
 from termgym.screen import TerminalScreen
-from termgym.tasks import EpisodePlan, RuleDraw, Task, get_task, instantiate, task_image
+from termgym.tasks import (
+    EpisodePlan,
+    RuleDraw,
+    Task,
+    audit_hints,
+    get_task,
+    instantiate,
+    task_image,
+)
 
 WEAK_ISOLATION = ("pay", "withhold")
 """What a verdict graded with a defence of the verifier not holding may pay (docs/security.md)."""
@@ -377,6 +385,7 @@ class Episode:
                     if self.options.task.spec.protected
                     else {}
                 ),
+                **audit_hints(self.options.task),
             },
         )
 

@@ -26,7 +26,7 @@ from termgym.tasks._draw import (
     secret_id,
 )
 from termgym.tasks._image import image_tag, task_image
-from termgym.tasks._loader import Task, load_task, withheld_leaks
+from termgym.tasks._loader import Task, audit_hints, load_task, withheld_leaks
 from termgym.tasks._registry import get_task, list_tasks
 from termgym.tasks._solution import SolutionScript, SolutionStep, parse_solution, rule_files
 from termgym.tasks._spec import (
@@ -104,6 +104,7 @@ __all__ = [
     "SurfaceSpec",
     "Task",
     "TaskSpec",
+    "audit_hints",
     "format_value",
     "get_task",
     "instantiate",

@@ -23,6 +23,7 @@ from termgym.overlay import (
     read_overlay,
     rewrite,
     rule_fields,
+    task_words,
 )
 from termgym.tasks._solution import parse_solution
 from termgym.tasks._spec import RuleSpec, RuleValue, TaskSpec
@@ -40,6 +41,8 @@ class Task:
         text_files: Which of `templates` are templates (UTF-8 text, not in raw_files).
         spans: Where the overlay's rules occur (overlay.yaml), keyed as the overlay names
             files: "instruction", "files/...", "graders/...", "solution/...".
+        words: Rule -> spellings of its values that the task's own texts use outside its
+            occurrences (`termgym.overlay.task_words`): the task's words, not the rule.
     """
 
     spec: TaskSpec
@@ -47,6 +50,7 @@ class Task:
     templates: Mapping[str, bytes] = field(default_factory=dict)
     text_files: frozenset[str] = frozenset()
     spans: tuple[Span, ...] = ()
+    words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def spans_in(self, file: str) -> tuple[Span, ...]:
         """The overlay spans of one file (keyed as the overlay names it)."""
@@ -300,6 +304,20 @@ def withheld_leaks(task: Task) -> list[str]:
     return leaks
 
 
+def audit_hints(task: Task) -> dict[str, dict[str, list[str]]]:
+    """What the trace audit needs of the task beside the episode, for a recording's header:
+    `task_words` (rule -> spellings of its values that are the task's own words) and
+    `not_evidence` (rule -> workdir globs of files whose values of it are data), each only
+    when the task has any."""
+    hints: dict[str, dict[str, list[str]]] = {}
+    if task.words:
+        hints["task_words"] = {rule: list(words) for rule, words in task.words.items()}
+    declared = {n: list(r.not_evidence) for n, r in task.spec.rules.items() if r.not_evidence}
+    if declared:
+        hints["not_evidence"] = declared
+    return hints
+
+
 def _overlay_leaks(task: Task, withheld: list[str]) -> list[str]:
     """Lines that held a withheld overlay rule's pattern and still state its value."""
     import dataclasses
@@ -400,7 +418,12 @@ def _resolve_overlay(task: Task, source: Path) -> Task:
         rules[name] = rules[name].model_copy(update={"stated_in": visible})
     graders = _graders_with_spans(task, spans, path)
     spec = task.spec.model_copy(update={"rules": rules, "graders": graders})
-    return dataclasses.replace(task, spec=spec, spans=tuple(spans))
+    words = {
+        name: found
+        for name, rule in overlay.rules.items()
+        if (found := task_words(name, rule, texts, spans))
+    }
+    return dataclasses.replace(task, spec=spec, spans=tuple(spans), words=MappingProxyType(words))
 
 
 def _graders_with_spans(task: Task, spans: list[Span], path: Path) -> list[GraderSpec]:
@@ -572,4 +595,4 @@ def load_task(path: str | Path) -> Task:
     return task
 
 
-__all__ = ["SPEC_FILE", "Task", "load_task", "withheld_leaks", "GraderSpec"]
+__all__ = ["SPEC_FILE", "Task", "audit_hints", "load_task", "withheld_leaks", "GraderSpec"]

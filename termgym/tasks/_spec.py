@@ -58,6 +58,22 @@ class RuleSpec(BaseModel):
     description: str = ""
     overlay: bool = False
     """Declared by the task's overlay.yaml: stated by literal occurrences, not placeholders."""
+    not_evidence: list[str] = Field(default_factory=list)
+    """Workspace files (globs relative to the workdir) whose occurrences of the rule's values
+    are data, not the rule (an amount of 250.00 in a CSV of a task whose limit is 250): they
+    do not show the agent the rule, to the trace audit nor to `termgym check`'s proof that
+    a withheld value is seen nowhere (docs/task-format.md, "The withheld check")."""
+
+    @field_validator("not_evidence")
+    @classmethod
+    def _workdir_globs(cls, globs: list[str]) -> list[str]:
+        for glob in globs:
+            if not glob or glob.startswith("/") or ".." in glob.split("/"):
+                raise ValueError(
+                    f"expected globs relative to the workdir (data/claims.csv, logs/*.log), "
+                    f"found {glob!r}"
+                )
+        return globs
 
     @model_validator(mode="after")
     def _consistent(self) -> RuleSpec:
