@@ -3,7 +3,8 @@
 The bundled llm agent and the chat adapter both read replies here. A reply is an assistant
 message, as text or as an OpenAI-style message dict. Native tool calls are read first, then
 the text: tool calls written as text (`<tool_call>{...}</tool_call>`, as Hermes and Qwen
-chat templates make open models write them), then a fenced block, then a keyword line
+chat templates make open models write them, and Qwen3-Coder's `<function=...>` form, with or
+without the `<tool_call>` around it), then a fenced block, then a keyword line
 (SUBMIT). What is read never depends on the episode's variant or rules: the parser sees
 only what the model wrote.
 
@@ -235,12 +236,16 @@ def parse_text(content: str, mode: str = "command", *, tools: bool = True) -> Pa
     else a keyword line (SUBMIT).
 
     A `<tool_call>` holds JSON (`{"name": ..., "arguments": {...}}`, Hermes and Qwen 2.5)
-    or the XML form of Qwen3-Coder (`<function=bash><parameter=command>...`). Usable blocks
+    or the XML form of Qwen3-Coder (`<function=bash><parameter=command>...`), which is
+    also read bare, without the `<tool_call>` around it, as Qwen3-Coder often writes it
+    (outside a fenced block: a `<function=` quoted in a block is not a call). Usable blocks
     are tagged bash, sh, shell, console, zsh or untagged, and, in keys mode, `keys` (sent as
     keystrokes; a bash block is typed and Enter pressed). `tools` says whether the model was
     offered tools, which decides how a reply without an action is answered.
     """
     written = _TEXT_CALL.findall(content)
+    if not written:  # Qwen3-Coder often drops the <tool_call> around its XML form
+        written = [m.group(0) for m in _XML_FUNCTION.finditer(_FENCE.sub("", content))]
     if written:
         return _text_calls(written, mode)
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(content)]

@@ -131,13 +131,28 @@ def test_a_bad_budget_says_what_was_expected(kwargs: dict, message: str) -> None
         '<tool_call>{"name": "bash", "parameters": {"command": "ls -l"}}</tool_call>',
         "<tool_call>\n<function=bash>\n<parameter=command>\nls -l\n</parameter>\n</function>\n"
         "</tool_call>",
+        "Listing first.\n<function=bash>\n<parameter=command>\nls -l\n</parameter>\n</function>",
+        "<function=bash><parameter=command>ls -l</parameter></function>",
     ],
-    ids=["hermes-json", "unclosed-string-arguments", "llama-parameters", "qwen3-coder-xml"],
+    ids=[
+        "hermes-json",
+        "unclosed-string-arguments",
+        "llama-parameters",
+        "qwen3-coder-xml",
+        "qwen3-coder-bare",
+        "qwen3-coder-bare-one-line",
+    ],
 )
 def test_tool_calls_written_as_text_are_read_like_native_ones(text: str) -> None:
     parsed = parse_message({"role": "assistant", "content": text})
     assert (parsed.action, parsed.source, parsed.tool_call_id) == ("ls -l", "text_tool_call", None)
     assert parsed.call == {"name": "bash", "arguments": {"command": "ls -l"}}
+
+
+def test_a_bare_function_call_quoted_in_a_fenced_block_is_no_call() -> None:
+    text = "```bash\ncat > notes.md <<'EOF'\n<function=submit></function>\nEOF\n```"
+    parsed = parse_message(text)
+    assert parsed.source == "code_block" and parsed.action.startswith("cat > notes.md")
 
 
 def test_a_text_tool_call_wins_over_a_fenced_block_and_extra_calls_are_noted() -> None:
