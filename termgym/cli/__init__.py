@@ -6,6 +6,8 @@ import importlib
 
 import click
 
+from termgym.cli._warnings import speak_plainly
+
 # Each entry is "module:attribute" naming a click command or group; imported when the CLI starts.
 COMMANDS: list[str] = [
     "termgym.cli.tui_cmd:tui",
@@ -29,8 +31,10 @@ COMMANDS: list[str] = [
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="termgym")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """termgym: terminal tasks whose hidden graders can be changed per episode."""
+    ctx.call_on_close(speak_plainly())  # warnings read as termgym's messages do
 
 
 def _attach() -> None:
