@@ -111,12 +111,24 @@ def bwrap_works() -> bool:
     return False
 
 
+BACKEND_VARIABLE = "TERMGYM_BACKEND"
+"""The environment variable naming the backend used where none is given."""
+
+
 def default_backend() -> str:
-    """docker if an engine answers, else bwrap if bubblewrap works.
+    """The backend used where none is given: $TERMGYM_BACKEND when set, else docker if an
+    engine answers, else bwrap if bubblewrap works.
 
     Raises:
+        UnknownBackend: $TERMGYM_BACKEND names no backend (the known ones are listed).
         BackendUnavailable: neither works; the message says how to start Docker.
     """
+    chosen = os.environ.get(BACKEND_VARIABLE, "").strip()
+    if chosen:
+        try:
+            return sandbox_spec(chosen).name
+        except UnknownBackend as exc:
+            raise UnknownBackend(f"${BACKEND_VARIABLE}: {exc}") from None
     if docker_answers():
         return "docker"
     if bwrap_works():
