@@ -19,11 +19,13 @@ A page says what an example needs in an HTML comment on the line just above its 
   before the examples run (Python is compiled, shell checked with `bash -n`; neither runs).
 - `server: URL`: the example talks to a chat-completions endpoint at URL; the test starts a
   real HTTP server speaking the API (plain and streamed), which answers every request
-  `SUBMIT`, and puts its address in place of URL.
+  `SUBMIT` (or `reply: TEXT`, for an agent that reads another protocol), and puts its
+  address in place of URL.
 - `replace: {OLD: NEW}`: the example runs with each OLD (which it must hold) replaced by
   NEW, to keep it small in CI (one task instead of every task, an episode instead of 4).
 - `requires: {PACKAGE: SPECIFIER}`: the example needs that version of a package
-  (`{verifiers: "<0.4"}`); where another is installed it is left out, and said so.
+  (`{verifiers: "<0.4"}`; `harbor`: Harbor's own virtualenv, `make harbor`); where another
+  is installed, or none, it is left out, and said so.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ FENCE = re.compile(r"^(`{3,})(.*)$")
 MARKER = re.compile(r"^<!--\s*example:\s*(.*?)\s*-->\s*$")
 PYTHON = {"python", "py"}
 SHELL = {"bash", "sh", "shell", "console"}
-KEYS = {"file", "server", "replace", "requires"}
+KEYS = {"file", "server", "reply", "replace", "requires"}
 
 
 def unclosed_fences(text: str) -> list[str]:
@@ -117,6 +119,12 @@ class Block:
         """Why the example cannot run here ("" when it can): a package it `requires` in
         another version, or absent."""
         for package, wanted in (self.marker.get("requires") or {}).items():
+            if package == "harbor":  # it runs in a virtualenv of its own
+                from termgym.agents.harbor import installed_python
+
+                if installed_python(str(wanted)) is None:
+                    return f"Harbor {wanted}'s virtualenv is not made (make harbor)"
+                continue
             try:
                 found = metadata.version(package)
             except metadata.PackageNotFoundError:
@@ -173,13 +181,14 @@ class SubmittingServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.reply = "SUBMIT"
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 server.requests.append(body)
-                message = {"role": "assistant", "content": "SUBMIT"}
+                message = {"role": "assistant", "content": server.reply}
                 base = {"id": f"chatcmpl-{len(server.requests)}", "created": int(time.time()),
                         "model": body.get("model", "scripted")}  # fmt: skip
                 usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
@@ -291,6 +300,9 @@ def test_every_example_of_the_page_runs_as_written(
     python = [(b.where, b.line, b.runnable_text(server.base_url)) for b in runs
               if b.lang in PYTHON and b.where not in left_out]  # fmt: skip
     if python:
+        replies = {str(b.marker.get("reply", "SUBMIT")) for b in runs if b.lang in PYTHON}
+        assert len(replies) == 1, f"{page.name}: its Python examples share a server: one reply"
+        server.reply = replies.pop()
         plan = tmp_path / ".examples.json"
         plan.write_text(json.dumps(python))
         driver = tmp_path / ".driver.py"
@@ -302,6 +314,7 @@ def test_every_example_of_the_page_runs_as_written(
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     for block in runs:
         if block.lang in SHELL and block.where not in left_out:
+            server.reply = str(block.marker.get("reply", "SUBMIT"))
             done = subprocess.run(
                 ["bash", "-e", "-c", block.runnable_text(server.base_url)], cwd=tmp_path,
                 env=env, capture_output=True, text=True, timeout=540,
