@@ -279,11 +279,11 @@ _LIMIT_WORDS = re.compile(
     re.I,
 )
 
-Span = tuple[int, int]
+_Span = tuple[int, int]
 """[start, end) of a match in the text it was found in."""
 
 
-def _rule_context(rule: str, text: str, span: Span, width: int = 60) -> bool:
+def _rule_context(rule: str, text: str, span: _Span, width: int = 60) -> bool:
     """A number is read as a rule value only next to a comparison, a limit word or a word
     of the rule's name, on its own line: `(100 + pct) // 100` is arithmetic, not a limit."""
     window = _line_window(text, span, width)
@@ -293,7 +293,7 @@ def _rule_context(rule: str, text: str, span: Span, width: int = 60) -> bool:
     return any(w in window.lower() for w in words)
 
 
-def _enumerated(others: list[Any], text: str, span: Span) -> bool:
+def _enumerated(others: list[Any], text: str, span: _Span) -> bool:
     """The value is listed next to another value of its rule, or inside a comma-separated
     list (`["sunday", "monday", ...]`): an enumeration of choices, not the value applied."""
     window = _line_window(text, span)
@@ -305,18 +305,18 @@ def _enumerated(others: list[Any], text: str, span: Span) -> bool:
     return in_list and window.count(",") >= 2
 
 
-def _line_window(text: str, span: Span, width: int = 60) -> str:
+def _line_window(text: str, span: _Span, width: int = 60) -> str:
     start = max(text.rfind("\n", 0, span[0]) + 1, span[0] - width)
     end = text.find("\n", span[1])
     end = min(len(text) if end < 0 else end, span[1] + width)
     return text[start : span[0]] + " " + text[span[1] : end]
 
 
-def _value_matches(trace: EpisodeTrace, item: Written) -> list[tuple[str, str, Span]]:
+def _value_matches(trace: EpisodeTrace, item: Written) -> list[tuple[str, str, _Span]]:
     """(kind, detail, span) of every rule value or rule name the text holds (in context)."""
-    found: list[tuple[str, str, Span]] = []
+    found: list[tuple[str, str, _Span]] = []
     for rule, value in _candidates(trace.rules):
-        spans: Iterable[Span]
+        spans: Iterable[_Span]
         if isinstance(value, int | float):
             spans = (
                 (m.start, m.end)
@@ -351,7 +351,7 @@ def _first_seen(trace: EpisodeTrace, timeline: _Timeline, kind: str, detail: str
 
 def _hidden_matches(
     trace: EpisodeTrace, timeline: _Timeline
-) -> list[tuple[Written, str, str, Span]]:
+) -> list[tuple[Written, str, str, _Span]]:
     """Rule values and names the agent wrote before anything visible showed them.
 
     Once the agent has written a value, later observations may echo it back (its own command
