@@ -84,25 +84,44 @@ class RuleLine:
 
 def rule_lines(header: EpisodeHeader, report: GradeReport | None) -> list[RuleLine]:
     """The episode's rules, then its surface values, each with every rule set's value."""
-    own = report.own if report is not None else header.variant
+    surface = header.extra.get("surface")
+    return rule_table(
+        header.rules_visible,
+        header.rules_enforced,
+        report,
+        own=header.variant,
+        surface=surface if isinstance(surface, Mapping) else None,
+    )
+
+
+def rule_table(
+    visible: Mapping[str, Any],
+    enforced: Mapping[str, Any],
+    report: GradeReport | None,
+    *,
+    own: str = "",
+    surface: Mapping[str, Any] | None = None,
+) -> list[RuleLine]:
+    """The rules an agent saw (`visible`: a withheld rule is absent) and those in force, with
+    each other rule set's value of them (`report`'s shadow verdicts), then `surface` values."""
+    own = report.own if report is not None else own
     shadows = {
         name: verdict.rules
         for name, verdict in (report.verdicts.items() if report is not None else ())
         if name != own and verdict.rules_known
     }
-    names = list(dict.fromkeys([*header.rules_enforced, *header.rules_visible]))
+    names = list(dict.fromkeys([*enforced, *visible]))
     lines = [
         RuleLine(
             name=name,
-            seen=header.rules_visible.get(name),
-            withheld=name not in header.rules_visible,
-            enforced=header.rules_enforced.get(name),
+            seen=visible.get(name),
+            withheld=name not in visible,
+            enforced=enforced.get(name),
             shadows={s: rules[name] for s, rules in shadows.items() if name in rules},
         )
         for name in names
     ]
-    surface = header.extra.get("surface")
-    for name, value in surface.items() if isinstance(surface, Mapping) else ():
+    for name, value in (surface or {}).items():
         lines.append(RuleLine(str(name), value, False, value, {}, surface=True))
     return lines
 
