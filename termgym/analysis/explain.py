@@ -218,7 +218,8 @@ def explain(
     lines = rule_lines(header, report) if header is not None else []
     variant = header.variant if header is not None else (report.variant if report else "")
     own = report.own if report is not None else variant
-    passed = report.passed if report is not None else end.reward >= 1.0 - 1e-9
+    verdict = report.verdicts.get(report.own) if report is not None else None
+    passed = verdict.passed if verdict is not None else end.reward >= 1.0 - 1e-9
     if variant == IMPOSSIBLE:
         return _impossible(header, end, passed, lines, failures, own)
     failing = _failed_tests(failures, own)
