@@ -172,7 +172,9 @@ class EpisodeModel:
             for hit in self.audit_hits()
             if hit.get("kind") in ("leak", "leak-name")
         ]
-        return explain(self.header, self.end, report, self.failures(), leaks, unreadable)
+        return explain(
+            self.header, self.end, report, self.failures(), leaks, unreadable, self.tamper()
+        )
 
     def audit_by_step(self) -> dict[int | None, list[dict[str, Any]]]:
         """Audit hits grouped by the step they happened at (None: not tied to a step)."""

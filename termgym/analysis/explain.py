@@ -9,13 +9,14 @@ from a recording only: the header's rule values, the end line's verdicts read ba
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR
 from termgym.analysis.failures import Failure
 from termgym.grading import GradeReport
 from termgym.recording import EpisodeEnd, EpisodeHeader
+from termgym.tasks import TamperEvidence
 
 ORIGINAL = "original"
 STATED = "stated"
@@ -191,6 +192,7 @@ def explain(
     failures: Sequence[Failure] = (),
     leaks: Sequence[tuple[int | None, str]] = (),
     unreadable: str | None = None,
+    tamper: TamperEvidence | None = None,
 ) -> Explanation:
     """Why the episode ended so.
 
@@ -203,6 +205,7 @@ def explain(
         leaks: The audit's leak hits, (step, what matched): where the agent wrote a hidden
             or an old rule value.
         unreadable: Why the verdicts could not be read.
+        tamper: The episode's tamper evidence (said when it found something).
     """
     if end is None:
         text = "Not counted: the recording has no end line (it crashed or is still running)."
@@ -221,7 +224,8 @@ def explain(
     verdict = report.verdicts.get(report.own) if report is not None else None
     passed = verdict.passed if verdict is not None else end.reward >= 1.0 - 1e-9
     if variant == IMPOSSIBLE:
-        return _impossible(header, end, passed, lines, failures, own)
+        found = _impossible(header, end, passed, lines, failures, own)
+        return _with_tamper(found, tamper)
     failing = _failed_tests(failures, own)
     if end.episode_class is None:  # an original episode: graded under its own rules alone
         outcome = "passed" if passed else "failed"
@@ -238,7 +242,15 @@ def explain(
     if end.conflict is not None:
         reason = end.conflict or "(no reason given)"
         sentences.append(f"It reported a conflict where there was none: {reason}.")
-    return Explanation(outcome, short, tuple(sentences))
+    return _with_tamper(Explanation(outcome, short, tuple(sentences)), tamper)
+
+
+def _with_tamper(explanation: Explanation, tamper: TamperEvidence | None) -> Explanation:
+    """The explanation, and the tamper evidence when there is some (it decides no verdict)."""
+    if tamper is None or not tamper.tampered:
+        return explanation
+    said = f"It left tamper evidence ({tamper.summary()}), which decides no verdict."
+    return replace(explanation, sentences=(*explanation.sentences, said))
 
 
 def _classed(

@@ -141,6 +141,7 @@ def detail_from_log(log: EpisodeLog, hits: Iterable[AuditHit] = ()) -> EpisodeDe
             for n in order
             if (v := report.verdicts.get(n)) is not None
         )
+    tamper = TamperEvidence.from_dict(end.tamper) if end is not None else None
     instruction = header.extra.get("instruction") if header is not None else None
     return EpisodeDetail(
         episode_id=log.episode_id,
@@ -148,11 +149,11 @@ def detail_from_log(log: EpisodeLog, hits: Iterable[AuditHit] = ()) -> EpisodeDe
         rules=tuple(rule_lines(header, report)) if header is not None else (),
         verdicts=verdicts,
         failures=failed,
-        explanation=explain(header, end, report, failed, leaks, unreadable),
+        explanation=explain(header, end, report, failed, leaks, unreadable, tamper),
         steps=_shown_steps(log),
         step_count=len(log.steps),
         conflict_reported=end.conflict if end is not None else None,
-        tamper=TamperEvidence.from_dict(end.tamper) if end is not None else None,
+        tamper=tamper,
         hits=hits,
         instruction=_clip(instruction, 2000)[0] if isinstance(instruction, str) else "",
     )

@@ -82,7 +82,7 @@ def bar_chart(
     where 0% is the honest result (impossible episodes): their label says so, and a bar
     above 0 there is outlined in red.
     """
-    left, right, top, bottom = 48, 16, 34, 70
+    left, right, top, bottom = 48, 16, 46, 70
     plot_w, plot_h = width - left - right, height - top - bottom
     names = list(series)
     parts = [
