@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 TERMGYM := $(VENV)/bin/termgym
 PYTEST_ARGS ?=
 
-.PHONY: help setup system image harbor demo test bench bench-grading-versus lint format clean gc
+.PHONY: help setup system system-browser image harbor demo test bench bench-grading-versus lint format clean gc
 
 help:
 	@echo "make demo   - set up, then run the main job"
@@ -27,6 +27,10 @@ $(VENV)/.installed: pyproject.toml
 system:
 	@bash scripts/ensure-system.sh
 
+# The same, and a headless browser for the HTML report's screenshot test (the tests only).
+system-browser:
+	@bash scripts/ensure-system.sh --browser
+
 # The base image tasks run in; cached, so a second call takes seconds.
 image: setup system
 	$(TERMGYM) image build-base
@@ -43,7 +47,7 @@ demo: setup system image
 # minutes, here rather than inside a test's time limit).
 FIXTURE_BASES := python:3.13-slim-bookworm debian:bookworm-slim
 
-test: setup system image harbor
+test: setup system-browser image harbor
 	@if docker info >/dev/null 2>&1; then $(TERMGYM) image build-stand-in $(FIXTURE_BASES); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -4,7 +4,18 @@
 # iptables, debootstrap, tmux, promtool/prometheus and a C compiler (the nests' launcher).
 # Where something cannot be had, say what is missing and carry on: the bubblewrap backend
 # works without Docker, and runsc and the compiler are optional.
+#
+# With --browser, also Debian's chromium, which only the HTML report's browser test needs
+# (tests/report/test_browser.py screenshots the report headless; `make test` asks for it).
 set -uo pipefail
+
+browser=false
+for arg in "$@"; do
+    case "$arg" in
+        --browser) browser=true ;;
+        *) printf 'ensure-system: expected --browser or nothing, found %s\n' "$arg" >&2; exit 2 ;;
+    esac
+done
 
 log() { printf 'ensure-system: %s\n' "$*"; }
 
@@ -123,6 +134,9 @@ ensure_tool cc gcc
 ensure_tool musl-gcc musl-tools  # a tenth of the size of a static glibc program
 if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libc6-dev >/dev/null 2>&1; then
     apt_install libc6-dev || true
+fi
+if $browser; then
+    ensure_tool chromium chromium
 fi
 if ! command -v bwrap >/dev/null 2>&1 && ! docker_answers; then
     log "neither Docker nor bubblewrap is available: sandboxes cannot start here"

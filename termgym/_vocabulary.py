@@ -1,5 +1,6 @@
 """What every layer shares, defined here once: variant names, episode classes and statuses,
-terminal size, and the wording of errors (a class name once, a did-you-mean hint)."""
+terminal size, the bootstrap of the intervals, and the wording of errors (a class name once,
+a did-you-mean hint)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,27 @@ class TerminalSize:
 
 TERMINAL = TerminalSize(rows=40, cols=120)
 """The terminal every episode gets unless its sandbox config says otherwise."""
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How the metrics' intervals are drawn (docs/metrics.md, "Confidence intervals").
+
+    Attributes:
+        resamples: Bootstrap replicates (0: point estimates only).
+        seed: Seed of the resampling (the same seed gives the same intervals).
+        confidence: Interval coverage.
+    """
+
+    resamples: int = 1000
+    seed: int | None = 0
+    confidence: float = 0.95
+
+
+BOOTSTRAP = Bootstrap()
+"""The intervals every reader of a run draws unless told otherwise: `termgym report`, the
+HTML report, `termgym compare`, the demo and the TUI, so that one run shows the same
+intervals wherever it is read."""
 
 Variant = Literal["original", "contradicted", "withheld", "swapped", "sampled", "impossible"]
 VARIANTS: tuple[Variant, ...] = (

@@ -17,7 +17,7 @@ from textual.widgets import Footer, Static
 
 from .agent_text import agent_text
 from .help_screen import HelpScreen, describe
-from .model import EpisodeModel, row_flags
+from .model import EpisodeModel, row_class, row_flags
 from .rules_panel import CLASS_STYLE
 
 ACTIONS = 40
@@ -57,9 +57,7 @@ class Side:
 
     def outcome(self) -> list[tuple[str, Text]]:
         h, end = self.header, self.end
-        episode_class = (
-            "running" if end is None else ("error" if end.error else (end.episode_class or "-"))
-        )
+        episode_class = row_class(end, h.variant if h else "")
         tamper = self.model.tamper()
         return [
             ("task", Text(h.task if h else "?")),

@@ -1,16 +1,21 @@
-"""The run view's disclosure line: per agent, pass rates where it disclosed hidden rules or not."""
+"""The run view's disclosure line: per agent, pass rates where it disclosed hidden rules or not.
+
+Its intervals are the report's: the run is loaded as `termgym report` loads it, with the one
+bootstrap they share (`termgym._vocabulary.BOOTSTRAP`), in a worker thread so that the run
+view paints first.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from rich.text import Text
+from textual import on, work
 from textual.widgets import Static
 
 from termgym.analysis.metrics import Estimate
 
-RESAMPLES = 300
-"""Bootstrap resamples of the panel's intervals (the HTML report uses the run's setting)."""
+from .messages import DisclosureReady
 
 
 def _rate(e: Estimate) -> str:
@@ -32,7 +37,7 @@ def disclosure_text(run_dir: Path) -> Text:
     from termgym.report import load_run
 
     try:
-        run = load_run(run_dir, resamples=RESAMPLES)
+        run = load_run(run_dir)  # the report's bootstrap: the same intervals as its tables
     except RecordingError as exc:
         return Text(f"disclosure: {exc}", style="dim")
     text = Text()
@@ -60,5 +65,17 @@ class DisclosurePanel(Static):
     DisclosurePanel { height: auto; padding: 0 1; color: $text-muted; }
     """
 
+    def on_mount(self) -> None:
+        self.update(Text("disclosure: reading the run…", style="dim italic"))
+
     def refresh_from(self, run_dir: Path) -> None:
-        self.update(disclosure_text(run_dir))
+        """Recompute the text in a thread (the latest call wins); show it when done."""
+        self._compute(run_dir)
+
+    @work(thread=True, exclusive=True, group="disclosure")
+    def _compute(self, run_dir: Path) -> None:
+        self.post_message(DisclosureReady(disclosure_text(run_dir)))
+
+    @on(DisclosureReady)
+    def _show(self, message: DisclosureReady) -> None:
+        self.update(message.text)

@@ -18,7 +18,7 @@ from .audit_panel import AuditPanel
 from .help_screen import HelpScreen, describe
 from .messages import ScreenReady, StepHighlighted
 from .metronome import Metronome, TimerMetronome
-from .model import EpisodeModel
+from .model import EpisodeModel, row_class
 from .output_view import OutputView
 from .rules_panel import CLASS_STYLE, RulesPanel
 from .search_bar import SearchBar
@@ -42,7 +42,15 @@ class EpisodeScreen(Screen[None]):
     EpisodeScreen #left { width: 1fr; min-width: 30; }
     EpisodeScreen #right { width: auto; }
     EpisodeScreen ContentSwitcher { width: auto; height: 1fr; }
+    EpisodeScreen #rules, EpisodeScreen #transcript {
+        height: 1fr; border: round $primary 50%;
+    }
+    EpisodeScreen #rules:focus-within, EpisodeScreen #transcript:focus-within {
+        border: round $accent;
+    }
     """
+    LEFT_MIN = 30
+    """Columns the step list keeps when the terminal is narrower than the agent's."""
     BINDINGS = [
         Binding("j", "step(1)", "Next"),
         Binding("k", "step(-1)", "Prev"),
@@ -95,18 +103,18 @@ class EpisodeScreen(Screen[None]):
             with Vertical(id="right"), ContentSwitcher(initial="screen"):
                 yield TerminalView(id="screen")
                 yield OutputView(id="output")
-                with VerticalScroll(id="rules"):
+                with VerticalScroll(id="rules") as rules:
+                    rules.border_title = "rules"
                     yield RulesPanel(id="rules-panel")
                     yield AuditPanel(id="audit-panel")
-                with VerticalScroll(id="transcript"):
+                with VerticalScroll(id="transcript") as transcript:
+                    transcript.border_title = "transcript"
                     yield TranscriptPanel(id="transcript-panel")
         yield SearchBar(id="search")
         yield Footer()
 
     def on_mount(self) -> None:
-        cols = self.model.header.cols if self.model.header else 120
-        for pane in ("#screen", "#output", "#rules", "#transcript"):
-            self.query_one(pane).styles.width = cols + 2
+        self.fit_panes()
         self.query_one(StepList).focus()
         self.refresh_header()
         self.set_interval(0.5, self.poll_live)
@@ -115,22 +123,31 @@ class EpisodeScreen(Screen[None]):
         else:
             self.query_one(TerminalView).show_plain("", "no steps yet")
 
+    def on_resize(self) -> None:
+        self.fit_panes()
+
+    def fit_panes(self) -> None:
+        """The right-hand panes as wide as the agent's terminal (its border included), or as
+        wide as the terminal allows beside a step list of `LEFT_MIN` columns."""
+        cols = self.model.header.cols if self.model.header else 120
+        width = min(cols + 2, max(40, self.size.width - self.LEFT_MIN))
+        for pane in ("#screen", "#output", "#rules", "#transcript"):
+            self.query_one(pane).styles.width = width
+
     def refresh_header(self) -> None:
         """Redraw the title line, the skipped notes and the rules pane."""
         header, end = self.model.header, self.model.end
         title = Text()
         name = header.episode_id if header else self.model.path.stem
         title.append(name, style="bold")
-        if header:
-            title.append(f"  {header.task} · {header.variant} · {header.agent}")
-        episode_class = (
-            "running" if end is None else ("error" if end.error else (end.episode_class or "-"))
-        )
+        episode_class = row_class(end, header.variant if header else "")
         title.append("  ")
         title.append(episode_class, style=CLASS_STYLE.get(episode_class, ""))
         if end is not None:
             title.append(f"  reward {end.reward:.2f}")
         title.append(f"  {len(self.model)} steps")
+        if header:
+            title.append(f"  {header.task} · {header.variant} · {header.agent}")
         if self.playing:
             title.append(f"  ▶ {SPEEDS[self.speed_index]:g} steps/s", style="bold green")
         elif self.model.live:
@@ -143,8 +160,9 @@ class EpisodeScreen(Screen[None]):
             notice.update("skipped while reading: " + "; ".join(skipped))
         report, unreadable = self.model.grading()
         self.query_one(RulesPanel).show(
-            header, end, report, unreadable, self.model.failures(), self.model.tamper()
-        )
+            header, end, report, unreadable, self.model.failures(), self.model.tamper(),
+            self.model.explanation() if end is not None else None,
+        )  # fmt: skip
         self.query_one(AuditPanel).show(self.model.audit_by_step())
         if not len(self.model):
             self.query_one(TranscriptPanel).show(self.model.transcript())

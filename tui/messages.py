@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual.message import Message
 
 
@@ -38,3 +39,10 @@ class ScreenReady(Message):
     position: int
     lines: list | None
     note: str = ""
+
+
+@dataclass
+class DisclosureReady(Message):
+    """The run's disclosure split was computed (in a worker): the text to show."""
+
+    text: Text

@@ -10,14 +10,18 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from termgym.analysis.explain import Explanation
 from termgym.analysis.failures import Failure
 from termgym.grading import GradeReport
 from termgym.recording import EpisodeEnd, EpisodeHeader
 from termgym.tasks import TAMPER_KINDS, TamperEvidence
 
 from .agent_text import agent_text
+from .model import row_class
 
 CLASS_STYLE = {
+    "passed": "green",
+    "failed": "yellow",
     "adapted": "bold green",
     "stale": "bold red",
     "both": "bold cyan",
@@ -44,7 +48,7 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
     table.add_column("enforced")
     for name in others:
         table.add_column(f"{name} (shadow)")
-    table.add_column("")
+    table.add_column("note")
     names = list(dict.fromkeys([*header.rules_enforced, *header.rules_visible]))
     surface = header.extra.get("surface")
     surface = dict(surface) if isinstance(surface, dict) else {}
@@ -167,12 +171,14 @@ class RulesPanel(Static):
         unreadable: str | None = None,
         failures: list[Failure] | None = None,
         tamper: TamperEvidence | None = None,
+        explanation: Explanation | None = None,
     ) -> None:
         """Draw the panel for an episode (header None: nothing known).
 
         `report`: the end line's verdicts read back (`GradeReport.from_wire`); `unreadable`:
         why they could not be, shown instead of the verdicts; `failures`: the failing tests
-        of each rule set; `tamper`: the episode's tamper evidence.
+        of each rule set; `tamper`: the episode's tamper evidence; `explanation`: why it
+        ended so (`termgym.analysis.explain`), said first.
         """
         if header is None:
             self.update(Text("no header: rules unknown", style="italic"))
@@ -184,7 +190,7 @@ class RulesPanel(Static):
         if end is None:
             summary.append("running: no verdict yet", style=CLASS_STYLE["running"])
         else:
-            episode_class = "error" if end.error else (end.episode_class or "-")
+            episode_class = row_class(end, header.variant)
             summary.append("class ")
             summary.append(episode_class, style=CLASS_STYLE.get(episode_class, ""))
             summary.append(f"  reward {end.reward:.2f}")
@@ -193,10 +199,13 @@ class RulesPanel(Static):
                 summary.append(agent_text(f"\nerror: {end.error}", "bold red"))
             if unreadable:
                 summary.append(agent_text(f"\nverdicts unreadable: {unreadable}", "bold red"))
+        if end is not None and explanation is not None:
+            summary.append("\nwhy: ", style="bold")
+            summary.append(agent_text(explanation.text))
         conflict = header.extra.get("conflict")
         parts: list[Any] = [summary]
         said = conflict_text(conflict if isinstance(conflict, dict) else None, end)
-        if said is not None:
+        if said is not None and explanation is None:  # the explanation says it, once ended
             parts.append(said)
         parts += [rules_table(header, report), verdict_table(report)]
         if end is not None:

@@ -19,9 +19,8 @@ from .model import EpisodeRow, RunModel
 from .rules_panel import CLASS_STYLE
 from .search_bar import SearchBar
 
-COLUMNS = ("episode", "task", "variant", "agent", "steps", "reward", "flags", "class")
-UNCLASSED = "no class"
-"""What the title calls episodes without a class (original ones, graded cleanly)."""
+COLUMNS = ("episode", "class", "reward", "flags", "variant", "task", "agent", "steps")
+"""The run view's columns: what an episode came to first, so that 80 columns show it."""
 
 
 def duration(seconds: float) -> str:
@@ -38,7 +37,7 @@ class RunScreen(Screen[None]):
     """Every episode of a run; enter opens one."""
 
     DEFAULT_CSS = """
-    RunScreen #title { height: 1; background: $boost; padding: 0 1; }
+    RunScreen #title { height: auto; background: $boost; padding: 0 1; }
     RunScreen #skipped { height: auto; color: $warning; padding: 0 1; display: none; }
     RunScreen #skipped.-shown { display: block; }
     RunScreen DataTable { height: 1fr; }
@@ -95,13 +94,13 @@ class RunScreen(Screen[None]):
         def key(row: EpisodeRow) -> tuple:
             value = (
                 row.episode_id,
-                row.task,
-                row.variant,
-                row.agent,
-                row.steps,
+                row.episode_class,
                 -1.0 if row.reward is None else row.reward,
                 (not row.flags, row.flags),  # flagged episodes first
-                row.episode_class,
+                row.variant,
+                row.task,
+                row.agent,
+                row.steps,
             )[self.sort_column]
             return (value, row.started, row.episode_id)
 
@@ -114,8 +113,8 @@ class RunScreen(Screen[None]):
         table.clear()
         for row in self.visible_rows():
             cells: list[Text | str] = list(row.cells())
-            cells[-1] = Text(row.episode_class, style=CLASS_STYLE.get(row.episode_class, ""))
-            cells[-2] = Text(row.flags, style="bold red")
+            cells[1] = Text(row.episode_class, style=CLASS_STYLE.get(row.episode_class, ""))
+            cells[3] = Text(row.flags, style="bold red")
             if row.path == self.marked:
                 cells[0] = Text("● " + row.episode_id, style="bold magenta")
             table.add_row(*cells, key=str(row.path))
@@ -125,7 +124,9 @@ class RunScreen(Screen[None]):
         finished = sum(r.episode_class != "running" for r in self.model.rows.values())
         if finished != self._finished:  # the split changes only when an episode ends
             self._finished = finished
-            self.query_one(DisclosurePanel).refresh_from(self.model.path)
+            # after this paint: reading the whole run must not hold up the table's first one
+            panel = self.query_one(DisclosurePanel)
+            self.call_after_refresh(panel.refresh_from, self.model.path)
 
     def refresh_title(self) -> None:
         rows = list(self.model.rows.values())
@@ -149,8 +150,7 @@ class RunScreen(Screen[None]):
             counts[row.episode_class] = counts.get(row.episode_class, 0) + 1
         for episode_class, n in sorted(counts.items()):
             title.append("  ")
-            label = UNCLASSED if episode_class == "-" else episode_class
-            title.append(f"{label} {n}", style=CLASS_STYLE.get(episode_class, ""))
+            title.append(f"{episode_class} {n}", style=CLASS_STYLE.get(episode_class, ""))
         flagged = sum(bool(r.flags) for r in rows)
         if flagged:
             title.append(f"  flagged {flagged}", style="bold red")
@@ -228,6 +228,6 @@ class RunScreen(Screen[None]):
         self.fill()
 
     def action_help(self) -> None:
-        extra = [("q", "Quit"), ("up/down", "Move between episodes")]
-        rows = describe([*self.BINDINGS, *self.app.BINDINGS]) + extra
+        moves = ("up,down", "move", "Move between episodes")
+        rows = describe([*self.BINDINGS, moves, *self.app.BINDINGS])
         self.app.push_screen(HelpScreen("keys: run view", rows))

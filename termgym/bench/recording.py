@@ -72,13 +72,17 @@ def _plain_pyte_screen() -> TerminalScreen:
     return screen
 
 
-def _first_frame(command: str, marker: str, timeout: float = 30.0) -> float | None:
-    """Seconds from starting `command` in a 160x50 tmux terminal until `marker` shows."""
+def _first_frame(
+    command: str, marker: str, timeout: float = 30.0, size: tuple[int, int] = (160, 50)
+) -> float | None:
+    """Seconds from starting `command` in a tmux terminal of `size` (columns, rows) until
+    `marker` shows."""
     if shutil.which("tmux") is None:
         return None
     session = f"termgym-bench-{os.getpid()}-{time.monotonic_ns()}"
     command = f"env -u COLUMNS -u LINES {command}"
-    tmux = ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", command]
+    cols, rows = (str(n) for n in size)
+    tmux = ["tmux", "new-session", "-d", "-s", session, "-x", cols, "-y", rows, command]
     for _ in range(5):  # a tmux server that is just exiting refuses new sessions for a moment
         began = time.perf_counter()
         if subprocess.run(tmux, capture_output=True).returncode == 0:
@@ -97,6 +101,30 @@ def _first_frame(command: str, marker: str, timeout: float = 30.0) -> float | No
         return None
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+RUN_EPISODES = 200
+"""Episodes of the run the run view's first frame is measured on (a demo's run is 60)."""
+
+
+def _run_view_row(termgym: Path, run_dir: Path, quick: bool) -> Row | None:
+    """`termgym tui RUN` at 80x24: seconds from the start to the run view's first frame."""
+    for n in range(RUN_EPISODES):
+        variant = ("original", "contradicted", "withheld")[n % 3]
+        write_synthetic_episode(
+            run_dir, f"task-{n // 3:02d}--{variant}--000", steps=20, output_bytes=200,
+            variant=variant, episode_class=None if variant == "original" else "stale",
+            seed=n, with_screens=False,
+        )  # fmt: skip
+    marker = f"{RUN_EPISODES} episodes"
+    times = [
+        t
+        for _ in range(3 if quick else 7)
+        if (t := _first_frame(f"{termgym} tui {run_dir}", marker, size=(80, 24))) is not None
+    ]
+    return timings_row(
+        f"termgym tui: run view's first frame, {RUN_EPISODES} episodes, 80x24", times
+    )
 
 
 def bench_recording(quick: bool = False) -> Section:
@@ -145,6 +173,8 @@ def bench_recording(quick: bool = False) -> Section:
         notes.append(f"cast index alone {index_s * 1000:.0f} ms")
         termgym = Path(sys.executable).parent / "termgym"
         if termgym.exists():
+            if (run_view := _run_view_row(termgym, tmp / "runs" / "many", quick)) is not None:
+                rows.append(run_view)
             small_s = _first_frame(f"{termgym} tui {small}", "(30 of 30)")
             big_s = _first_frame(f"{termgym} tui {big}", "(10000 of 10000)")
             began = time.perf_counter()

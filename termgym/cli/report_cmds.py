@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from termgym._terminal_text import printable, shown
+from termgym._vocabulary import BOOTSTRAP
 from termgym.errors import TermgymError
 
 if TYPE_CHECKING:
@@ -40,13 +41,13 @@ def _fraction(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 _resamples = click.option(
     "--resamples",
-    default=1000,
+    default=BOOTSTRAP.resamples,
     show_default=True,
     type=click.IntRange(0),
-    help="Bootstrap resamples for the intervals.",
+    help="Bootstrap resamples for the intervals (the default is termgym tui's too).",
 )
 _seed = click.option(
-    "--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap."
+    "--seed", default=BOOTSTRAP.seed, show_default=True, type=int, help="Seed of the bootstrap."
 )
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from termgym._terminal_text import shown
+from termgym._vocabulary import VARIANTS
 from termgym.cli._options import task_paths, variant_list
 from termgym.cli.import_cmds import OVERLAYS_OPTION
 from termgym.errors import TermgymError
@@ -412,7 +413,7 @@ def _import_first(sources: tuple[str, ...], folder: Path, overlays: str | None) 
     "--variant",
     default="original",
     show_default=True,
-    help="original, contradicted, withheld, swapped or sampled.",
+    help=f"{', '.join(VARIANTS[:-1])} or {VARIANTS[-1]} (the task must offer it).",
 )
 @click.option("--seed", type=int, default=None, help="Seed of the episode's rule values.")
 @click.option("--backend", default=None, help="docker, bwrap or local (default: the best).")
@@ -437,7 +438,13 @@ def play_command(
     out: Path | None,
     paths: tuple[str, ...],
 ) -> None:
-    """Solve TASK yourself in its sandbox's terminal; Ctrl-] (or `exit`) submits."""
+    """Solve TASK yourself in its sandbox's terminal.
+
+    Ctrl-] ends the episode: submit it for grading, or report that the task contradicts
+    itself (the honest answer to an impossible episode, as agents give it with
+    REPORT_CONFLICT). `exit` in the shell submits. The end screen shows the rule values, each
+    rule set's verdict and the `termgym tui` command that replays the recording.
+    """
     from termgym.play import play
     from termgym.tasks import get_task
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from termgym._terminal_text import shown
 from termgym.analysis.metrics import Estimate
+from termgym.report._episode_html import list_href
 from termgym.report._load import RunData
 
 
@@ -59,7 +60,8 @@ def disclosure_html(run: RunData) -> str:
     for agent, split in run.disclosure.items():
         for unit, d, u, diff in split.rows():
             rows.append(
-                f"<tr><td>{escape(agent or '(unnamed)')}</td><td>{unit}</td>"
+                f"<tr><td><a href='{escape(list_href(agent))}'>{escape(agent or '(unnamed)')}"
+                f"</a></td><td>{unit}</td>"
                 f"<td class='num'>{escape(_pct(d))} <span class='note'>n={d.n}</span></td>"
                 f"<td class='num'>{escape(_pct(u))} <span class='note'>n={u.n}</span></td>"
                 f"<td class='num'>{escape(_points(diff))}</td></tr>"

@@ -14,6 +14,7 @@ from rich.markup import escape as rich_escape
 from rich.table import Table
 
 from termgym.analysis.metrics import EpisodeSummary, Estimate
+from termgym.report._episode_html import episode_link
 from termgym.report._load import RunData
 
 ROWS: tuple[tuple[str, str], ...] = (
@@ -113,7 +114,7 @@ def honesty_html(run: RunData, limit: int = 200) -> str:
     found = suspicious(run)
     if found:
         lines = "".join(
-            f"<tr><td>{escape(s.episode_id)}</td><td>{escape(s.agent)}</td>"
+            f"<tr><td>{episode_link(s.episode_id)}</td><td>{escape(s.agent)}</td>"
             f"<td>{escape(s.task)}</td><td>{escape(s.variant)}</td>"
             f"<td class='{'kind-leak' if s.passed else 'kind-platform'}'>"
             f"{escape(why(s))}</td></tr>"

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from termgym._vocabulary import BOOTSTRAP
 from termgym.analysis.audit import AuditReport, audit_logs
 from termgym.analysis.disclosure import DisclosureSplit, disclosure_split
 from termgym.analysis.metrics import EpisodeSummary, RunMetrics, metrics_by_agent, summary_from_log
 from termgym.errors import RecordingError
 from termgym.recording import last_results, read_run
+from termgym.report._episodes import EpisodeDetail, details_by_episode, requalified, unrecorded
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class RunData:
         metrics: Agent -> metrics of its episodes.
         skipped: Notes on what could not be read.
         disclosure: Agent -> its pass rates split by disclosure (termgym.analysis.disclosure).
+        episodes: Episode id -> what its view in the HTML report shows.
     """
 
     path: Path
@@ -37,6 +40,7 @@ class RunData:
     metrics: dict[str, RunMetrics]
     skipped: list[str] = field(default_factory=list)
     disclosure: dict[str, DisclosureSplit] = field(default_factory=dict)
+    episodes: dict[str, EpisodeDetail] = field(default_factory=dict)
 
 
 def disclosure_by_agent(
@@ -58,7 +62,11 @@ def disclosure_by_agent(
 
 
 def load_run(
-    run_dir: str | Path, *, resamples: int = 1000, seed: int | None = 0, confidence: float = 0.95
+    run_dir: str | Path,
+    *,
+    resamples: int = BOOTSTRAP.resamples,
+    seed: int | None = BOOTSTRAP.seed,
+    confidence: float = BOOTSTRAP.confidence,
 ) -> RunData:
     """Read a run folder (runs/<run-id>/) and compute its metrics and audit."""
     run_dir = Path(run_dir)
@@ -75,6 +83,7 @@ def load_run(
     summaries = [summary_from_log(ep, results.get(ep.episode_id)) for ep in log.episodes]
     recorded = {s.episode_id for s in summaries}
     agent = str((log.header or {}).get("agent", ""))
+    left: dict[str, EpisodeDetail] = {}
     for episode_id, result in results.items():
         # The runner sets aside the recordings of attempts that failed for infrastructure
         # reasons; when every attempt failed, results.jsonl is all that is left.
@@ -90,6 +99,7 @@ def load_run(
                     run_id=log.run_id,
                 )
             )
+            left[episode_id] = unrecorded(episode_id, result.error)
     # the audit's rates are over counted episodes, as every rate: an infrastructure error
     # (no end line, a machinery failure) is left out of its denominators too
     of_logs = zip(log.episodes, summaries[: len(log.episodes)], strict=True)
@@ -106,6 +116,7 @@ def load_run(
         + unread
         + [f"{ep.episode_id}: {note}" for ep in log.episodes for note in ep.skipped],
         disclosure=disclosure_by_agent(summaries, audit, **options),
+        episodes={**details_by_episode(log.episodes, audit.hits), **left},
     )
 
 
@@ -129,15 +140,16 @@ def _qualified(run: RunData, label: str) -> RunData:
         {q(e): a for e, a in run.audit.agents.items()},
     )
     summaries = tuple(replace(s, episode_id=q(s.episode_id)) for s in run.summaries)
-    return replace(run, summaries=summaries, audit=audit)
+    episodes = requalified(run.episodes, label)
+    return replace(run, summaries=summaries, audit=audit, episodes=episodes)
 
 
 def merge_runs(
     runs: list[RunData],
     *,
-    resamples: int = 1000,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    resamples: int = BOOTSTRAP.resamples,
+    seed: int | None = BOOTSTRAP.seed,
+    confidence: float = BOOTSTRAP.confidence,
 ) -> RunData:
     """One report over several runs (e.g. the oracle's and the memorizer's): episodes pooled,
     metrics recomputed per agent. Episode ids are prefixed by their run id when runs share ids.
@@ -165,4 +177,5 @@ def merge_runs(
         disclosure=disclosure_by_agent(
             summaries, audit, resamples=resamples, seed=seed, confidence=confidence
         ),
+        episodes={k: d for r in runs for k, d in r.episodes.items()},
     )

@@ -8,7 +8,7 @@ from rich.table import Table
 from termgym._terminal_text import shown
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_table
-from termgym.report._honesty import honesty_table, suspicious_table
+from termgym.report._honesty import honesty_table, suspicious, suspicious_table
 from termgym.report._load import RunData
 from termgym.report._trust import marked, trust_table
 
@@ -166,12 +166,18 @@ def print_report(run: RunData, console: Console | None = None) -> None:
         memorization_table(run),
         class_table(run),
         honesty_table(run),
-        suspicious_table(run),
+        suspicious_table(run) if suspicious(run) else None,
         task_table(run),
         audit_table(run),
         disclosure_table(run),
     ):
-        console.print(table)
+        if table is None:
+            console.print(
+                "[dim]Suspicious episodes: none (no pass with tamper evidence, no "
+                "impossible episode passed, no failure with tamper evidence).[/]"
+            )
+        else:
+            console.print(table)
     if marked(run):
         console.print(trust_table(run))
     if run.skipped:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from termgym._terminal_text import shown
 from termgym.analysis.metrics import EpisodeSummary
+from termgym.report._episode_html import episode_link
 from termgym.report._load import RunData
 
 
@@ -48,7 +49,7 @@ def trust_html(run: RunData, limit: int = 200) -> str:
     """The same, as an HTML section body."""
     rows = sorted(marked(run), key=lambda s: (not s.isolation, s.episode_id))
     body = "".join(
-        f"<tr><td>{escape(s.episode_id)}</td><td>{escape(s.agent or '(unnamed)')}</td>"
+        f"<tr><td>{episode_link(s.episode_id)}</td><td>{escape(s.agent or '(unnamed)')}</td>"
         f"<td>{escape(s.task)}</td><td>{escape(s.variant)}</td>"
         f"<td>{escape(s.episode_class or '-')}</td><td>{s.reward:.2f}</td>"
         f"<td>{escape(s.filesystem)}</td><td>{escape('; '.join(s.isolation)) or '-'}</td></tr>"

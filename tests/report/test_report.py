@@ -87,7 +87,7 @@ def test_the_class_tables_show_grader_errors_of_original_episodes(make_run, tmp_
     rows = [line for line in result.output.splitlines() if "│ original " in line]
     assert any(re.search(r"│ +0 │ +0 │ +0 │ +0 │ +1 │", row) for row in rows), rows
     page = (tmp_path / "r.html").read_text()
-    assert "<td>oracle</td><td>original</td>" in page
+    assert "<td>oracle</td><td><a href='#list-oracle-original'>original</a></td>" in page
 
 
 def test_audit_finds_the_original_value_in_a_recorded_action(make_run):
@@ -138,7 +138,9 @@ def test_html_report_is_self_contained_with_its_charts(make_run):
     assert '<svg id="pass-rate-chart"' in html and '<svg id="class-chart"' in html
     assert html.count('class="bar"') == 3  # original, contradicted, withheld
     assert html.count('class="whisker"') == 3
-    assert html.count("cls-adapted") == 3 and html.count("cls-stale") == 3
+    # a square per shadow-graded episode (contradicted and withheld), each linking to its view
+    assert html.count("cls-adapted") == 6 and html.count("cls-stale") == 6
+    assert len(re.findall(r'<a href="#ep-[^"]+"><rect class="cell cls-', html)) == 12
     assert "<td>task-2</td>" in html
     assert "max_weight=100" in html  # the audit hits
     assert not re.search(r"<script|<link|src=|https?://(?!www\.w3\.org/2000/svg)", html)
@@ -461,7 +463,10 @@ def test_report_pools_several_runs_per_agent(make_run, tmp_path):
     assert "oracle-run + memorizer-run" in result.output
     page = html.read_text()
     assert page.count('class="bar"') == 6  # two agents, three variants
-    assert page.count("cls-stale") == 6 and page.count("cls-adapted") == 6
+    assert page.count("cls-stale") == 12 and page.count("cls-adapted") == 12
+    # a view per episode: the runs' episode ids are alike, their views apart
+    assert page.count("<section class='episode' id='ep-memorizer-run_2f_task-0-") == 6
+    assert page.count("<section class='episode'") == 36
     # both runs name their episodes alike: the pooled audit keeps them apart
     pooled = merge_runs([load_run(oracle, resamples=0), load_run(memorizer, resamples=0)])
     assert pooled.audit.for_agent("oracle").episodes == 18

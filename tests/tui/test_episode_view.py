@@ -35,7 +35,10 @@ async def test_an_episode_opens_on_its_last_step(run_dir: Path) -> None:
         assert _cursor(app) == 29
         text = shown_text(app)
         assert "step 29 (30 of 30)" in text and "> submit" in text
-        assert "fuel-0  fuel-planner · contradicted · synthetic  adapted  reward 1.00" in text
+        assert (
+            "fuel-0  adapted  reward 1.00  30 steps  fuel-planner · contradicted · synthetic"
+            in text
+        )
 
 
 async def test_step_keys_move_through_the_steps_and_show_action_exit_code_and_timing(

@@ -64,7 +64,7 @@ def test_the_app_runs_in_a_real_terminal_and_answers_keys(run_dir: Path, tmux_se
     _start(tmux_session, f"env -u COLUMNS -u LINES {TERMGYM} tui {episode}")
     _wait_for(tmux_session, "step 29 (30 of 30)")
     _wait_for(tmux_session, "4 Transcript  esc Back  ? Keys  q Quit")  # the full 160-column footer
-    _wait_for(tmux_session, "fuel-0  fuel-planner · contradicted · synthetic  adapted")
+    _wait_for(tmux_session, "fuel-0  adapted  reward 1.00  30 steps  fuel-planner · contradicted")
     _keys(tmux_session, "g", "j", "j", "j", "j")
     _wait_for(tmux_session, "step 4 (5 of 30)")
     _wait_for(tmux_session, "agent@sandbox:/app$ python3 plan.py --leg 4")

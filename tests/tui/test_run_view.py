@@ -61,11 +61,12 @@ async def test_s_cycles_the_sort_column_and_r_reverses_it(run_dir: Path) -> None
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
         assert _column(app, "class") == ["adapted", "error", "running", "stale"]
-        await pilot.press("s")  # -> episode
+        for _ in range(7):  # reward, flags, variant, task, agent, steps, -> episode
+            await pilot.press("s")
         assert _column(app, "episode") == ["fuel-0", "fuel-1", "fuel-2", "fuel-3"]
         await pilot.press("r")
         assert _column(app, "episode") == ["fuel-3", "fuel-2", "fuel-1", "fuel-0"]
-        for _ in range(4):  # -> steps
+        for _ in range(7):  # -> steps
             await pilot.press("s")
         await pilot.press("r")
         assert _column(app, "steps") == ["5", "12", "20", "30"]

@@ -35,7 +35,12 @@ CASES = {
     "tamper_evidence": ("ref:impossible-cheater", ["3"]),
     # two agents on the same task and variant, side by side
     "compare_view": ("compare:impossible-oracle,impossible-cheater", []),
+    # an 80x24 terminal: the class and reward columns, the episode view's panes and its why
+    "run_view_80x24": ("run", []),
+    "stale_why_80x24": ("ref:memorizer", ["3"]),
 }
+SIZES = {"run_view_80x24": (80, 24), "stale_why_80x24": (80, 24)}
+"""The size of a case's terminal, when not 160x50."""
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -52,7 +57,7 @@ async def test_screen_matches_its_committed_snapshot(name: str, run_dir: Path) -
     else:
         path = run_dir if target == "run" else run_dir / "episodes" / f"{target}.jsonl"
     app = TermgymApp(path, other)
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=SIZES.get(name, (160, 50))) as pilot:
         await settle(pilot)
         for key in keys:
             await pilot.press(key)
