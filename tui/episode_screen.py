@@ -175,11 +175,12 @@ class EpisodeScreen(Screen[None]):
         if not len(self.model):
             return
         step = self.model.step(position)
-        hits = self.model.audit_by_step().get(step.index, [])
-        said = self.model.said_at(step.index)
+        own = step.source == "termgym"  # not a step the agent's log reported
+        hits = self.model.audit_by_step().get(step.index, []) if own else []
+        said = self.model.said_at(step.index) if own else []
         self.query_one(StepDetail).show(step, position, len(self.model), hits, said)
         if self.query_one(ContentSwitcher).current == "transcript":
-            self.query_one(TranscriptPanel).show(self.model.transcript(), step.index)
+            self.query_one(TranscriptPanel).show(self.model.transcript(), step.at_step)
         self.query_one(OutputView).show(step.output, self.search_term)
         self.query_one(TerminalView).show_plain(step.screen, "replaying…")
         self._was_at_end = position == len(self.model) - 1
@@ -300,7 +301,7 @@ class EpisodeScreen(Screen[None]):
         self.query_one(ContentSwitcher).current = name
         if name == "transcript" and len(self.model):
             step = self.model.step(self.query_one(StepList).cursor)
-            self.query_one(TranscriptPanel).show(self.model.transcript(), step.index)
+            self.query_one(TranscriptPanel).show(self.model.transcript(), step.at_step)
 
     def action_back(self) -> None:
         if self.query_one(SearchBar).has_class("-shown"):

@@ -33,7 +33,11 @@ AGENT_ROLES = ("assistant", "probe")
 
 
 class EpisodeModel:
-    """One episode: its steps (lazily parsed), new steps as they are written, and its screens."""
+    """One episode: its steps (lazily parsed), new steps as they are written, and its screens.
+
+    Positions run over termgym's steps in file order, each followed by the steps the
+    agent's own log says it ran inside it (`StepRecord.source` "agent"), when there are any.
+    """
 
     def __init__(self, path: Path) -> None:
         self.log: EpisodeLog = read_episode(path)
@@ -48,6 +52,8 @@ class EpisodeModel:
         self._audit: list[dict[str, Any]] | None = None
         self._graded: tuple[EpisodeEnd, GradeReport | None, str | None] | None = None
         self._said: tuple[EpisodeEnd | None, dict[int, list[dict[str, Any]]]] | None = None
+        self._reported: list[StepRecord] = list(self.log.reported)
+        self._order: list[tuple[bool, int]] | None = None
 
     def grading(self) -> tuple[GradeReport | None, str | None]:
         """The end line's verdicts read back (None before the end), or why they cannot be."""
@@ -69,12 +75,33 @@ class EpisodeModel:
     # -- steps -------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.log.steps) + len(self._more)
+        return len(self.log.steps) + len(self._more) + len(self._reported)
 
     def step(self, i: int) -> StepRecord:
-        """Step number i in file order."""
+        """The step at position i (see the class docstring)."""
+        reported, j = self._where(i)
+        return self._reported[j] if reported else self._own(j)
+
+    def _own(self, j: int) -> StepRecord:
         n = len(self.log.steps)
-        return self.log.steps[i] if i < n else self._more[i - n]
+        return self.log.steps[j] if j < n else self._more[j - n]
+
+    def _where(self, i: int) -> tuple[bool, int]:
+        """(reported, index among those) of position i."""
+        if not self._reported:
+            return False, i
+        if self._order is None:
+            inside: dict[int, list[int]] = {}
+            for j, step in enumerate(self._reported):
+                inside.setdefault(step.at_step, []).append(j)
+            own = len(self.log.steps) + len(self._more)
+            order: list[tuple[bool, int]] = []
+            for k in range(own):
+                order.append((False, k))
+                order += [(True, j) for j in inside.pop(k, [])]
+            order += [(True, j) for js in inside.values() for j in js]  # past the last step
+            self._order = order
+        return self._order[i]
 
     @property
     def skipped(self) -> list[str]:
@@ -92,20 +119,24 @@ class EpisodeModel:
             return 0
         new = self._follower.poll()
         self._more.extend(new)
+        reported = self._follower.reported[len(self._reported) - len(self.log.reported) :]
+        self._reported.extend(reported)
+        if new or reported:
+            self._order = None
         if self._follower.header is not None and self.header is None:
             self.header = self._follower.header
         if self._follower.end is not None:
             self.end = self._follower.end
         if new:
             self._cast_stale = True  # re-read by the replay worker, not here (it may be busy)
-        return len(new)
+        return len(new) + len(reported)
 
     def matches(self, i: int, needle: str) -> bool:
         """Whether step i's action or output holds `needle` (case-insensitive)."""
-        n = len(self.log.steps)
-        if i < n and needle.isascii():
+        reported, j = self._where(i)
+        if not reported and j < len(self.log.steps) and needle.isascii():
             encoded = json.dumps(needle.lower())[1:-1].encode()
-            if encoded not in self.log.steps.raw_line(i).lower():
+            if encoded not in self.log.steps.raw_line(j).lower():
                 return False
         step = self.step(i)
         low = needle.lower()
@@ -203,7 +234,7 @@ class EpisodeModel:
         if self._cast_stale:
             self._cast_stale = False
             replay.refresh()
-        return replay.screen_after(self.step(i).index)
+        return replay.screen_after(self.step(i).at_step)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ from termgym.recording import StepRecord
 
 from .agent_text import agent_text
 
+REPORTED = (
+    "the agent's own log says it ran this inside that step; termgym did not run or see it: "
+    "shown for reading, never graded or audited"
+)
 SAID = 400
 """Characters of the agent's message shown with a step (the transcript pane has it whole)."""
 
@@ -40,7 +44,10 @@ class StepDetail(Static):
         """Show `step` (number `position` of `total` in the list), what the agent wrote that
         led to it (`said`: its transcript entries) and its audit hits."""
         facts = Text()
-        facts.append(f"step {step.index}", style="bold")
+        if step.source == "agent":
+            facts.append(f"reported step {step.index}, inside step {step.within}", style="bold")
+        else:
+            facts.append(f"step {step.index}", style="bold")
         facts.append(f" ({position + 1} of {total})", style="dim")
         facts.append(f"  {step.mode}  ")
         if step.exit_code is None:
@@ -60,6 +67,8 @@ class StepDetail(Static):
         action = Text("$ " if step.mode == "command" else "> ", style="bold cyan")
         action.append(agent_text(step.action.rstrip("\n") or "(empty)"))
         parts: list[Text] = [facts, action]
+        if step.source == "agent":
+            parts.insert(1, Text(REPORTED, style="italic yellow"))
         if step.mode == "keys" and step.action:
             typed = Text("typed: ", style="bold cyan")
             typed.append(typed_text(step.action) or "(nothing printable)")

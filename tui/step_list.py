@@ -10,11 +10,13 @@ from .line_view import LineView
 from .messages import StepHighlighted
 from .model import EpisodeModel
 
-MODE_MARK = {"command": "$", "keys": "⌨", "submit": "✔"}
+MODE_MARK = {"command": "$", "keys": "⌨", "submit": "✔", "tool": "⚙"}
 
 
 class StepList(LineView):
-    """One line per step: number, mode, exit code, duration, action; ⚑ marks audit hits."""
+    """One line per step: number, mode, exit code, duration, action; ⚑ marks audit hits.
+    A step the agent's own log reports (run by the agent inside the step above it, not by
+    termgym) is indented under it with ↳, its number and text dimmed."""
 
     DEFAULT_CSS = """
     StepList { width: 1fr; height: 1fr; border: round $primary 50%; overflow-x: hidden; }
@@ -46,8 +48,12 @@ class StepList(LineView):
 
     def line_text(self, index: int) -> Text:
         step = self.model.step(index)
+        reported = step.source == "agent"
         text = Text()
-        text.append(f"{step.index:>5} ", style="dim")
+        if reported:
+            text.append(f"{'↳' + str(step.index):>5} ", style="dim cyan")
+        else:
+            text.append(f"{step.index:>5} ", style="dim")
         text.append(MODE_MARK.get(step.mode, "?") + " ", style="bold")
         if step.exit_code is None:
             code = "  ·"
@@ -58,10 +64,15 @@ class StepList(LineView):
         if step.timed_out:
             code, style = "  ⏱", "bold yellow"
         text.append(code + " ", style=style)
-        text.append(f"{step.duration:6.2f}s ", style="dim")
-        text.append("⚑ " if step.index in self.audit_steps else "  ", style="bold magenta")
+        if reported and not step.duration:
+            text.append("      · ", style="dim")
+        else:
+            text.append(f"{step.duration:6.2f}s ", style="dim")
+        flagged = not reported and step.index in self.audit_steps
+        text.append("⚑ " if flagged else "  ", style="bold magenta")
         action = printable(step.action, one_line=True)
-        text.append(action, style="reverse" if index in self.matches else "")
+        style = "dim italic" if reported else ""
+        text.append(action, style="reverse" if index in self.matches else style)
         return text
 
     def cursor_moved(self, index: int) -> None:

@@ -4,7 +4,15 @@ noop and llm."""
 from __future__ import annotations
 
 from termgym._actions import REPORT_CONFLICT, SUBMIT, conflict_reason, ends_episode, report_conflict
-from termgym.agents._base import Agent, AgentSandbox, EpisodeContext, Reference, agent_sandbox
+from termgym.agents._base import (
+    Agent,
+    AgentSandbox,
+    EpisodeContext,
+    Reference,
+    agent_log_of,
+    agent_sandbox,
+    close_agent,
+)
 from termgym.agents._registry import (
     ENTRY_POINT_GROUP,
     AgentSpec,
@@ -36,7 +44,9 @@ __all__ = [
     "AgentSpec",
     "EpisodeContext",
     "Reference",
+    "agent_log_of",
     "agent_sandbox",
+    "close_agent",
     "agent_spec",
     "check_agent",
     "conflict_reason",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from termgym.recording import AgentLog
 from termgym.sandbox import GatewayMount, LayerRecipe
 
 
@@ -45,6 +46,10 @@ class EpisodeContext:
         mode: "command" (an action is a shell command) or "keys" (raw keystrokes).
         episode_id: Id of the episode's recording.
         reference: Only for agents whose `privileged` is True (oracle, memorizer, replay).
+        deadline: time.monotonic() at which the agent's time is up (the task's agent
+            timeout, counted from its reset), or None: no limit is set. The runner ends the
+            episode then whatever the agent is doing; an agent that runs work of its own
+            (a process, a model route) ends it by then.
     """
 
     task_id: str
@@ -53,6 +58,7 @@ class EpisodeContext:
     mode: str = "command"
     episode_id: str = ""
     reference: Reference | None = None
+    deadline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,19 @@ def agent_sandbox(agent: object) -> AgentSandbox:
     return needs if isinstance(needs, AgentSandbox) else NO_NEEDS
 
 
+def agent_log_of(agent: object) -> Callable[[], AgentLog | None] | None:
+    """The agent's optional `agent_log` (its own account of an episode), or None."""
+    found = getattr(agent, "agent_log", None)
+    return found if callable(found) else None
+
+
+def close_agent(agent: object) -> None:
+    """Call the agent's optional `close()`: the end of what it started (safe twice)."""
+    close = getattr(agent, "close", None)
+    if callable(close):
+        close()
+
+
 @runtime_checkable
 class Agent(Protocol):
     """Anything that turns observations into actions.
@@ -91,7 +110,11 @@ class Agent(Protocol):
     documented notation (keys mode), or SUBMIT to end the episode. `transcript` returns what
     the agent wrote besides its actions (model messages, reasoning) for the trace audit.
     An agent may also declare `sandbox: AgentSandbox`, what its episodes' sandboxes need
-    (`agent_sandbox` reads it).
+    (`agent_sandbox` reads it); have `agent_log()`, its own account of the episode (an ATIF
+    trajectory its harness wrote, `termgym.recording.AgentLog`, or None), which the episode
+    keeps as evidence for reading (`agent_log_of` reads it); and have `close()`, which ends
+    what it started (a process, a model route) once the runner is done with it
+    (`close_agent`).
     """
 
     name: str

@@ -106,7 +106,9 @@ class EpisodeSummary:
         agent_error: The agent failed (raised); the episode still counts, as graded.
         grader_error: Why the final state could not be graded (class "grader-error"): the
             agent's failure, counted in every rate as a failure.
-        steps: Steps taken.
+        steps: Steps taken (termgym ran them).
+        reported_steps: Steps the agent's own log says it ran inside those (an agent in the
+            sandbox running its own commands): counted for reading, never graded.
         run_id: The run the episode belongs to.
         rules_changed: The enforced rule values differ from the original ones (None: unknown,
             then every variant but original and withheld counts as changed).
@@ -130,6 +132,7 @@ class EpisodeSummary:
     error: str | None = None
     agent_error: str | None = None
     steps: int = 0
+    reported_steps: int = 0
     run_id: str = ""
     rules_changed: bool | None = None
     grader_error: str | None = None
@@ -246,6 +249,7 @@ def summary_from_log(log: EpisodeLog, result: ResultLine | None = None) -> Episo
         error=error,
         agent_error=result_error if status == "agent-error" else None,
         steps=len(log.steps),
+        reported_steps=len(log.reported),
         run_id=header.run_id if header else "",
         rules_changed=rules_changed,
         grader_error=grader_error,

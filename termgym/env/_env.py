@@ -24,7 +24,7 @@ from termgym.env._spaces import TerminalText
 from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
 from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
-from termgym.recording import EpisodeHeader, Recorder
+from termgym.recording import AgentLog, EpisodeHeader, Recorder
 from termgym.sandbox import GatewayMount
 from termgym.screen import screen_chars
 from termgym.tasks import Task
@@ -298,6 +298,21 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         """Give the episode a callable returning the agent's messages, saved at its end."""
         if self._episode is not None:
             self._episode.transcript = transcript
+
+    def attach_agent_log(self, agent_log: Callable[[], AgentLog | None]) -> None:
+        """Give the episode a callable returning the agent's own account of it (an ATIF
+        trajectory its harness wrote), read at its end: kept in the end line, and its tool
+        calls written as steps the agent reported (`reported` lines). Evidence for reading:
+        never graded, audited or replayed."""
+        if self._episode is not None:
+            self._episode.agent_log = agent_log
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """End the agent's time at `deadline` (time.monotonic()): from then on no command of
+        this episode runs on; one still running is stopped as a timed-out step. The runner
+        sets it from the agent's time limit; a reset clears it."""
+        if self._episode is not None:
+            self._episode.deadline = deadline
 
     def attach_reference(self, reference: Reference) -> None:
         """Say that a privileged agent was handed `reference` this episode (the runner does):

@@ -32,7 +32,17 @@ from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
 from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prepare
-from termgym.recording import EpisodeEnd, EpisodeHeader, EpisodeWriter, Recorder, StepRecord
+from termgym.recording import (
+    AgentLog,
+    EpisodeEnd,
+    EpisodeHeader,
+    EpisodeWriter,
+    Recorder,
+    StepRecord,
+    Window,
+    kept_trajectory,
+    reported_steps,
+)
 from termgym.sandbox import (
     DOCKER_DEFAULT_CAPS,
     NO_BYTECODE,
@@ -286,6 +296,14 @@ class Episode:
     """What the harness told a privileged agent besides the task (`attach_reference`)."""
     verifiers: Reservation | None = None
     """The verifiers its grading takes, started for it when it began (`pooled_verifiers`)."""
+    agent_log: Callable[[], AgentLog | None] | None = None
+    """The agent's own account of the episode (`attach_agent_log`), read at its end."""
+    windows: list[Window] = field(default_factory=list)
+    """When each recorded step ran (seconds from `started`): where the agent's reported
+    steps go."""
+    deadline: float | None = None
+    """time.monotonic() by which the agent's time is up (`set_deadline`): a command still
+    running then is stopped as a timed-out step."""
 
     @classmethod
     def begin(
@@ -392,7 +410,10 @@ class Episode:
     def command(self, command: str) -> RunResult:
         """Run a command in the episode's shell."""
         sent = sendable(command)
-        result = self.sandbox.run(sent, timeout=self.options.step_timeout)
+        timeout = self.options.step_timeout
+        if self.deadline is not None:  # at least a moment: the command starts and is stopped
+            timeout = max(0.05, min(timeout, self.deadline - time.monotonic()))
+        result = self.sandbox.run(sent, timeout=timeout)
         echo = "$ " + sent.replace("\r\n", "\n").replace("\n", "\r\n") + "\r\n"
         typed = echo.encode("utf-8", "surrogateescape")
         self.record("command", command, result, typed + result.raw)
@@ -471,6 +492,7 @@ class Episode:
             tamper=tamper,
         )
         if self.writer is not None:
+            own = self._agent_log()
             self.writer.end(
                 EpisodeEnd(
                     reward=reward,
@@ -486,6 +508,7 @@ class Episode:
                         "steps": self.steps,
                         "transcript": self.transcript() if self.transcript else [],
                         **({"reference": self.reference} if self.reference else {}),
+                        **({"agent_log": own} if own else {}),
                     },
                     conflict=conflict,
                     tamper=tamper,
@@ -494,6 +517,24 @@ class Episode:
             self.writer.close()
         self._give_back()
         return outcome
+
+    def _agent_log(self) -> dict[str, Any] | None:
+        """Write the steps the agent's own log says it ran (`reported` lines, before the end
+        line) and return what the end keeps of that log. Evidence for reading only: nothing
+        that grades, audits or replays reads either (termgym.recording._reported)."""
+        if self.agent_log is None or self.writer is None:
+            return None
+        try:
+            log = self.agent_log()
+        except Exception as exc:  # noqa: BLE001 - the agent's account is best effort
+            return {"error": f"the agent's log could not be read: {exc}"}
+        if log is None:
+            return None
+        started = time.time() - (time.monotonic() - self.started)
+        steps = reported_steps(log, self.windows, started)
+        for step in steps:
+            self.writer.step(step)
+        return {**kept_trajectory(log), "reported_steps": len(steps)}
 
     def _tamper(self, graded: bool) -> Any:
         """The tamper evidence of the frozen sandbox (frozen again first when grading did not
@@ -552,6 +593,8 @@ class Episode:
         self.screen.feed(stream)
         if self.writer is None:
             return
+        ended = time.monotonic() - self.started
+        self.windows.append(Window(ended - result.duration, ended))
         self.writer.step(
             StepRecord(
                 index=self.steps - 1,
@@ -564,7 +607,7 @@ class Episode:
                 truncated=result.truncated,
                 screen=self.screen.text(),
                 raw=stream,
-                t=time.monotonic() - self.started,
+                t=ended,
                 restarted=result.restarted,
             )
         )

@@ -187,6 +187,12 @@ class Route:
         if self._writer is not None:
             self._writer.call(call)
 
+    def revoke(self) -> None:
+        """Its token opens nothing from now on (the agent's time is up; a call under way
+        ends as it ends), while the calls, the transcript and `probe()`, which goes from
+        the host, stay: `close()` follows (safe twice)."""
+        self._gateway.forget(self)
+
     def close(self) -> None:
         """Its token opens nothing from now on; the file is synced and closed (safe twice).
         The calls and the transcript stay readable."""

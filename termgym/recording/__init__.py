@@ -40,11 +40,14 @@ from termgym.recording._records import (
     INFRA_ERROR,
     SCHEMA_VERSION,
     STEP_MODES,
+    STEP_SOURCES,
     EpisodeEnd,
     EpisodeHeader,
     StepRecord,
+    StepSource,
     end_from,
 )
+from termgym.recording._reported import AgentLog, Window, kept_trajectory, reported_steps
 from termgym.recording._run_files import (
     RESULTS_FILE,
     RUN_FILE,
@@ -87,6 +90,12 @@ __all__ = [
     "INFRA_ERROR",
     "SCHEMA_VERSION",
     "STEP_MODES",
+    "STEP_SOURCES",
+    "AgentLog",
+    "StepSource",
+    "Window",
+    "kept_trajectory",
+    "reported_steps",
     "CastIndex",
     "CastReplay",
     "EpisodeEnd",

@@ -108,11 +108,14 @@ class EpisodeLog:
     Attributes:
         path: The JSONL file.
         header: The header, or None when the header line is missing or unreadable.
-        steps: Every readable step, in file order (parsed on demand for big files).
+        steps: Every readable step termgym ran, in file order (parsed on demand for big
+            files): what grading, the trace audit, replays and counts read.
         end: The end line, or None while the episode runs or after a crash.
         skipped: Human-readable notes on each truncated or corrupt line that was left out.
         read_upto: Byte offset just after the last complete line read (where to follow on).
         end_line: The line number of the end line (0: none), for messages about it.
+        reported: The steps the agent's own log says it ran (`source` "agent", `within`
+            the step of termgym's they ran in), in file order: for reading only.
     """
 
     path: Path
@@ -122,6 +125,7 @@ class EpisodeLog:
     skipped: list[str] = field(default_factory=list)
     read_upto: int = 0
     end_line: int = 0
+    reported: tuple[StepRecord, ...] = ()
 
     @property
     def end_where(self) -> str:
@@ -178,6 +182,7 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
     end_line = 0
     step_spans: list[tuple[int, int, int]] = []
     parsed: dict[int, StepRecord] = {}
+    reported: list[StepRecord] = []
     for start, stop, lineno in _split_lines(data, skipped):
         line = data[start:stop]
         if lazy and line.startswith(_STEP_PREFIX):
@@ -196,6 +201,8 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
             if kind == "step":
                 parsed[len(step_spans)] = step_from(obj)
                 step_spans.append((start, stop, lineno))
+            elif kind == "reported":
+                reported.append(step_from(obj))
             elif kind == "header" and header is None:
                 header = header_from(obj)
                 schema = obj.get("schema")
@@ -214,7 +221,7 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
         skipped.insert(0, "header line missing or unreadable")
     steps = StepList(data, step_spans, skipped, parsed)
     read_upto = data.rfind(b"\n") + 1
-    return EpisodeLog(Path(path), header, steps, end, skipped, read_upto, end_line)
+    return EpisodeLog(Path(path), header, steps, end, skipped, read_upto, end_line, tuple(reported))
 
 
 def read_episode(path: Path | str, lazy: bool | None = None) -> EpisodeLog:
@@ -319,6 +326,7 @@ class EpisodeFollower:
         self.end: EpisodeEnd | None = None
         self.end_line = 0
         self.skipped: list[str] = []
+        self.reported: list[StepRecord] = []
         self.steps_seen = 0
         self._offset = offset
         self._pending = b""
@@ -335,7 +343,8 @@ class EpisodeFollower:
         return self.end is not None
 
     def poll(self) -> list[StepRecord]:
-        """Read what was appended since the last call; return the steps among it."""
+        """Read what was appended since the last call; return the steps among it (the steps
+        the agent reported go to `reported`)."""
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._offset)
@@ -361,6 +370,8 @@ class EpisodeFollower:
                 kind = obj.get("type")
                 if kind == "step":
                     new.append(step_from(obj))
+                elif kind == "reported":
+                    self.reported.append(step_from(obj))
                 elif kind == "header":
                     self.header = header_from(obj)
                 elif kind == "end":

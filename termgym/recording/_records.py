@@ -19,8 +19,17 @@ from termgym._vocabulary import EpisodeClass as EpisodeClass
 SCHEMA_VERSION = 1
 """Version of the JSONL layout; bumped on any change a reader must know about."""
 
-StepMode = Literal["command", "keys", "submit"]
-STEP_MODES: tuple[str, ...] = ("command", "keys", "submit")
+StepMode = Literal["command", "keys", "submit", "tool"]
+STEP_MODES: tuple[str, ...] = ("command", "keys", "submit", "tool")
+"""How a step acted; "tool" only for a step an agent reported (a tool call of its own that
+is not a shell command: a file read or edit ...)."""
+
+StepSource = Literal["termgym", "agent"]
+STEP_SOURCES: tuple[StepSource, ...] = ("termgym", "agent")
+"""Who says a step happened. "termgym": termgym ran it in the sandbox and saw its result (a
+`step` line). "agent": the agent's own log says it ran it, inside one of termgym's steps (a
+`reported` line, written at the episode's end from that log): shown for reading, never
+graded, audited or replayed (docs/recording-format.md, "Steps the agent reported")."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,13 @@ class StepRecord:
             (always b"" when read back from a JSONL file).
         t: Seconds from the episode start to the start of the step.
         restarted: The sandbox shell had to be restarted during the step.
+        source: "termgym" (termgym ran it) or "agent" (the agent's own log says it ran it;
+            see STEP_SOURCES). An agent-reported step's `index` numbers it among the
+            reported steps, its `t` is when the log says it ran (seconds from the episode's
+            start), and its `duration` and `exit_code` are the log's, where it says (else
+            0.0 and None).
+        within: For an agent-reported step, the index of termgym's step during which it ran
+            (the agent's own long command); None for termgym's steps.
     """
 
     index: int
@@ -98,6 +114,13 @@ class StepRecord:
     raw: bytes = b""
     t: float = 0.0
     restarted: bool = False
+    source: StepSource = "termgym"
+    within: int | None = None
+
+    @property
+    def at_step(self) -> int:
+        """The index of termgym's step this is, or (reported by the agent) ran inside."""
+        return self.within if self.source == "agent" and self.within is not None else self.index
 
 
 @dataclass(frozen=True)
@@ -207,6 +230,24 @@ def step_line(step: StepRecord) -> dict[str, Any]:
     }
 
 
+def reported_line(step: StepRecord) -> dict[str, Any]:
+    """The JSON object of a step the agent reported (`source` "agent"): a line of its own
+    type, so no reader takes it for a step termgym ran."""
+    return {
+        "type": "reported",
+        "source": "agent",
+        "index": step.index,
+        "within": step.within,
+        "mode": step.mode,
+        "action": step.action,
+        "output": step.output,
+        "exit_code": step.exit_code,
+        "duration": step.duration,
+        "truncated": step.truncated,
+        "t": step.t,
+    }
+
+
 def end_line(end: EpisodeEnd, ended: float, steps: int) -> dict[str, Any]:
     """The JSON object of the end line."""
     reward = end.reward
@@ -255,7 +296,8 @@ def header_from(data: Mapping[str, Any]) -> EpisodeHeader:
 
 
 def step_from(data: Mapping[str, Any]) -> StepRecord:
-    """Build a StepRecord from a step line (raw is b"": it lives in the cast)."""
+    """Build a StepRecord from a step line (raw is b"": it lives in the cast) or a reported
+    line: the line's type, never a field of it, says who ran it."""
     values: dict[str, Any] = {
         "index": -1,
         "mode": "command",
@@ -266,6 +308,10 @@ def step_from(data: Mapping[str, Any]) -> StepRecord:
     }
     values.update(_fields(StepRecord, data))
     values.pop("raw", None)
+    reported = data.get("type") == "reported"
+    values["source"] = "agent" if reported else "termgym"
+    within = values.get("within")
+    values["within"] = within if reported and isinstance(within, int) else None
     return StepRecord(**values)
 
 

@@ -19,6 +19,7 @@ from termgym.recording._records import (
     dumps_line,
     end_line,
     header_line,
+    reported_line,
     step_line,
 )
 from termgym.recording._run_files import write_run_header
@@ -129,12 +130,17 @@ class EpisodeWriter:
         )
 
     def step(self, record: StepRecord) -> None:
-        """Append one step to both files and flush them."""
+        """Append one step to both files and flush them (a step the agent reported, to the
+        JSONL only: it has no terminal bytes)."""
         if self._closed or self._ended:
             raise RecordingError(
                 f"expected an open episode for step {record.index}; "
                 f"found it {'closed' if self._closed else 'ended'}"
             )
+        if record.source == "agent":
+            self._jsonl.write(dumps_line(reported_line(record)))
+            self._jsonl.flush()
+            return
         line = dumps_line(step_line(record))
         if record.raw:
             text = self._decoder.decode(record.raw)

@@ -26,7 +26,7 @@ from termgym.report._episode_html import (
     outcome,
 )
 from termgym.report._honesty import honesty_html
-from termgym.report._load import RunData
+from termgym.report._load import RunData, steps_line
 from termgym.report._svg import CLASS_COLORS, OUTCOME_COLORS, Bar, Cell, bar_chart, class_strip
 from termgym.report._trust import trust_html
 
@@ -414,6 +414,7 @@ def render_html(run: RunData) -> str:
 percentile bootstrap over {resamples} resamples (tasks, then episodes) · generated
 {escape(time.strftime("%Y-%m-%d %H:%M:%S"))}</p>
 <p class="meta" id="draws">values drawn: {escape(draw_text(run))}</p>
+<p class="meta" id="steps">{escape(steps_line(run))}</p>
 <p class="meta">{nav}</p>
 {sections}
 {skipped}

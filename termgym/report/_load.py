@@ -43,6 +43,20 @@ class RunData:
     episodes: dict[str, EpisodeDetail] = field(default_factory=dict)
 
 
+def steps_line(run: RunData) -> str:
+    """How many steps termgym ran, and how many more the agents' own logs report."""
+    ran = sum(s.steps for s in run.summaries)
+    reported = sum(s.reported_steps for s in run.summaries)
+    line = f"steps: {ran} run by termgym"
+    if reported:
+        episodes = sum(1 for s in run.summaries if s.reported_steps)
+        line += (
+            f", {reported} more reported by the agent's own log in {episodes} episodes "
+            "(commands it ran inside its own steps: shown in the TUI, never graded or audited)"
+        )
+    return line
+
+
 def disclosure_by_agent(
     summaries: tuple[EpisodeSummary, ...] | list[EpisodeSummary],
     audit: AuditReport,

@@ -9,7 +9,7 @@ from termgym._terminal_text import shown
 from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_table
 from termgym.report._honesty import honesty_table, suspicious, suspicious_table
-from termgym.report._load import RunData
+from termgym.report._load import RunData, steps_line
 from termgym.report._trust import marked, trust_table
 
 CLASS_STYLES = {
@@ -161,6 +161,7 @@ def print_report(run: RunData, console: Console | None = None) -> None:
         f"[bold]termgym run {shown(run.run_id)}[/]  {len(run.summaries)} episodes  "
         f"[dim]{shown(str(run.path))}[/]"
     )
+    console.print(f"[dim]{steps_line(run)}[/]")
     for table in (
         pass_rate_table(run),
         memorization_table(run),

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from termgym._vocabulary import describe_error
-from termgym.agents import agent_sandbox, make_agent
+from termgym.agents import Agent, agent_sandbox, close_agent, make_agent
 from termgym.env import TerminalEnv
 from termgym.errors import ImageBuildFailed, TermgymError
 from termgym.recording import CALLS_SUFFIX
@@ -73,6 +73,12 @@ class Attempts:
 
     def _once(self, job: Job) -> EpisodeResult:
         agent = make_agent(self.config.agent, **self.config.agent_options)
+        try:
+            return self._run(job, agent)
+        finally:  # made for this episode: what it started ends with it (a process, a route)
+            close_agent(agent)
+
+    def _run(self, job: Job, agent: Agent) -> EpisodeResult:
         needs = agent_sandbox(agent)
         env = TerminalEnv(
             get_task(job.task, self.config.paths),

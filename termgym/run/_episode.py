@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym._vocabulary import GRADER_ERROR, IMPOSSIBLE, INFRA_ERROR, EndClass, EpisodeStatus
-from termgym.agents import Agent, EpisodeContext, Reference, ends_episode
+from termgym.agents import Agent, EpisodeContext, Reference, agent_log_of, ends_episode
 from termgym.env import TerminalEnv
 from termgym.errors import AgentError, InfrastructureError, SandboxError, TermgymError
 from termgym.grading import GradeReport
@@ -101,6 +101,11 @@ def run_episode(
         options={"variant": job.variant, "seed": job.seed, "episode_id": job.episode_id},
     )
     phases["setup"] = time.monotonic() - started
+    limit = (
+        agent_timeout if agent_timeout is not None else env.options.task.spec.limits.agent_timeout
+    )
+    agent_started = time.monotonic()
+    deadline = agent_started + limit
     context = EpisodeContext(
         task_id=job.task,
         instruction=obs["instruction"],
@@ -108,23 +113,23 @@ def run_episode(
         mode=env.options.mode,
         episode_id=job.episode_id,
         reference=_reference(env) if agent.privileged else None,
+        deadline=deadline,
     )
+    env.set_deadline(deadline)  # a command still running at the deadline is stopped then
     agent.reset(context)
     env.attach_transcript(agent.transcript)
+    own_log = agent_log_of(agent)
+    if own_log is not None:
+        env.attach_agent_log(own_log)
     if context.reference is not None:
         env.attach_reference(context.reference)
-    limit = (
-        agent_timeout if agent_timeout is not None else env.options.task.spec.limits.agent_timeout
-    )
-    agent_started = time.monotonic()
     agent_error: str | None = None
     timed_out = False
     steps = 0
     while True:
-        if time.monotonic() - agent_started > limit:
+        if time.monotonic() >= deadline:
             timed_out = True
-            _probe_if_asked(agent)  # the episode ends without the agent's SUBMIT
-            result = env.stop(f"agent time limit of {limit:g} s")
+            result = _time_is_up(env, agent, limit)
             break
         try:
             began = time.monotonic()
@@ -134,8 +139,16 @@ def run_episode(
         except (AgentError, TermgymError, Exception) as exc:  # the agent's fault, not ours
             if isinstance(exc, INFRA_ERRORS):
                 raise
+            if time.monotonic() >= deadline:  # ended by the time limit (the agent's work
+                timed_out = True  # was stopped at the deadline): a timeout, not an error
+                result = _time_is_up(env, agent, limit)
+                break
             agent_error = f"{type(exc).__name__}: {exc}"
             result = env.stop("agent error")
+            break
+        if time.monotonic() >= deadline:  # chosen too late: not run
+            timed_out = True
+            result = _time_is_up(env, agent, limit)
             break
         result = env.step(action)
         obs = result[0]
@@ -194,6 +207,13 @@ def _rules_of(rules: Any, info: dict[str, Any]) -> dict[str, Any]:
     """A rule set's values of the episode's rules (its surface values left out)."""
     enforced = info.get("rules_enforced") or {}
     return {k: v for k, v in dict(rules).items() if k in enforced}
+
+
+def _time_is_up(env: TerminalEnv, agent: Agent, limit: float) -> Any:
+    """End an episode whose agent ran out of time: the probe (if asked), then grading as
+    it stands."""
+    _probe_if_asked(agent)  # the episode ends without the agent's SUBMIT
+    return env.stop(f"agent time limit of {limit:g} s")
 
 
 def _probe_if_asked(agent: Agent) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from termgym._version import __version__
 from termgym._vocabulary import Variant
-from termgym.agents import AgentSandbox, agent_sandbox, check_agent, make_agent
+from termgym.agents import AgentSandbox, agent_sandbox, check_agent, close_agent, make_agent
 from termgym.env import PoolLease, close_all_pools
 from termgym.errors import AgentError, ImageError, RecordingError, TaskError
 from termgym.recording import append_result, export_episode, read_run_header, write_run_header
@@ -162,9 +162,11 @@ class Runner:
         if self.config.ray:  # the workers build it, from files and settings of their own
             check_agent(self.config.agent, **self.config.agent_options)
         else:  # built once, as each episode builds it: its own checks run too (a model name)
-            self._agent_sandbox = agent_sandbox(
-                make_agent(self.config.agent, **self.config.agent_options)
-            )
+            agent = make_agent(self.config.agent, **self.config.agent_options)
+            try:
+                self._agent_sandbox = agent_sandbox(agent)
+            finally:
+                close_agent(agent)
         if self.config.backend is not None:
             sandbox_spec(self.config.backend)
         if self.config.runtime:

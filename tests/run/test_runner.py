@@ -200,6 +200,48 @@ def test_an_agents_lone_surrogate_is_typed_and_its_episode_counted(tmp_path, bas
     assert log.steps[1].output == "\ufffd\n"  # sent as U+FFFD; the byte went as itself
 
 
+class _Sleeper:
+    """Writes its answer, then runs a command that outlives its time."""
+
+    name = "sleeper"
+    privileged = False
+
+    def reset(self, context) -> None:  # noqa: ANN001
+        self.steps = 0
+
+    def act(self, observation) -> str:  # noqa: ANN001
+        self.steps += 1
+        return ["echo done > /app/report.txt", "sleep 120", SUBMIT][self.steps - 1]
+
+    def transcript(self) -> list:
+        return []
+
+
+@pytest.mark.bwrap
+def test_the_agent_time_limit_stops_a_command_still_running_and_grades_the_episode(
+    tmp_path, base_rootfs
+) -> None:
+    """The task's agent timeout bounds the agent's whole time, its last command included:
+    the command is stopped at the deadline (not at the step timeout, minutes later), and
+    the episode is graded as a timed-out one."""
+    register_agent("sleeper", _Sleeper)
+    try:
+        config = RunConfig(
+            agent="sleeper", tasks=("text-report",), variants=("original",),
+            out=tmp_path / "run", backend="bwrap", agent_timeout=3.0, retries=0,
+        )  # fmt: skip
+        summary = Runner(config).run()
+    finally:
+        unregister_agent("sleeper")
+    [result] = summary.results
+    assert (result.status, result.agent_timed_out, result.steps) == ("ok", True, 2)
+    assert result.phases["agent"] < 60  # the deadline, not `sleep 120` or the step timeout
+    [log] = [read_episode(p) for p in (tmp_path / "run" / "episodes").glob("*.jsonl")]
+    assert log.steps[-1].action == "sleep 120" and log.steps[-1].timed_out
+    assert log.end is not None and log.end.truncated and not log.end.terminated
+    assert log.end.verdicts  # graded as it stood
+
+
 def test_unknown_tasks_are_named_with_what_exists(tmp_path) -> None:
     from termgym.errors import TaskNotFound
 

@@ -6,7 +6,15 @@ Harbor's process (`harbor_process.py`), whose environment sends each call to thi
 `act()` hands the call to the episode as the next action (`_operations`), and hands the
 step's result back at the next `act()`. When the agent's `run` returns, `act()` returns
 SUBMIT; when it raises, `act()` raises AgentError (an agent error: the episode is graded as
-it stands). The episode's time limit and step budget bound it like any agent.
+it stands). The episode's step budget bounds it like any agent, and so does its time
+limit: at the context's deadline a timer kills Harbor's process and revokes the episode's
+gateway route, whatever the agent is doing (waiting on its model, or running inside a
+step, which the environment stops at the same deadline).
+
+An agent inside the sandbox runs its own commands inside one step of termgym's (`codex
+exec ...`); Harbor's own code turns the agent's logs into an ATIF trajectory after its run,
+which `agent_log()` hands to the episode: kept with it, its tool calls written as steps the
+agent reported (evidence for reading, never for grading: `termgym.recording._reported`).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +34,7 @@ from termgym.agents.harbor._operations import Operation, OperationError, operati
 from termgym.agents.harbor._venv import ensure_harbor
 from termgym.errors import AgentError
 from termgym.gateway import Gateway, Route, Upstream
+from termgym.recording import AgentLog
 
 HARNESS_PATHS = ("/logs", "/installed-agent", "/tmp/tmux-0")
 """Where Harbor's agents keep their logs, their helper scripts and their tmux socket."""
@@ -115,6 +125,8 @@ class HarborAgent:
         self._running = False
         self._pending: Operation | None = None
         self._context: EpisodeContext | None = None
+        self._timer: threading.Timer | None = None
+        self._expired = False
         self.result: dict[str, Any] | None = None
         """Harbor's account of the last episode: its `AgentContext`, version, error."""
 
@@ -174,6 +186,23 @@ class HarborAgent:
             {"op": "run", "instruction": context.instruction, **self._run_settings(self._route)}
         )
         self._running = True
+        if context.deadline is not None:
+            self._timer = threading.Timer(
+                max(0.0, context.deadline - time.monotonic()), self._time_up, (context.deadline,)
+            )
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _time_up(self, deadline: float) -> None:
+        """The agent's time is up: its model route opens nothing more (the probe, from the
+        host, still can) and Harbor's process is killed, now, whatever it is doing."""
+        late = deadline - time.monotonic()
+        if late > 0:  # a timer may wake a hair early; the runner's deadline is exact
+            time.sleep(late)
+        self._expired = True
+        if self._route is not None:
+            self._route.revoke()
+        self._process.kill()
 
     def act(self, observation: Mapping[str, Any]) -> str:
         """The next command the agent asked to run, or SUBMIT once its run returned."""
@@ -181,6 +210,8 @@ class HarborAgent:
             raise AgentError(f"{self.name}: act() called before reset()")
         if not self._running:
             return SUBMIT
+        if self._expired:
+            raise AgentError(f"{self.name}: its time is up; Harbor's process was ended")
         pending = self._pending
         if pending is not None:
             pending.feed(str(observation.get("output", "")), int(observation.get("exit_code", -1)))
@@ -191,7 +222,7 @@ class HarborAgent:
             self._pending = None
             self._process.send(pending.reply())
         while True:
-            message = self._process.receive(timeout=self.timeout)
+            message = self._process.receive(timeout=self._wait())
             if message.get("op") == "done":
                 return self._done(message)
             try:
@@ -207,9 +238,18 @@ class HarborAgent:
             self._steps += 1
             return command
 
+    def _wait(self) -> float:
+        """Seconds to wait for Harbor's next message: `timeout`, and past the deadline
+        only what the timer needs to end the process."""
+        deadline = self._context.deadline if self._context is not None else None
+        if deadline is None:
+            return self.timeout
+        return max(0.0, min(self.timeout, deadline - time.monotonic() + 5.0))
+
     def _done(self, message: dict[str, Any]) -> str:
         self._running = False
         self.result = message
+        self._cancel_timer()
         self._process.close()
         if self.probe_enabled:
             self.probe()
@@ -238,11 +278,32 @@ class HarborAgent:
         """What the agent's model said this episode, as the gateway recorded it."""
         return self._route.transcript() if self._route is not None else []
 
+    def agent_log(self) -> AgentLog | None:
+        """Harbor's ATIF trajectory of the last episode (its own converter's, from the
+        agent's logs), or None (none written, or the run did not end: its time ran out).
+        An agent inside the sandbox ran its tool calls itself: they are reported steps."""
+        trajectory = (self.result or {}).get("trajectory")
+        if not isinstance(trajectory, dict):
+            return None
+        version = (self.result or {}).get("version") or ""
+        return AgentLog(
+            producer=f"{self.name} {version}".strip() + " (Harbor's ATIF trajectory)",
+            trajectory=trajectory,
+            commands=self.entry.route == "layer",
+        )
+
     def close(self) -> None:
-        """End Harbor's process and the episode's route."""
+        """End Harbor's process and the episode's route (safe twice)."""
+        self._cancel_timer()
+        self._running = False
         self._process.close()
         if self._route is not None:
             self._route.close()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 _gateways: dict[tuple[str, str], Gateway] = {}

@@ -2,8 +2,9 @@
 JSON lines over its stdin and stdout (the messages are listed in that file's docstring).
 
 One process per agent object: it is started when the agent is made (Harbor's import takes
-seconds, spent while the episode's sandbox starts), and ended when the agent is done with
-it, when it is garbage-collected, or when termgym exits, whichever comes first.
+seconds, spent while the episode's sandbox starts), and killed (its whole session) when the
+agent is done with it or closed, when its time is up, when it is garbage-collected, or when
+termgym exits, whichever comes first.
 """
 
 from __future__ import annotations
@@ -98,6 +99,13 @@ class HarborProcess:
             return "(no log)"
         return "\n".join(text.strip().splitlines()[-lines:]) or "(nothing on stderr)"
 
+    def kill(self) -> None:
+        """Kill the process's whole session now; its pipes stay open until `close()`, so a
+        reader waiting on it sees it end."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
     @property
     def alive(self) -> bool:
         """The process runs."""
@@ -113,11 +121,9 @@ def _stop(proc: subprocess.Popen[bytes], folder: Path) -> None:
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
-    if proc.poll() is None:
-        try:
-            proc.wait(timeout=2)  # stdin closed: it ends by itself
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    if proc.poll() is None:  # nothing of it is kept (its folder goes next): no grace period
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
     shutil.rmtree(folder, ignore_errors=True)

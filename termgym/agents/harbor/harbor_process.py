@@ -19,7 +19,7 @@ The conversation (every message one JSON object on one line):
                       {"op": "download", "id", "source", "target", "dir"}
     termgym -> here   {"op": "reply", "id", "stdout", "return_code"} | {"op": "reply",
                        "id", "error"}
-    here -> termgym   {"op": "done", "error", "phase", "context", "version"}
+    here -> termgym   {"op": "done", "error", "phase", "context", "version", "trajectory"}
     termgym -> here   {"op": "bench", "commands", "rounds", "docker"}  (termgym.bench.agents)
     here -> termgym   exec requests as above, then {"op": "benched", "bridge", "docker"}
 
@@ -229,7 +229,18 @@ class Session:
             "phase": phase,
             "context": context.model_dump(mode="json"),
             "version": self.agent.version(),
+            "trajectory": self.trajectory(),
         }
+
+    def trajectory(self) -> Any:
+        """The ATIF trajectory the agent's own Harbor code wrote from its logs
+        (`trajectory.json` in its logs folder), or None."""
+        path = self.logs / "agent" / "trajectory.json"
+        try:
+            return json.loads(path.read_text()) if path.is_file() else None
+        except (OSError, ValueError):
+            logging.getLogger("termgym").warning("unreadable %s", path, exc_info=True)
+            return None
 
 
 async def bench(channel: Channel, logs: Path, message: dict[str, Any]) -> dict[str, Any]:
