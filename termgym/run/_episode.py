@@ -90,8 +90,9 @@ def run_episode(
     """Reset `env` for the job, let `agent` act until it submits or runs out, grade.
 
     Infrastructure errors (InfrastructureError, a sandbox that fails) propagate so the
-    caller may retry; an agent that raises gets status "agent-error" and its episode is
-    still graded; a final state that cannot be graded is a counted grader-error.
+    caller may retry; an agent that raises (in reset or act) gets status "agent-error" and
+    its episode is still graded, unless its time had run out by then (a timeout); a final
+    state that cannot be graded is a counted grader-error.
     `on_act(job, seconds)` hears how long each of the agent's choices took.
     """
     phases: dict[str, float] = {}
@@ -116,7 +117,6 @@ def run_episode(
         deadline=deadline,
     )
     env.set_deadline(deadline)  # a command still running at the deadline is stopped then
-    agent.reset(context)
     env.attach_transcript(agent.transcript)
     own_log = agent_log_of(agent)
     if own_log is not None:
@@ -126,12 +126,17 @@ def run_episode(
     agent_error: str | None = None
     timed_out = False
     steps = 0
+    started_agent = False
     while True:
         if time.monotonic() >= deadline:
             timed_out = True
             result = _time_is_up(env, agent, limit)
             break
         try:
+            if not started_agent:  # its start is its time too (Harbor's agents: seconds)
+                started_agent = True
+                agent.reset(context)
+                continue
             began = time.monotonic()
             action = agent.act(obs)
             if on_act is not None:

@@ -104,7 +104,8 @@ def _episode(
         f"Bearer {KEY}", KEY) for s in server.seen)  # fmt: skip
     assert not any(KEY in s.action or KEY in s.output for s in episode.steps)
     assert {s.path.split("?")[0] for s in server.seen if s.method == "POST"} <= {
-        api, api + "/count_tokens"
+        api,
+        api + "/count_tokens",
     }
     # the model's words, as the gateway recorded them, are the transcript the audit reads
     said = [e for e in episode.end.extra["transcript"] if e["role"] == "assistant"]
@@ -141,9 +142,7 @@ def test_codex_on_docker_reads_the_policy_and_adapts(model_server, base_image, h
 @pytest.mark.docker
 def test_codex_on_bwrap_remembers_and_goes_stale(model_server, base_image, base_rootfs,
                                                  harbor_python, tmp_path):  # fmt: skip
-    _episode(
-        model_server, tmp_path, "codex", "bwrap", "contradicted", REMEMBERING_PLANNER, "stale"
-    )
+    _episode(model_server, tmp_path, "codex", "bwrap", "contradicted", REMEMBERING_PLANNER, "stale")
 
 
 # ---- make test-agents: the other agents and combinations ----------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -47,7 +49,7 @@ def _script(chat_server, planner: str) -> None:
     chat_server.reply(_turn([], done=True))  # Terminus-2 asks to confirm
 
 
-def _run(chat_server, tmp_path, backend: str, variant: str):
+def _run(chat_server, tmp_path, backend: str, variant: str, agent_timeout: float | None = None):
     from termgym.run import RunConfig, Runner
 
     out = tmp_path / f"t2-{backend}-{variant}"
@@ -60,6 +62,7 @@ def _run(chat_server, tmp_path, backend: str, variant: str):
             concurrency=1,
             backend=backend,
             retries=0,
+            agent_timeout=agent_timeout,
             agent_options={"model": "openai/scripted", "base_url": chat_server.base_url},
         )
     ).run()
@@ -73,7 +76,6 @@ def _run(chat_server, tmp_path, backend: str, variant: str):
         (READING_PLANNER, "contradicted", "adapted"),
         (REMEMBERING_PLANNER, "contradicted", "stale"),
         (READING_PLANNER, "original", None),  # nothing shifted: no shadow class
-        (REMEMBERING_PLANNER, "original", None),
     ],
 )
 def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
@@ -121,9 +123,49 @@ def test_an_agent_that_crashes_is_an_agent_error_and_still_graded(
     chat_server, base_image, harbor_python, tmp_path
 ):
     chat_server.reply(_turn(["cat /app/policy/fuel_policy.json\n"]))
-    # then the endpoint fails on every request: Harbor's agent raises out of run()
+    for _ in range(6):  # then the endpoint refuses the key: Harbor's agent raises out of run()
+        chat_server.reply(status=401)  # (at once: litellm retries a 5xx with 4-15 s waits)
     summary, out = _run(chat_server, tmp_path, "docker", "contradicted")
     [result] = summary.results
     assert result.status == "agent-error"
     assert "Harbor's agent failed in run" in (result.error or "")
     assert result.episode_class == "neither"
+
+
+def _processes_marked(marker: str) -> list[int]:
+    """The processes whose environment holds `marker` (this test's Harbor processes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.docker
+def test_the_time_limit_ends_a_harbor_agent_at_once_and_its_episode_is_graded(
+    chat_server, base_image, harbor_python, tmp_path, monkeypatch
+):
+    """Terminus-2 waits on its model (every call after the first fails with a 500, which
+    litellm retries after 4 to 15 s), or on Harbor's start on a busy machine: at the agent's
+    deadline its process and its route end at once, the episode is graded as it stands, and
+    nothing of the agent outlives it."""
+    marker = f"termgym-harbor-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv("TERMGYM_TEST_MARK", marker)  # Harbor's process inherits it
+    chat_server.reply(_turn(["cat /app/policy/fuel_policy.json\n"]))
+    limit = 8.0
+    summary, out = _run(chat_server, tmp_path, "docker", "contradicted", agent_timeout=limit)
+    from termgym.agents.harbor import spare_processes
+
+    idle = {spare.proc.pid for spare in spare_processes()}  # started for a next agent
+    assert set(_processes_marked(marker)) <= idle  # not one left for the garbage collector
+    [result] = summary.results
+    assert (result.status, result.agent_timed_out, result.error) == ("ok", True, None)
+    assert result.episode_class == "neither"  # graded: no planner was written
+    # ended at the deadline: not after litellm's retries, nor after the agent's 900 s wait
+    assert limit <= result.phases["agent"] < limit + 10, result.phases
+    [episode] = read_run(out).episodes
+    assert episode.end is not None and episode.end.truncated and not episode.end.terminated

@@ -4,7 +4,12 @@ Harbor's own code in an interpreter of its own (docs/agents.md, "Harbor's agents
 from __future__ import annotations
 
 from termgym.agents.harbor._agent import HarborAgent
-from termgym.agents.harbor._bridge import HarborProcess
+from termgym.agents.harbor._bridge import (
+    HarborProcess,
+    harbor_process,
+    prepare_spare,
+    spare_processes,
+)
 from termgym.agents.harbor._catalog import ENTRIES, NAMES, HarborEntry, harbor_entry
 from termgym.agents.harbor._operations import Operation, exec_command, operation
 from termgym.agents.harbor._venv import (
@@ -21,6 +26,9 @@ __all__ = [
     "HarborAgent",
     "HarborEntry",
     "HarborProcess",
+    "harbor_process",
+    "prepare_spare",
+    "spare_processes",
     "Operation",
     "exec_command",
     "operation",

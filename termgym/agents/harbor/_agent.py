@@ -28,7 +28,7 @@ from typing import Any
 
 from termgym._actions import SUBMIT
 from termgym.agents._base import AgentSandbox, EpisodeContext
-from termgym.agents.harbor._bridge import HarborProcess
+from termgym.agents.harbor._bridge import HarborProcess, harbor_process, prepare_spare
 from termgym.agents.harbor._catalog import harbor_entry
 from termgym.agents.harbor._operations import Operation, OperationError, operation
 from termgym.agents.harbor._venv import ensure_harbor
@@ -42,6 +42,8 @@ HARNESS_PATHS = ("/logs", "/installed-agent", "/tmp/tmux-0")
 SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Keys Harbor's agents read from their environment: never inherited by Harbor's process
 from termgym's; the agent gets the key it is given (option api_key), or none."""
+PROCESS_ENVIRONMENT: dict[str, Any] = {"env": {"HARBOR_TELEMETRY": "0"}, "drop": SECRET_VARIABLES}
+"""How Harbor's process differs from termgym's environment."""
 
 
 class HarborAgent:
@@ -107,20 +109,12 @@ class HarborAgent:
         self._route: Route | None = None
         self._steps = 0
         self._probed = False
-        self._process = HarborProcess(
-            ensure_harbor(), env={"HARBOR_TELEMETRY": "0"}, drop=SECRET_VARIABLES
-        )
-        self._process.send(
-            {
-                "op": "agent",
-                "name": harbor,
-                "model": model,
-                "kwargs": self._harbor_kwargs(),
-                "logs_dir": str(self._process.folder / "trial"),
-                "workdir": "/app",
-                "skip_install": self.entry.layer is not None,  # the layer installed it
-            }
-        )
+        self._python = ensure_harbor()
+        # Harbor's process is taken at the first use (reset): the spare started here imports
+        # Harbor meanwhile, and an agent made only to be looked at (the runner's check) uses
+        # none
+        prepare_spare(self._python, **PROCESS_ENVIRONMENT)
+        self._taken: HarborProcess | None = None
         self._ready: dict[str, Any] | None = None
         self._running = False
         self._pending: Operation | None = None
@@ -129,6 +123,24 @@ class HarborAgent:
         self._expired = False
         self.result: dict[str, Any] | None = None
         """Harbor's account of the last episode: its `AgentContext`, version, error."""
+
+    @property
+    def _process(self) -> HarborProcess:
+        """Harbor's process of this agent, taken (and told the agent) at the first use."""
+        if self._taken is None:
+            self._taken = harbor_process(self._python, **PROCESS_ENVIRONMENT)
+            self._taken.send(
+                {
+                    "op": "agent",
+                    "name": self.harbor,
+                    "model": self.model,
+                    "kwargs": self._harbor_kwargs(),
+                    "logs_dir": str(self._taken.folder / "trial"),
+                    "workdir": "/app",
+                    "skip_install": self.entry.layer is not None,  # the layer installed it
+                }
+            )
+        return self._taken
 
     @property
     def version(self) -> str:
@@ -162,16 +174,16 @@ class HarborAgent:
 
     def _await_ready(self) -> dict[str, Any]:
         if self._ready is None:
-            message = self._process.receive(timeout=120.0)
+            message = self._process.receive(timeout=min(120.0, self._wait()))
             if message.get("op") != "ready":
                 raise AgentError(f"{self.name}: Harbor refused the agent: {message.get('error')}")
             self._ready = message
         return self._ready
 
     def reset(self, context: EpisodeContext) -> None:
-        """Start the agent's run on the episode's instruction (Harbor's setup, then run)."""
-        self._await_ready()
-        if self._running or not self._process.alive:
+        """Start the agent's run on the episode's instruction (Harbor's setup, then run);
+        from here its time runs (`context.deadline`), Harbor's start included."""
+        if self._running or (self._taken is not None and not self._taken.alive):
             raise AgentError(
                 f"{self.name}: one Harbor agent runs one episode at a time; make a new one "
                 "(termgym run makes one per episode)"
@@ -181,10 +193,6 @@ class HarborAgent:
         self.result = None
         self._steps = 0
         self._probed = False
-        self._route = self._gateway.open_route(context.episode_id, actions=lambda: self._steps)
-        self._process.send(
-            {"op": "run", "instruction": context.instruction, **self._run_settings(self._route)}
-        )
         self._running = True
         if context.deadline is not None:
             self._timer = threading.Timer(
@@ -192,6 +200,13 @@ class HarborAgent:
             )
             self._timer.daemon = True
             self._timer.start()
+        self._await_ready()
+        self._route = self._gateway.open_route(context.episode_id, actions=lambda: self._steps)
+        if self._expired:  # its time ran out just now: the route opens nothing
+            self._route.revoke()
+        self._process.send(
+            {"op": "run", "instruction": context.instruction, **self._run_settings(self._route)}
+        )
 
     def _time_up(self, deadline: float) -> None:
         """The agent's time is up: its model route opens nothing more (the probe, from the
@@ -202,7 +217,8 @@ class HarborAgent:
         self._expired = True
         if self._route is not None:
             self._route.revoke()
-        self._process.kill()
+        if self._taken is not None:
+            self._taken.kill()
 
     def act(self, observation: Mapping[str, Any]) -> str:
         """The next command the agent asked to run, or SUBMIT once its run returned."""
@@ -239,12 +255,12 @@ class HarborAgent:
             return command
 
     def _wait(self) -> float:
-        """Seconds to wait for Harbor's next message: `timeout`, and past the deadline
-        only what the timer needs to end the process."""
+        """Seconds to wait for Harbor's next message: `timeout`, and not long past the
+        deadline (the timer ends the process at the deadline: this is the backstop)."""
         deadline = self._context.deadline if self._context is not None else None
         if deadline is None:
             return self.timeout
-        return max(0.0, min(self.timeout, deadline - time.monotonic() + 5.0))
+        return max(0.0, min(self.timeout, deadline - time.monotonic() + 30.0))
 
     def _done(self, message: dict[str, Any]) -> str:
         self._running = False
@@ -296,7 +312,8 @@ class HarborAgent:
         """End Harbor's process and the episode's route (safe twice)."""
         self._cancel_timer()
         self._running = False
-        self._process.close()
+        if self._taken is not None:
+            self._taken.close()
         if self._route is not None:
             self._route.close()
 

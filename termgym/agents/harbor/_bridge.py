@@ -1,10 +1,13 @@
 """The Harbor process: `harbor_process.py` run by Harbor's own interpreter, spoken to in
 JSON lines over its stdin and stdout (the messages are listed in that file's docstring).
 
-One process per agent object: it is started when the agent is made (Harbor's import takes
-seconds, spent while the episode's sandbox starts), and killed (its whole session) when the
-agent is done with it or closed, when its time is up, when it is garbage-collected, or when
-termgym exits, whichever comes first.
+One process per agent object (`harbor_process`). Harbor's import takes seconds (litellm and
+its kin: 4 to 8 s on a busy 2-core machine), so each agent is handed a spare process started
+when the agent before it was made, its imports done meanwhile, and a new spare is started
+for the next agent; a spare has run nothing of any agent. A process is killed (its whole
+session) when its agent is done with it or closed, when the agent's time is up, when it is
+garbage-collected, or when termgym exits (the spare too), whichever comes first; one whose
+termgym dies unannounced ends when its stdin closes.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +31,77 @@ from termgym.errors import AgentError
 
 PROCESS_FILE = Path(__file__).with_name("harbor_process.py")
 
+_spares: dict[tuple[str, tuple[tuple[str, str], ...]], HarborProcess] = {}
+_spares_lock = threading.Lock()
 
-class HarborProcess:
-    """A running `harbor_process.py` and the folder its logs go to.
+
+def harbor_process(
+    python: Path, env: Mapping[str, str] | None = None, drop: tuple[str, ...] = ()
+) -> HarborProcess:
+    """A Harbor process for one agent: the spare started for it (its imports done while
+    the previous agent worked) when one of the same interpreter and environment is alive,
+    else a new one; and a new spare for the next agent.
 
     Args:
         python: Harbor's interpreter (`ensure_harbor()`).
         env: Extra environment variables of the process.
         drop: Variables of termgym's environment the process does not inherit.
     """
+    key, environment = _key(python, env, drop)
+    with _spares_lock:
+        taken = _spare(key)
+        if taken is None:
+            taken = HarborProcess(python, environment)
+        _spares[key] = HarborProcess(python, environment)
+    return taken
 
-    def __init__(
-        self, python: Path, env: dict[str, str] | None = None, drop: tuple[str, ...] = ()
-    ) -> None:
+
+def prepare_spare(
+    python: Path, env: Mapping[str, str] | None = None, drop: tuple[str, ...] = ()
+) -> None:
+    """Start a spare for the next agent unless one is waiting (arguments as `harbor_process`)."""
+    key, environment = _key(python, env, drop)
+    with _spares_lock:
+        spare = _spare(key)
+        _spares[key] = spare if spare is not None else HarborProcess(python, environment)
+
+
+def _key(
+    python: Path, env: Mapping[str, str] | None, drop: tuple[str, ...]
+) -> tuple[tuple[str, tuple[tuple[str, str], ...]], dict[str, str]]:
+    environment = {**{k: v for k, v in os.environ.items() if k not in drop}, **(env or {})}
+    return (str(python), tuple(sorted(environment.items()))), environment
+
+
+def _spare(key: tuple[str, tuple[tuple[str, str], ...]]) -> HarborProcess | None:
+    """Take the live spare of `key`, ending any other (another interpreter, or termgym's
+    environment changed since it started: it would carry the old one). Holds the lock."""
+    spare = _spares.pop(key, None)
+    for other in _spares.values():
+        other.close()
+    _spares.clear()
+    if spare is not None and not spare.alive:
+        spare.close()
+        return None
+    return spare
+
+
+def spare_processes() -> list[HarborProcess]:
+    """The spares waiting for the next agent (idle: each has run nothing of any agent)."""
+    with _spares_lock:
+        return list(_spares.values())
+
+
+class HarborProcess:
+    """A running `harbor_process.py` and the folder its logs go to (`harbor_process` hands
+    agents theirs).
+
+    Args:
+        python: Harbor's interpreter (`ensure_harbor()`).
+        environment: The process's whole environment (None: termgym's).
+    """
+
+    def __init__(self, python: Path, environment: Mapping[str, str] | None = None) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="termgym-harbor-"))
         self.stderr_path = self.folder / "harbor.log"
         stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - the child keeps it
@@ -48,7 +111,7 @@ class HarborProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                env={**{k: v for k, v in os.environ.items() if k not in drop}, **(env or {})},
+                env=dict(os.environ if environment is None else environment),
                 start_new_session=True,
             )
         except OSError as exc:

@@ -45,6 +45,10 @@ sys.stdout = sys.stderr
 # litellm fetches a price list from the internet when imported unless told not to
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+# litellm, which every agent's model settings are parsed with, takes seconds to import: done
+# here, before any agent is asked for, so a spare process (termgym/agents/harbor/_bridge.py)
+# has it ready
+import harbor.llms.litellm_config  # noqa: E402, F401
 from harbor.agents.factory import AgentFactory  # noqa: E402
 from harbor.agents.installed.base import BaseInstalledAgent  # noqa: E402
 from harbor.environments.base import BaseEnvironment, ExecResult  # noqa: E402
