@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 TERMGYM := $(VENV)/bin/termgym
 PYTEST_ARGS ?=
 
-.PHONY: help setup system system-browser image harbor demo test bench bench-grading-versus lint format clean gc
+.PHONY: help setup system system-browser image harbor demo test test-agents bench bench-grading-versus lint format clean gc
 
 help:
 	@echo "make demo   - set up, then run the main job"
-	@echo "make test   - set up, then run the whole test suite"
+	@echo "make test   - set up, then run the whole test suite (but the tests marked agents)"
+	@echo "make test-agents - the in-sandbox CLI agents CI leaves out (builds their layers once)"
 	@echo "make bench  - speed benchmarks (ratios measured side by side)"
 	@echo "make bench-grading-versus - grading now beside GRADING_BEFORE (a commit), in one run"
 	@echo "make lint   - ruff, mypy and the layers contract (.importlinter)"
@@ -47,9 +48,16 @@ demo: setup system image
 # minutes, here rather than inside a test's time limit).
 FIXTURE_BASES := python:3.13-slim-bookworm debian:bookworm-slim
 
+# The suite, but the tests marked `agents`: the CLI agents inside the sandbox beyond the one
+# CI runs (Codex on docker and bwrap), whose layers take minutes to build on a fresh machine.
 test: setup system-browser image harbor
 	@if docker info >/dev/null 2>&1; then $(TERMGYM) image build-stand-in $(FIXTURE_BASES); fi
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not agents" $(PYTEST_ARGS)
+
+# Those agents (mini-swe-agent, Claude Code, Codex's other episodes) end to end: each builds
+# its layer over the task image the first time (a minute or two each here), cached after.
+test-agents: setup system image harbor
+	$(PY) -m pytest -m agents $(PYTEST_ARGS)
 
 GRADING_BEFORE ?= b1da593
 # the commit before per-rule-set verifiers and snapshot grading (docs/performance.md)

@@ -5,6 +5,8 @@ side by side in one run:
 - as a step of termgym's own agents: `env.step(command)`, on docker and on bwrap;
 - as a Harbor agent's `environment.exec(command)` through the bridge: timed in Harbor's
   process, from the call to its result (the request over the pipe, the step, the reply);
+- the same calls answered at once, with no step: the pipe's own round trip (both processes
+  woken once each way);
 - as Harbor's Docker environment runs it: a `docker exec ... bash -c` subprocess, read as
   Harbor reads it, timed in Harbor's process against a container of the same image. (Harbor
   runs `docker compose exec`, which also parses the compose files each call; this machine
@@ -48,9 +50,11 @@ def bench_agents(*, quick: bool = False) -> Section:
     notes: list[str] = []
     by: dict[str, tuple[Row, Row, Row]] = {}
     docker: list[float] = []
+    pipe: list[float] = []
     for backend in ("docker", "bwrap"):
-        own, wrapped, bridged, harbor = _measure(python, backend, rounds)
+        own, wrapped, bridged, harbor, alone = _measure(python, backend, rounds)
         docker = harbor or docker
+        pipe += alone
         by[backend] = (
             timings_row(f"termgym step, {backend} (env.step, no bridge)", own),
             timings_row(f"termgym step in the bridge's form (bash -c), {backend}", wrapped),
@@ -59,8 +63,9 @@ def bench_agents(*, quick: bool = False) -> Section:
     rows = [by["docker"][0], by["docker"][2], by["bwrap"][0], by["bwrap"][2]]
     rows += [by["docker"][1], by["bwrap"][1]]
     rows.append(timings_row("Harbor's Docker environment: docker exec bash -c", docker))
+    rows.append(timings_row("Harbor exec through the bridge, answered at once (the pipe)", pipe))
     median = {r.label: r.p50_ms for r in rows}
-    ratio = median[rows[1].label] / median[rows[-1].label]
+    ratio = median[rows[1].label] / median[rows[-2].label]
     for backend, (a, form, b) in by.items():
         notes.append(
             f"the bridge adds {b.p50_ms - a.p50_ms:.3f} ms per command on {backend} (p50): "
@@ -78,15 +83,20 @@ def bench_agents(*, quick: bool = False) -> Section:
         f"(target: under {TARGET_STEP_MS:g} ms where termgym's own step is: {met}"
         f"{'' if step < TARGET_STEP_MS else '; termgym own step is not under it here either'})"
     )
+    notes.append(
+        f"the pipe alone (the calls answered at once, no step): {median[rows[-1].label]:.3f} ms "
+        "per call (p50); the rest of what the bridge adds is waiting for the two processes to "
+        "be scheduled around the step, which grows with the machine's load"
+    )
     notes.append(f"{len(COMMANDS)} of Terminus-2's tmux commands x {rounds} rounds each")
     return Section("agents", "Harbor's agents: the bridge per command", tuple(rows), tuple(notes))
 
 
 def _measure(
     python: Path, backend: str, rounds: int
-) -> tuple[list[float], list[float], list[float], list[float]]:
+) -> tuple[list[float], list[float], list[float], list[float], list[float]]:
     """termgym's own steps, the same steps in the bridge's command form (a fresh bash), the
-    bridged execs, and (docker) Harbor's docker execs."""
+    bridged execs, (docker) Harbor's docker execs, and the execs answered with no step."""
     import termgym
     from termgym.agents.harbor import HarborProcess, exec_command, operation
 
@@ -114,6 +124,9 @@ def _measure(
                     process.send({"op": "bench", "commands": list(COMMANDS), "rounds": rounds,
                                   "docker": container, "logs_dir": tmp})  # fmt: skip
                     result = _serve(process, env, operation)
+                    process.send({"op": "bench", "commands": list(COMMANDS), "rounds": rounds,
+                                  "docker": "", "logs_dir": tmp})  # fmt: skip
+                    alone = _serve(process, None, operation)
                 finally:
                     process.close()
             finally:
@@ -121,11 +134,12 @@ def _measure(
     finally:
         if container:
             subprocess.run(["docker", "rm", "-f", container], capture_output=True, timeout=60)
-    return own, wrapped, list(result["bridge"]), list(result["docker"])
+    return own, wrapped, list(result["bridge"]), list(result["docker"]), list(alone["bridge"])
 
 
 def _serve(process: Any, env: Any, operation: Any) -> dict[str, Any]:
-    """Answer the bench's exec requests with steps, as HarborAgent.act does."""
+    """Answer the bench's exec requests with steps, as HarborAgent.act does (env None: at
+    once, with an empty output and no step)."""
     while True:
         message = process.receive(timeout=300)
         if message.get("op") == "benched":
@@ -133,7 +147,7 @@ def _serve(process: Any, env: Any, operation: Any) -> dict[str, Any]:
         pending = operation(message)
         command = pending.next_command()
         while command is not None:
-            obs = env.step(command)[0]
+            obs = env.step(command)[0] if env is not None else {"output": "", "exit_code": 0}
             pending.feed(obs["output"], obs["exit_code"])
             command = pending.next_command()
         process.send(pending.reply())

@@ -137,8 +137,9 @@ def installed_python(version: str = HARBOR_VERSION) -> Path | None:
 
 
 def ensure_harbor(version: str = HARBOR_VERSION, log: Log | None = None) -> Path:
-    """The Python of a virtualenv holding Harbor `version`: made once (minutes: pip
-    installs Harbor and its dependencies from the package index), then found at once.
+    """The Python of a virtualenv holding Harbor `version`: made once (uv, or pip, installs
+    Harbor and its dependencies from the package index: a minute or minutes), then found at
+    once.
 
     Raises:
         AgentError: no interpreter >= 3.12, or the install failed (pip's last lines).
@@ -158,10 +159,25 @@ def ensure_harbor(version: str = HARBOR_VERSION, log: Log | None = None) -> Path
             f"{_dotted(interpreter.version)} virtualenv ({target}); once, a few minutes"
         )
         _run([str(interpreter.path), "-m", "venv", str(target)], "make the virtualenv")
-        pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        _run([*pip, f"harbor=={version}"], f"pip install harbor=={version}")
+        _install(target / "bin" / "python", f"harbor=={version}")
         (target / ".complete").write_text(f"{version}\n")
     return target / "bin" / "python"
+
+
+def _install(python: Path, requirement: str) -> None:
+    """pip-install `requirement` into the virtualenv of `python`: with uv where termgym's
+    environment has it (it downloads and installs in parallel: 41 s for Harbor here, where
+    pip took minutes), else, or if uv fails (an index only pip is told of), with pip."""
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is not None:
+        done = subprocess.run(
+            [uv, "pip", "install", "--quiet", "--python", str(python), requirement],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode == 0:
+            return
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    _run([*pip, requirement], f"pip install {requirement}")
 
 
 def _run(argv: list[str], what: str) -> None:
