@@ -125,7 +125,9 @@ def _window_at(windows: Sequence[Window], t: float) -> int:
     return found
 
 
-def _calls(trajectory: Mapping[str, Any]) -> Iterator[tuple[float | None, str, Any, str, dict]]:
+def _calls(
+    trajectory: Mapping[str, Any],
+) -> Iterator[tuple[float | None, str, Any, str, dict[str, Any]]]:
     """(when, tool name, arguments, output, facts) of each tool call of the agent's steps."""
     steps = trajectory.get("steps") if isinstance(trajectory, Mapping) else None
     for step in steps if isinstance(steps, list) else ():
@@ -141,7 +143,8 @@ def _calls(trajectory: Mapping[str, Any]) -> Iterator[tuple[float | None, str, A
             for r in (results if isinstance(results, list) else ())
             if isinstance(r, Mapping)
         }
-        extra = step.get("extra") if isinstance(step.get("extra"), Mapping) else {}
+        found = step.get("extra")
+        extra: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         when = _unix(step.get("timestamp"))
         for call in calls:
             if not isinstance(call, Mapping):

@@ -179,8 +179,9 @@ class _NeedsABrokenLayer:
         from termgym.agents import AgentSandbox
         from termgym.sandbox import LayerRecipe
 
+        # its install fails at once (no registry is asked: the failure path is the point)
         self.sandbox = AgentSandbox(
-            layer=LayerRecipe(name="broken-1", debian=("termgym-no-such-package",))
+            layer=LayerRecipe(name="broken-1", script="echo no such package >&2; exit 3")
         )
 
     def reset(self, context):  # noqa: ANN001, ANN201 - the Agent protocol
