@@ -102,6 +102,11 @@ def test_terminus_2_episodes_are_graded_and_every_command_is_a_step(
     transcript = episode.end.extra["transcript"]
     said = [e["content"] for e in transcript if e["role"] == "assistant"]
     assert len(said) == 4 and REMEMBERED in said[0]
+    # Harbor's own trajectory of the run is kept with the episode; its commands were termgym's
+    # steps already, so none is a step the agent reported
+    log = episode.end.extra["agent_log"]
+    assert log["producer"].startswith("harbor:terminus-2 ") and log["trajectory"]["steps"]
+    assert log["reported_steps"] == 0 and not episode.reported
     if variant == "contradicted":  # and the trace audit reads it: 100 kg was never shown
         run = load_run(out, resamples=0)
         leaks = [(h.step, h.source) for h in run.audit.hits if h.kind == "leak"]
