@@ -61,7 +61,7 @@ def _claude(server: ModelServer, planner: str) -> None:
 AGENTS = {
     # agent: (Harbor's model name, script, the API it speaks, the program of its run step)
     "codex": ("openai/scripted", _codex, "/v1/responses", "codex exec"),
-    "mini-swe-agent": ("openai/scripted", _mini, "/v1/chat/completions", "mini-swe-agent"),
+    "mini-swe-agent": ("openai/scripted", _mini, "/v1/chat/completions", "mini-swe-agent --yolo"),
     "claude-code": ("anthropic/scripted", _claude, "/v1/messages", "claude --verbose"),
 }
 
