@@ -14,7 +14,7 @@ from html import escape
 
 from termgym.analysis.explain import show
 from termgym.analysis.metrics import EpisodeSummary, order_variants
-from termgym.report._episodes import EpisodeDetail
+from termgym.report._episodes import EpisodeDetail, ShownStep
 from termgym.report._load import RunData
 from termgym.report._svg import CLASS_COLORS, OUTCOME_COLORS
 from termgym.tasks import TAMPER_KINDS
@@ -37,6 +37,8 @@ white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:16rem;overf
 pre.output{background:#111;color:#eee}
 code.cmd{background:#f1f1f1;padding:.1rem .3rem}
 tr:target{outline:2px solid #e0b000}
+li.reported{list-style:none;border-left:3px solid #c9b8e6;padding-left:.5rem;margin:.2rem 0}
+li.reported pre.action{font-style:italic;background:#f4f0fa}
 """
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -251,31 +253,59 @@ def _hits(detail: EpisodeDetail) -> str:
     )
 
 
+def _step_item(step: ShownStep, label: str) -> str:
+    exit_code = "" if step.exit_code is None else f" · exit {step.exit_code}"
+    output = (
+        f"<details><summary>output ({len(step.output.splitlines())} lines)</summary>"
+        f"<pre class='output'>{escape(step.output)}</pre></details>"
+        if step.output.strip()
+        else "<span class='note'>no output</span>"
+    )
+    return (
+        f"<li><span class='note'>{label} · {escape(step.mode)}{exit_code}</span>"
+        f"<pre class='action'>{escape(step.action)}</pre>{output}</li>"
+    )
+
+
+REPORTED_NOTE = (
+    "the agent's own log says it ran these inside this step; termgym did not run or see them: "
+    "shown for reading, never graded or audited"
+)
+
+
+def _reported(steps: Sequence[ShownStep], where: str) -> str:
+    items = "".join(_step_item(s, f"↳ reported {s.index} (in step {s.within})") for s in steps)
+    return f"<li class='reported'><span class='note'>{where}</span><ol>{items}</ol></li>"
+
+
 def _steps(detail: EpisodeDetail, replay: str) -> str:
     if not detail.steps:
         return "<p class='note'>No step recorded.</p>"
+    inside: dict[int | None, list[ShownStep]] = {}
+    for reported in detail.reported:
+        inside.setdefault(reported.within, []).append(reported)
     out = []
     for number, step in enumerate(detail.steps):
         if number and step.index != detail.steps[number - 1].index + 1:
             gap = step.index - detail.steps[number - 1].index - 1
             out.append(f"<li class='note'>… {gap} steps not shown …</li>")
-        exit_code = "" if step.exit_code is None else f" · exit {step.exit_code}"
-        output = (
-            f"<details><summary>output ({len(step.output.splitlines())} lines)</summary>"
-            f"<pre class='output'>{escape(step.output)}</pre></details>"
-            if step.output.strip()
-            else "<span class='note'>no output</span>"
-        )
-        out.append(
-            f"<li><span class='note'>step {step.index} · {escape(step.mode)}{exit_code}</span>"
-            f"<pre class='action'>{escape(step.action)}</pre>{output}</li>"
-        )
+        out.append(_step_item(step, f"step {step.index}"))
+        if step.index in inside:
+            out.append(_reported(inside.pop(step.index), REPORTED_NOTE))
+    rest = [s for steps in inside.values() for s in steps]
+    if rest:
+        out.append(_reported(rest, "reported by the agent's own log inside steps not shown"))
     more = (
         f"<p class='note'>{detail.steps_left_out} of {detail.step_count} steps not shown; "
         f"replay every step: <code class='cmd'>{escape(replay)}</code></p>"
         if detail.steps_left_out
         else ""
     )
+    if detail.reported_count > len(detail.reported):
+        more += (
+            f"<p class='note'>{detail.reported_count - len(detail.reported)} of "
+            f"{detail.reported_count} steps the agent's own log reports not shown</p>"
+        )
     return f"<ol class='steps'>{''.join(out)}</ol>{more}"
 
 
@@ -319,7 +349,12 @@ def episode_view(summary: EpisodeSummary, detail: EpisodeDetail | None) -> str:
             "<details><summary>The instruction it was given</summary>"
             f"<pre class='action'>{escape(detail.instruction)}</pre></details>"
         )
-    parts += [f"<h3>Actions ({detail.step_count} steps)</h3>", _steps(detail, replay)]
+    reported = (
+        f", {detail.reported_count} more reported by the agent's own log"
+        if detail.reported_count
+        else ""
+    )
+    parts += [f"<h3>Actions ({detail.step_count} steps{reported})</h3>", _steps(detail, replay)]
     if replay:
         parts.append(f"<p class='note'>Replay it: <code class='cmd'>{escape(replay)}</code></p>")
     body = "".join(parts)

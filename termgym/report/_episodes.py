@@ -17,11 +17,13 @@ from termgym.analysis.explain import Explanation, RuleLine, explain, rule_lines
 from termgym.analysis.failures import Failure, failures
 from termgym.errors import RecordingError
 from termgym.grading import GradeReport
-from termgym.recording import EpisodeLog
+from termgym.recording import EpisodeLog, StepRecord
 from termgym.tasks import TamperEvidence
 
 STEPS_SHOWN = (8, 4)
 """The first and the last steps an episode's view shows (the rest are counted)."""
+REPORTED_SHOWN = 40
+"""The steps an agent's own log reports that an episode's view shows (the rest are counted)."""
 ACTION_CHARS = 600
 OUTPUT_CHARS = 800
 LEAK_KINDS = ("leak", "leak-name")
@@ -38,6 +40,8 @@ class ShownStep:
     output: str
     exit_code: int | None
     clipped: bool = False
+    within: int | None = None
+    """For a step the agent's own log reports: the step of termgym's it ran inside."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,9 @@ class EpisodeDetail:
         explanation: Why it ended so.
         steps: The steps shown (`STEPS_SHOWN`).
         step_count: Every step it took.
+        reported: The steps its agent's own log reports, shown (`REPORTED_SHOWN`): for
+            reading, never graded (docs/recording-format.md, "Reported line").
+        reported_count: Every step its agent's own log reports.
         conflict_reported: The reason it gave when it reported a conflict (None: it did not).
         tamper: Its tamper evidence (None: not read).
         hits: The audit's hits in it.
@@ -80,6 +87,8 @@ class EpisodeDetail:
     )
     steps: tuple[ShownStep, ...] = ()
     step_count: int = 0
+    reported: tuple[ShownStep, ...] = ()
+    reported_count: int = 0
     conflict_reported: str | None = None
     tamper: TamperEvidence | None = None
     hits: tuple[AuditHit, ...] = ()
@@ -102,17 +111,16 @@ def _shown_steps(log: EpisodeLog) -> tuple[ShownStep, ...]:
     indexes = list(range(count)) if count <= first + last else [
         *range(first), *range(count - last, count)
     ]  # fmt: skip
-    shown = []
-    for i in indexes:
-        step = log.steps[i]
-        action, cut_action = _clip(step.action, ACTION_CHARS)
-        output, cut_output = _clip(step.output, OUTPUT_CHARS)
-        shown.append(
-            ShownStep(
-                step.index, step.mode, action, output, step.exit_code, cut_action or cut_output
-            )
-        )
-    return tuple(shown)
+    return tuple(_shown(log.steps[i]) for i in indexes)
+
+
+def _shown(step: StepRecord) -> ShownStep:
+    action, cut_action = _clip(step.action, ACTION_CHARS)
+    output, cut_output = _clip(step.output, OUTPUT_CHARS)
+    return ShownStep(
+        step.index, step.mode, action, output, step.exit_code, cut_action or cut_output,
+        step.within if step.source == "agent" else None,
+    )  # fmt: skip
 
 
 def detail_from_log(log: EpisodeLog, hits: Iterable[AuditHit] = ()) -> EpisodeDetail:
@@ -152,6 +160,8 @@ def detail_from_log(log: EpisodeLog, hits: Iterable[AuditHit] = ()) -> EpisodeDe
         explanation=explain(header, end, report, failed, leaks, unreadable, tamper),
         steps=_shown_steps(log),
         step_count=len(log.steps),
+        reported=tuple(_shown(step) for step in log.reported[:REPORTED_SHOWN]),
+        reported_count=len(log.reported),
         conflict_reported=end.conflict if end is not None else None,
         tamper=tamper,
         hits=hits,

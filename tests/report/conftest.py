@@ -31,6 +31,7 @@ def write_episode(
     outputs: Iterable[str] | None = None,
     transcript: list[Mapping[str, Any]] | None = None,
     error: str | None = None,
+    reported: Iterable[StepRecord] = (),
 ) -> str:
     """Record one episode the way the environment does; returns its id."""
     # numbered within the run, as the runner does: two runs share episode ids
@@ -76,6 +77,8 @@ def write_episode(
                 t=float(i),
             )
         )
+    for step in reported:  # the steps the agent's own log reports, before the end line
+        writer.step(step)
     verdicts = {variant: {"rules": enforced, "passed": passed, "score": float(passed)}}
     if variant != "original":
         verdicts["original"] = {

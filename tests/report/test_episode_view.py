@@ -107,3 +107,31 @@ def test_an_infrastructure_error_s_view_says_it_is_not_counted(make_run) -> None
     text = words(view(page, "task-0-original-002"))
     assert "Not counted: termgym's machinery failed" in text
     assert "SandboxError: the sandbox died" in text
+
+
+def test_the_steps_an_agents_own_log_reports_are_shown_inside_their_step_and_counted_apart(
+    make_run,
+) -> None:
+    from termgym.recording import StepRecord
+
+    run_dir = make_run(n_tasks=1, per_task=1, withheld=False)
+    said = [
+        StepRecord(index=i, mode="command", action=a, output=o, exit_code=0, duration=0.0,
+                   source="agent", within=1)
+        for i, (a, o) in enumerate([("cat /app/policy.json", '{"max_weight": 150}'),
+                                    ("python3 plan.py", "ok")])
+    ]  # fmt: skip
+    write_episode(run_dir, task="task-0", variant="original", agent="harbor:codex", passed=True,
+                  actions=("mkdir -p /logs/agent", "codex exec ...", "tar -C /logs/agent"),
+                  reported=said)  # fmt: skip
+    page = render_html(load_run(run_dir, resamples=0))
+    text = words(view(page, "task-0-original-002"))
+    assert "Actions (3 steps, 2 more reported by the agent's own log)" in text
+    inside = text.index("codex exec ...")
+    assert (
+        inside
+        < text.index("↳ reported 0 (in step 1) · command · exit 0")
+        < text.index("tar -C /logs/agent")
+    )
+    assert "termgym did not run or see them" in text and "python3 plan.py" in text
+    assert "2 more reported by the agent's own log in 1 episodes" in words(unescape(page))
