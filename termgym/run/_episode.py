@@ -128,8 +128,8 @@ def run_episode(
     steps = 0
     started_agent = False
     while True:
-        if time.monotonic() >= deadline:
-            timed_out = True
+        if started_agent and time.monotonic() >= deadline:  # reset first, even with no time
+            timed_out = True  # left (its probe, if asked, needs the episode started)
             result = _time_is_up(env, agent, limit)
             break
         try:
