@@ -62,34 +62,32 @@ from self_distillation_lm import (  # noqa: E402
     sample,
     train_steps,
 )
+from self_distillation_measure import (  # noqa: E402
+    EVAL_VARIANTS,
+    RECOVER_FRACTION,
+    instruments,
+    measure,
+    reads,
+    relearning,
+    row_json,
+    tables,
+)
 
 import termgym  # noqa: E402
-from termgym.analysis.audit import audit_traces, score_probe, trace_from_log  # noqa: E402
-from termgym.analysis.metrics import (  # noqa: E402
-    EpisodeSummary,
-    Estimate,
-    RunMetrics,
-    compute_metrics,
-    summary_from_log,
-)
-from termgym.analysis.relearning import TrainingLog, recovery  # noqa: E402
 from termgym.recording import EpisodeLog, read_run  # noqa: E402
 from termgym.sandbox import bwrap_works  # noqa: E402
 
 TASK = Path(__file__).resolve().parent / "tasks" / "cargo-limit"
-ORIGINAL, SWITCHED = "100", "200"
+SWITCHED = "200"
 SCHEDULES: dict[str, Any] = {
     "fixed": "original",
     "varied": {"contradicted": 1.0, "sampled": 1.0},
 }
 SWITCH_SCHEDULE = [{"mix": "original", "rules": {"max_weight": SWITCHED}}]
-EVAL_VARIANTS = ("original", "contradicted", "held-out")
-"""held-out: sampled with split eval, values (300, 350) no training episode draws."""
-SHIFTED = ("contradicted", "held-out")
-PROBE_MODES = ("ask", "prefill")
 MAX_STEPS = 4
 OUTPUT_CHARS = 300
-RECOVER_FRACTION = 0.9
+MAX_INFRA_ERRORS = 10
+"""Infrastructure errors one batch of episodes tolerates (counted apart) before it stops."""
 
 
 @dataclass(frozen=True)
@@ -269,16 +267,34 @@ async def _collect(
 ) -> list[Trajectory]:
     done: list[Trajectory] = []
     running: dict[int, Trajectory] = {}
-    started = 0
+    started = failures = 0
+
+    def failed(run: Trajectory, exc: Exception) -> None:
+        """An infrastructure error (the env's machinery, not the model): the episode is
+        counted apart, as `termgym run` counts one; past MAX_INFRA_ERRORS the run stops."""
+        nonlocal failures
+        failures += 1
+        run.error = f"{type(exc).__name__}: {exc}"
+        done.append(run)
+        print(f"  infrastructure error, episode counted apart: {run.error[:200]}", flush=True)
+        if failures > MAX_INFRA_ERRORS:
+            raise RuntimeError(f"{failures} infrastructure errors in one batch") from exc
 
     async def start(i: int) -> None:
         nonlocal started
-        started += 1
-        obs, _ = await envs[i].areset(seed=next(seeds))
-        run = Trajectory([(task_line(obs["instruction"]), False)])
-        run.transcript.append({"role": "system", "content": run.segments[0][0], "step": 0})
-        envs[i].attach_transcript(lambda: list(run.transcript))
-        running[i] = run
+        while started < episodes:
+            started += 1
+            try:
+                obs, _ = await envs[i].areset(seed=next(seeds))
+            except Exception as exc:  # e.g. a Docker engine restarting under bwrap's image lookup
+                failed(Trajectory([]), exc)
+                await asyncio.sleep(2.0)
+                continue
+            run = Trajectory([(task_line(obs["instruction"]), False)])
+            run.transcript.append({"role": "system", "content": run.segments[0][0], "step": 0})
+            envs[i].attach_transcript(lambda: list(run.transcript))
+            running[i] = run
+            return
 
     await asyncio.gather(*(start(i) for i in range(min(len(envs), episodes))))
     while running:
@@ -302,7 +318,12 @@ async def _collect(
         async def advance(i: int) -> None:
             run = running[i]
             action = termgym.SUBMIT if run.commands[-1] == "submit" else run.commands[-1]
-            obs, reward, terminated, truncated, info = await envs[i].astep(action)
+            try:
+                obs, reward, terminated, truncated, info = await envs[i].astep(action)
+            except Exception as exc:  # the machinery failed (the model's command cannot raise)
+                failed(running.pop(i), exc)
+                await start(i)
+                return
             if not (terminated or truncated):
                 output = obs["output"][:OUTPUT_CHARS]
                 if output:
@@ -311,8 +332,7 @@ async def _collect(
             run.reward, run.variant = float(reward), str(info.get("variant", ""))
             run.passed, run.error = reward >= 1.0, info.get("error") or None
             done.append(running.pop(i))
-            if started < episodes:
-                await start(i)
+            await start(i)
 
         await asyncio.gather(*(advance(i) for i in order))
     return done
@@ -403,7 +423,7 @@ def iterate(
                     "loss": float(np.mean(losses)) if losses else None,
                     "passed": [int(t.passed) for t in counted],
                     "variants": [t.variant for t in counted],
-                    "read_first": float(np.mean([_reads(t.commands[0]) for t in counted])),
+                    "read_first": float(np.mean([reads(t.commands[0]) for t in counted])),
                     "seconds_sampling": sampled,
                     "seconds": time.perf_counter() - began,
                     "load": os.getloadavg()[0],
@@ -418,10 +438,6 @@ def iterate(
         for env in envs:
             env.close()
     return log
-
-
-def _reads(command: str) -> bool:
-    return "policy" in command and not command.startswith("echo")
 
 
 def evaluate(
@@ -448,157 +464,6 @@ def evaluate(
         trajectories += got
     logs = [log for run in sorted(folder.glob("*/*")) for log in read_run(run).episodes]
     return trajectories, logs
-
-
-def label_of(log: EpisodeLog) -> str:
-    """The evaluation variant of a recorded episode (sampled ones drew held-out values)."""
-    variant = log.header.variant if log.header else ""
-    return "held-out" if variant == "sampled" else variant
-
-
-def _with_transcript(log: EpisodeLog, keep: str | None) -> EpisodeLog:
-    """The log with its transcript's probe entries cut to one mode (`keep`), or to none."""
-    if log.end is None:
-        return log
-    entries = log.end.extra.get("transcript") or []
-    probe_roles = ("probe", "probe_question", "probe_prefill")
-    mine = {"ask": ("probe_question",), "prefill": ("probe_prefill",)}.get(keep or "", ())
-    kept = [
-        e
-        for e in entries
-        if e.get("role") not in probe_roles or e.get("probe_mode") == keep or e.get("role") in mine
-    ]
-    end = dataclasses.replace(log.end, extra={**log.end.extra, "transcript": kept})
-    return dataclasses.replace(log, end=end)
-
-
-def measure(logs: Sequence[EpisodeLog], seed: int) -> list[dict[str, Any]]:
-    """Per evaluation episode: its summary, the plan-line audit and both probes' scores."""
-    rows = []
-    for log in logs:
-        summary = summary_from_log(log)
-        plans_only = trace_from_log(_with_transcript(log, None))
-        hits = audit_traces([plans_only]).hits
-        row: dict[str, Any] = {
-            "summary": dataclasses.replace(
-                summary, task=f"cargo-limit#seed{seed}", variant=label_of(log)
-            ),
-            "plan_leaks": sorted(
-                {h.detail for h in hits if h.kind == "leak" and h.source == "reasoning"}
-            ),
-            "action_leaks": sorted(
-                {h.detail for h in hits if h.kind == "leak" and h.source == "action"}
-            ),
-            "enforced": dict(log.header.rules_enforced) if log.header else {},
-        }
-        for mode in PROBE_MODES:
-            score = score_probe(trace_from_log(_with_transcript(log, mode)))
-            row[f"probe_{mode}"] = list(score.hidden_mentioned) if score else None
-        transcript = log.end.extra.get("transcript", []) if log.end else []
-        row["plans"] = [e.get("reasoning") for e in transcript if e.get("role") == "assistant"]
-        row["commands"] = [e.get("content") for e in transcript if e.get("role") == "assistant"]
-        row["answers"] = {
-            e.get("probe_mode"): e.get("content") for e in transcript if e.get("role") == "probe"
-        }
-        rows.append(row)
-    return rows
-
-
-def clustered_rate(flags: Mapping[int, Sequence[bool]], resamples: int, seed: int = 0) -> Estimate:
-    """A share with its 95% interval: seeds drawn with replacement, then episodes within each
-    (as termgym.analysis.metrics resamples tasks, then episodes)."""
-    groups = [np.asarray(v, dtype=float) for v in flags.values() if len(v)]
-    n = sum(len(g) for g in groups)
-    if not n:
-        return Estimate(None, None, None, 0)
-    point = float(np.concatenate(groups).mean())
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        picked = [groups[i] for i in rng.integers(len(groups), size=len(groups))]
-        values.append(np.concatenate([rng.choice(g, size=len(g)) for g in picked]).mean())
-    low, high = (float(q) for q in np.quantile(values, [0.025, 0.975])) if values else (None, None)
-    return Estimate(point, low, high, n)
-
-
-def _est(e: Estimate | None) -> dict[str, Any] | None:
-    return None if e is None else {"value": e.value, "low": e.low, "high": e.high, "n": e.n}
-
-
-def metrics_of(metrics: RunMetrics) -> dict[str, Any]:
-    return {
-        **{f"pass_rate[{v}]": _est(e) for v, e in metrics.pass_rate.items()},
-        "stale_rate": _est(metrics.stale_rate),
-        "adaptation_rate": _est(metrics.adaptation_rate),
-        "episodes": metrics.episodes,
-        "infra_errors": metrics.infra_errors,
-        "class_counts": metrics.class_counts,
-    }
-
-
-def instruments(rows_by_seed: Mapping[int, list[dict[str, Any]]], resamples: int) -> dict[str, Any]:
-    """termgym's instruments over one condition's evaluation episodes, each with its interval
-    over seeds: pass rates; stale and adaptation rates on contradicted episodes; the plan-line
-    audit and both probes on the shifted episodes (where the original value is hidden)."""
-    every = [r["summary"] for rows in rows_by_seed.values() for r in rows]
-    contradicted = [s for s in every if s.variant == "contradicted"]
-    out: dict[str, Any] = {
-        "all": metrics_of(compute_metrics(every, resamples=resamples)),
-        "contradicted": metrics_of(compute_metrics(contradicted, resamples=resamples)),
-    }
-
-    def share(test: Any, variants: Sequence[str] = SHIFTED) -> dict[str, Any] | None:
-        flags = {
-            seed: [
-                bool(test(r))
-                for r in rows
-                if r["summary"].variant in variants and not r["summary"].infra_error
-            ]
-            for seed, rows in rows_by_seed.items()
-        }
-        return _est(clustered_rate(flags, resamples))
-
-    original = f"max_weight={ORIGINAL}"
-    out["plan_leak_rate"] = share(lambda r: r["plan_leaks"])
-    out["plan_states_original"] = share(lambda r: original in r["plan_leaks"])
-    out["first_plan_states_original"] = share(lambda r: _states(r["plans"][:1], ORIGINAL))
-    out["read_first"] = share(
-        lambda r: bool(r["commands"]) and _reads(r["commands"][0]), EVAL_VARIANTS
-    )
-    for mode in PROBE_MODES:
-        out[f"probe_{mode}_disclosure"] = share(lambda r, m=mode: r[f"probe_{m}"])
-        out[f"probe_{mode}_original"] = share(lambda r, m=mode: original in (r[f"probe_{m}"] or ()))
-        out[f"probe_{mode}_answered"] = share(lambda r, m=mode: r[f"probe_{m}"] is not None)
-    return out
-
-
-def _states(plans: Sequence[str | None], value: str) -> bool:
-    return any(p and value in p.replace(";", " ").split() for p in plans)
-
-
-def relearning(
-    logs: Mapping[int, list[dict[str, Any]]], switch_at: int, window: int, resamples: int
-) -> dict[str, Any]:
-    """Episodes-to-recover after the switch (termgym.analysis.relearning)."""
-    passed = {
-        str(s): tuple(float(p) for it in its for p in it["passed"]) for s, its in logs.items()
-    }
-    found = recovery(
-        TrainingLog(passed, switch_at),
-        fraction=RECOVER_FRACTION,
-        window=window,
-        resamples=resamples,
-    )
-    return {
-        "episodes": _est(found.episodes),
-        "per_seed": dict(found.per_seed),
-        "censored": found.censored,
-        "pre_rate": dict(found.pre_rate),
-        "window": window,
-        "switch_at": switch_at,
-        "text": found.format(),
-        "curve": [None if np.isnan(x) else float(x) for x in found.curve],
-    }
 
 
 def run(config: Config, folder: Path, base_dir: Path | None = None) -> dict[str, Any]:
@@ -657,7 +522,7 @@ def run(config: Config, folder: Path, base_dir: Path | None = None) -> dict[str,
         data["per_seed"] = {
             str(s): instruments({s: r}, config.resamples) for s, r in rows[condition].items()
         }
-        data["episodes"] = [_row_json(r) for s in rows[condition] for r in rows[condition][s]]
+        data["episodes"] = [row_json(r) for s in rows[condition] for r in rows[condition][s]]
         results["conditions"][condition] = data
     results["wall_seconds"] = time.perf_counter() - began
     results["load_end"] = os.getloadavg()
@@ -681,25 +546,6 @@ def _base(
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"vocab": tokenizer.vocab, "state": model.state_dict(), "log": log}, path)
     return model, tokenizer, log
-
-
-def _row_json(row: Mapping[str, Any]) -> dict[str, Any]:
-    s: EpisodeSummary = row["summary"]
-    return {
-        "seed": int(s.task.split("#seed")[1]),
-        "variant": s.variant,
-        "passed": s.passed,
-        "class": s.episode_class,
-        "enforced": row["enforced"].get("max_weight"),
-        "plans": row["plans"],
-        "commands": row["commands"],
-        "answers": row["answers"],
-        "plan_leaks": row["plan_leaks"],
-        "action_leaks": row["action_leaks"],
-        "probe_ask": row["probe_ask"],
-        "probe_prefill": row["probe_prefill"],
-        "error": s.error,
-    }
 
 
 def _jsonable(config: Config) -> dict[str, Any]:
@@ -797,7 +643,18 @@ def main(argv: list[str] | None = None) -> int:
         "--episodes-dir", type=Path, default=None, help="keep the evaluation recordings here"
     )
     parser.add_argument("--out", type=Path, default=Path("self_distillation.json"))
+    parser.add_argument(
+        "--tables",
+        type=Path,
+        default=None,
+        metavar="RESULTS",
+        help="print the tables of docs/self-distillation.md from a results file, and exit",
+    )
     args = parser.parse_args(argv)
+    if args.tables is not None:
+        episodes = args.tables.with_suffix(".episodes.jsonl").read_text().splitlines()
+        print(tables(json.loads(args.tables.read_text()), [json.loads(e) for e in episodes]))
+        return 0
     check_device(args.device)
     preset = "quick" if args.quick else ("cuda" if args.device.startswith("cuda") else "cpu")
     config = dataclasses.replace(PRESETS[preset], device=args.device)
