@@ -46,6 +46,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from self_distillation_corpus import (  # noqa: E402
+    CORPORA,
     PREFILL,
     PROBE_ASK,
     make_corpus,
@@ -100,6 +101,7 @@ class Config:
     threads: int = 1
     size: ModelSize = ModelSize(layers=3, width=96, heads=4, context=320)
     corpus: int = 3000
+    corpus_kind: str = "generic"
     base_steps: int = 1200
     base_batch: int = 16
     base_lr: float = 2e-3
@@ -292,7 +294,7 @@ async def _collect(
                 continue
             run = Trajectory([(task_line(obs["instruction"]), False)])
             run.transcript.append({"role": "system", "content": run.segments[0][0], "step": 0})
-            envs[i].attach_transcript(lambda: list(run.transcript))
+            envs[i].attach_transcript(lambda run=run: list(run.transcript))
             running[i] = run
             return
 
@@ -367,7 +369,7 @@ def train_base(config: Config, seed: int) -> tuple[TinyLM, Tokenizer, dict[str, 
     """The base model: supervised on the rule-free corpus."""
     began = time.perf_counter()
     torch.manual_seed(seed)
-    corpus = make_corpus(config.corpus, seed)
+    corpus = make_corpus(config.corpus, seed, config.corpus_kind)
     tokenizer = Tokenizer.build(e.text for e in corpus)
     model = TinyLM(len(tokenizer.vocab), config.size).to(config.device)
     examples = [encode_segments(tokenizer, e.segments) for e in corpus]
@@ -626,8 +628,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the mechanics")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda for the larger preset")
-    parser.add_argument("--seeds", type=int, default=None, help="number of seeds (0, 1, ...)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="the seeds (0 1 2)")
     parser.add_argument("--iterations", type=int, default=None)
+    parser.add_argument(
+        "--corpus", choices=list(CORPORA), default=None, help="the base corpus (default generic)"
+    )
     parser.add_argument("--conditions", nargs="+", choices=list(SCHEDULES), default=None)
     parser.add_argument(
         "--backend", default=None, help="sandbox backend (default: bwrap if it works)"
@@ -662,7 +667,9 @@ def main(argv: list[str] | None = None) -> int:
         args.backend = "bwrap" if bwrap_works() else None
     config = dataclasses.replace(config, backend=args.backend)
     if args.seeds is not None:
-        config = dataclasses.replace(config, seeds=tuple(range(args.seeds)))
+        config = dataclasses.replace(config, seeds=tuple(args.seeds))
+    if args.corpus is not None:
+        config = dataclasses.replace(config, corpus_kind=args.corpus)
     if args.iterations is not None:
         config = dataclasses.replace(config, iterations=args.iterations)
     if args.conditions is not None:

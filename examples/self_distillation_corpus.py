@@ -114,14 +114,27 @@ def _word(rng: random.Random) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
 
 
-def _key(rng: random.Random) -> tuple[str, str, str]:
-    """A settings key, its description (the last word names it short) and its unit."""
+def _key(rng: random.Random, made_up: float) -> tuple[str, str, str]:
+    """A settings key, its description (the last word names it short) and its unit; with
+    probability `made_up`, a made-up one ("max_zorvi", "zorvi limit"), which the tokenizer
+    spells in characters as it spells any word it lacks."""
+    if made_up and rng.random() < made_up:
+        word, thing = _word(rng), rng.choice(("limit", "level", "quota", "count"))
+        words = f"{_word(rng)} {word}" if rng.random() < 0.5 else word
+        return f"{rng.choice(('max', 'min'))}_{word}", f"{words} {thing}", ""
     return rng.choice(KEYS)
 
 
-def _team(rng: random.Random) -> str:
-    """A team; now and then one with a made-up name (spelled in characters by the tokenizer)."""
-    return rng.choice(TEAMS) if rng.random() < 0.8 else f"{_word(rng)} office"
+def _team(rng: random.Random, made_up: float = 0.0) -> str:
+    """A team; now and then one with a made-up name (spelled in characters by the tokenizer),
+    more often where keys are made up too."""
+    if rng.random() < 0.8 - made_up:
+        return rng.choice(TEAMS)
+    return (
+        f"{_word(rng)} {rng.choice(('office', 'desk', 'team'))}"
+        if made_up
+        else f"{_word(rng)} office"
+    )
 
 
 def _path(rng: random.Random) -> str:
@@ -161,13 +174,13 @@ def _finish(
     return tuple(segments)
 
 
-def lookup(rng: random.Random) -> Episode:
+def lookup(rng: random.Random, made_up: float = 0.0) -> Episode:
     """Read a settings file, write the value it gives."""
-    key, desc, unit = _key(rng)
+    key, desc, unit = _key(rng, made_up)
     path, out, value = _path(rng), rng.choice(OUTS), _value(rng)
     short = desc.split()[-1]
     instruction = rng.choice(LOOKUP).format(
-        team=_team(rng),
+        team=_team(rng, made_up),
         desc=desc,
         path=path,
         out=out,
@@ -184,9 +197,9 @@ def lookup(rng: random.Random) -> Episode:
     return Episode(_finish(rng, segments, out, fact, path))
 
 
-def direct(rng: random.Random) -> Episode:
+def direct(rng: random.Random, made_up: float = 0.0) -> Episode:
     """Write a value the task itself states."""
-    _, desc, _ = _key(rng)
+    _, desc, _ = _key(rng, made_up)
     out, value, short = rng.choice(OUTS), _value(rng), desc.split()[-1]
     instruction = rng.choice(DIRECT).format(
         team=_team(rng), desc=desc, value=value, out=out, short=short
@@ -199,7 +212,7 @@ def direct(rng: random.Random) -> Episode:
     return Episode(_finish(rng, segments, out, fact, "the task"))
 
 
-def count(rng: random.Random) -> Episode:
+def count(rng: random.Random, made_up: float = 0.0) -> Episode:
     """Count a file's lines, write the count."""
     path, out, lines = _path(rng), rng.choice(OUTS), rng.randint(1, 60)
     instruction = f"How many lines does {path} have? Write the number to {out}."
@@ -213,7 +226,7 @@ def count(rng: random.Random) -> Episode:
     return Episode(_finish(rng, segments, out, fact, "wc"))
 
 
-def name(rng: random.Random) -> Episode:
+def name(rng: random.Random, made_up: float = 0.0) -> Episode:
     """Copy a name from a rota file."""
     path, out = _path(rng), rng.choice(OUTS)
     who, backup = rng.sample(NAMES, 2)
@@ -232,11 +245,21 @@ def name(rng: random.Random) -> Episode:
 KINDS = ((lookup, 0.6), (direct, 0.15), (count, 0.1), (name, 0.15))
 
 
-def make_corpus(episodes: int, seed: int) -> list[Episode]:
-    """`episodes` corpus episodes drawn with `seed`."""
+CORPORA = {"generic": 0.0, "made-up-words": 0.4}
+"""Corpus kinds -> the share of settings keys that are made up. "generic": every key and
+description common words (the main run of docs/self-distillation.md); "made-up-words": 40%
+of the keys made up, described by one or two made-up words ("max_zorvi", "kabel zorvi
+limit"), and more teams with made-up names (its follow-up: the task's words "cargo",
+"weight" and "max_weight" are words the vocabulary lacks, spelled in characters)."""
+
+
+def make_corpus(episodes: int, seed: int, kind: str = "generic") -> list[Episode]:
+    """`episodes` corpus episodes of `kind` (CORPORA) drawn with `seed`."""
+    if kind not in CORPORA:
+        raise ValueError(f"corpus: expected one of {', '.join(CORPORA)}, got {kind!r}")
     rng = random.Random(seed)
     makers, weights = zip(*KINDS, strict=True)
-    corpus = [rng.choices(makers, weights)[0](rng) for _ in range(episodes)]
+    corpus = [rng.choices(makers, weights)[0](rng, CORPORA[kind]) for _ in range(episodes)]
     for episode in corpus:
         lowered = episode.text.lower()
         if any(word in lowered for word in FORBIDDEN):
