@@ -2,9 +2,11 @@
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
 manifest (jobs and rule sets), the runner, `termgym_agentexec`, `termgym_inputprint`,
-`termgym_nest`, `termgym_prepare` (all from `termgym.verifier`) and the seccomp program
-the nests apply to the agent's programs. It lands in a folder under GRADE_ROOT, which every
-user may pass through but not list: mode 0700, root's; its name is random, or, for a
+`termgym_nest`, `termgym_prepare`, `termgym_snapshot`, `termgym_watch` (all from
+`termgym.verifier`), the seccomp program the nests apply to the agent's programs and the
+one snapshot grading's tests apply to themselves (the kernel's watch). It lands in a
+folder under GRADE_ROOT, which every user may pass through but not list: mode 0700,
+root's; its name is random, or, for a
 verifier whose standby unpacked the same folder before the work arrived
 (`termgym.grading._standby`), the digest of its files.
 The agent's work keeps its paths; every entry of it becomes the agent's user's
@@ -29,12 +31,12 @@ from typing import BinaryIO
 
 from termgym.grading._launcher import LAUNCHER, nest_launcher
 from termgym.grading._plan import Manifest
-from termgym.sandbox import AGENT_UID, strict_filter
+from termgym.sandbox import AGENT_UID, strict_filter, watch_filter
 from termgym.verifier import INJECTED
 
 SUPPORT = (
     "termgym_run.py", "termgym_agentexec.py", "termgym_inputprint.py", "termgym_nest.py",
-    "termgym_snapshot.py", "termgym_prepare.py",
+    "termgym_snapshot.py", "termgym_watch.py", "termgym_prepare.py",
 )  # fmt: skip
 """The files of termgym.verifier every grading folder holds (a grader kind adds its own)."""
 
@@ -52,6 +54,11 @@ AGENT_CODE = ".termgym-agent-code"
 """In a run's result files: what of the agent's its tests loaded (termgym_snapshot)."""
 FILTER = "termgym_seccomp.bpf"
 """The strict seccomp program every nest applies to the agent's programs (classic BPF)."""
+WATCH_FILTER = "termgym_watch.bpf"
+"""Snapshot grading's watch program (termgym_watch.FILTER): the tests' process applies it."""
+WATCHED = ".termgym-kernel-watch"
+"""In a snapshot run's result files: what the kernel saw its tests run, map and load
+(termgym_watch.FINDINGS), one finding a line."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ def _support() -> FolderFiles:
     """The runner, its support modules and the nests' seccomp program (read once)."""
     out: FolderFiles = {name: (INJECTED[name].read_bytes(), 0o600) for name in SUPPORT}
     out[FILTER] = (strict_filter(), 0o600)
+    out[WATCH_FILTER] = (watch_filter(), 0o600)
     launcher = nest_launcher()
     if launcher is not None:
         out[LAUNCHER] = (launcher, 0o700)

@@ -29,6 +29,7 @@ from termgym.grading._bundle import (
     GRADED,
     LISTED_ALL,
     LISTED_SINCE,
+    WATCHED,
     GradingFolder,
     new_folder,
     write_bundle,
@@ -635,11 +636,33 @@ def isolation_gaps(report: RunnerReport) -> tuple[str, ...]:
         for run in runs:
             loaded = [p for p in run["files"].pop(AGENT_CODE, "").splitlines() if p]
             if loaded:
-                shown = ", ".join(loaded[:3]) + (
-                    f" and {len(loaded) - 3} more" if len(loaded) > 3 else ""
-                )
-                gaps.append(f"grader {job!r}: its tests loaded code of the agent's: {shown}")
-    return tuple(gaps)
+                gaps.append(f"grader {job!r}: its tests loaded code of the agent's: {_few(loaded)}")
+            gaps += [f"grader {job!r}: {gap}" for gap in _watched(run["files"].pop(WATCHED, None))]
+    return tuple(dict.fromkeys(gaps))
+
+
+_WATCH_GAPS = {
+    "ran": "the kernel saw its tests run the snapshot's programs as root, outside a nest",
+    "mapped": "the kernel saw its tests map native code of the agent's",
+    "loaded": "the kernel saw its tests open code of the agent's",
+    "changed": "code files its tests opened were swapped while they ran",
+    "unwatched": "the kernel could not watch its tests",
+}
+"""What each kind of finding of the kernel's watch (termgym/verifier/watch.py) says."""
+
+
+def _watched(text: str | None) -> list[str]:
+    """The isolation gaps of a snapshot run's kernel watch (none where it found nothing)."""
+    found: dict[str, list[str]] = {}
+    for line in (text or "").splitlines():
+        kind, _, path = line.partition("\t")
+        kind = kind if kind in _WATCH_GAPS else "unwatched"
+        found.setdefault(kind, []).append(path or line)
+    return [f"{_WATCH_GAPS[kind]}: {_few(paths)}" for kind, paths in found.items()]
+
+
+def _few(items: list[str]) -> str:
+    return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
 
 
 def _judge(

@@ -60,7 +60,7 @@ from termgym.sandbox._registry import (
     unregister_sandbox,
 )
 from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
-from termgym.sandbox._seccomp import strict_filter
+from termgym.sandbox._seccomp import strict_filter, watch_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.sandbox._static import static_program
 from termgym.sandbox._userns import AGENT_UID
@@ -118,6 +118,7 @@ __all__ = [
     "spec",
     "unregister_sandbox",
     "strict_filter",
+    "watch_filter",
     "ensure_local_base",
     "is_local_base",
     "known_bases",

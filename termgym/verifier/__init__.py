@@ -47,6 +47,8 @@ INPUTPRINT = _HERE / "inputprint.py"
 """The fingerprint of what each program of the agent's is given (`termgym check`)."""
 SNAPSHOT = _HERE / "snapshot.py"
 """Snapshot grading: the clean toolchain the tests run with on the agent's filesystem."""
+WATCH = _HERE / "watch.py"
+"""Snapshot grading: what the tests' processes run, map and open, as the kernel sees it."""
 PREPARE = _HERE / "prepare.py"
 """What a standby runner loads before any work exists."""
 PYTEST_PLUGIN = _HERE / "pytest_plugin.py"
@@ -66,6 +68,7 @@ INJECTED: dict[str, Path] = {
     "termgym_nest.py": NEST,
     "termgym_inputprint.py": INPUTPRINT,
     "termgym_snapshot.py": SNAPSHOT,
+    "termgym_watch.py": WATCH,
     "termgym_prepare.py": PREPARE,
     "termgym_pytest.py": PYTEST_PLUGIN,
     "termgym_pytest_prepare.py": PYTEST_PREPARE,
@@ -87,4 +90,5 @@ __all__ = [
     "PYTEST_PREPARE",
     "RUNNER",
     "SNAPSHOT",
+    "WATCH",
 ]

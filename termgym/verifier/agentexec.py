@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib.machinery
+import json
 import os
 import pickle
 import re
@@ -269,6 +270,15 @@ def _graders_own(argv: Sequence[Any], shell: bool = False) -> bool:
 def agent_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment an agent's program gets: the grader's (or `env`), minus termgym's."""
     source = dict(os.environ if env is None else env)
+    # snapshot grading: the image's values of what the toolchain set (termgym_snapshot)
+    try:
+        image = json.loads(source.get("TERMGYM_IMAGE_ENV") or "{}")
+    except ValueError:
+        image = {}
+    for key, value in image.items() if isinstance(image, dict) else ():
+        source.pop(key, None)
+        if isinstance(value, str):
+            source[key] = value
     clean = {}
     for key, value in source.items():
         if key.startswith(("TERMGYM_", "PYTEST_")) or GRADER_DIR in str(value):

@@ -220,10 +220,21 @@ def _pivot(spec: dict[str, Any]) -> None:
     os.mkdir(root + old, 0o700)
     _check(_c().syscall(_PIVOT_ROOT, root.encode(), (root + old).encode()), "pivot_root")
     os.chdir("/")
+    for place in spec.get("fresh", []):
+        # termgym's own folder in the new root: the agent's files there (a link to a folder
+        # of its own, which the binds below would follow) are covered by a fresh one
+        if os.path.islink(place) or os.path.lexists(place) and not os.path.isdir(place):
+            os.unlink(place)
+        os.makedirs(place, exist_ok=True)
+        _mount("tmpfs", place, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+    kept = list(VIRTUAL) + list(spec.get("fresh", []))
     for source, target, read_only in [[v, v, False] for v in VIRTUAL] + spec.get("binds", []):
         source = old + source
         if not os.path.exists(source):
             continue
+        if not _under(target, kept) and _under(os.path.realpath(target), kept):
+            continue  # a link of the agent's would land it on termgym's or the kernel's
+        target = target if _under(target, kept) else os.path.realpath(target)
         if os.path.isdir(source):
             os.makedirs(target, exist_ok=True)
         elif not os.path.exists(target):

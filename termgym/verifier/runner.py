@@ -62,6 +62,9 @@ spec = json.loads(sys.stdin.read())
 sys.stdin.close()
 sys.stdin = open(os.devnull)
 sys.path[:0] = spec["path"]
+if sys.flags.no_site:  # snapshot grading's toolchain (termgym_snapshot): its site-packages
+    import site
+    sys.path += [p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path]
 sys.argv = spec["argv"]
 if spec["module"]:
     runpy.run_module(spec["module"], run_name="__main__", alter_sys=True)
@@ -211,11 +214,18 @@ def run_exec(
     argv, spec = _python_launch([sub(a) for a in job["argv"]])
     if spec is not None:
         spec["path"] = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p]
-    cwd, nest, preexec, record = ctx["cwd"], None, None, None
+    cwd, nest, preexec, record, watch = ctx["cwd"], None, None, None, None
     if ctx.get("snapshot"):  # the job runs in a nest on the snapshot, from the toolchain
         argv, env, spec, nest = _on_snapshot(argv, env, spec, ctx, results, scratch)
         cwd = ctx["workdir"] if os.path.isdir(ctx["snapshot"] + ctx["workdir"]) else "/"
-        preexec = nest.entry(cwd, 0)
+        watch = _watch(ctx, nest)  # what the tests' processes run, map and open
+        enter = nest.entry(cwd, 0)
+        arm = watch.preexec()
+
+        def preexec() -> None:
+            enter()  # returns in the tests' process only (its proxy stays in the verifier)
+            arm()
+
         record = _Record()  # what of the agent's its tests load, told to this process
         env[record.VARIABLE] = str(record.write)
     log_path = os.path.join(results, ".log")
@@ -238,6 +248,7 @@ def run_exec(
     ctx["agentexec"].stop_agent_processes()
     if nest is not None:
         nest.close()
+    watched = watch.finish() if watch is not None else None
     out["duration"] = time.monotonic() - start
     out["output"] = _tail(log_path)
     for private in (log_path, rules_file, env.get("TERMGYM_RULESETS_FILE")):
@@ -247,7 +258,27 @@ def run_exec(
     out["files"] = _read_results(results)
     if record is not None:  # the runner's record, whatever the tests' process left as files
         out["files"][AGENT_CODE] = record.read()
+    if watched is not None:  # the kernel's (termgym_watch), from outside the tests' nest
+        import termgym_watch
+
+        out["files"][termgym_watch.FINDINGS] = watched
     return out
+
+
+def _watch(ctx: dict[str, Any], nest: Any) -> Any:
+    """The kernel's watch of a job's tests on the snapshot (termgym_watch), its supervisor
+    started: the tests' pid namespace is the nest's, the agent's files those the host
+    listed (or changed since), the work the task's declared paths."""
+    import termgym_snapshot as snap
+    import termgym_watch
+
+    with open(os.path.join(ctx["graders"], termgym_watch.FILTER), "rb") as handle:
+        program = handle.read()
+    changed = snap.Changed(os.path.join(ctx["graders"], snap.CHANGED))
+    layout = termgym_watch.Layout(
+        os.fstat(nest.fds["pid"]).st_ino, changed.is_agents, ctx["work"], ctx["snapshot"]
+    )
+    return termgym_watch.Watch(program, layout)
 
 
 class _Record:
@@ -358,7 +389,7 @@ def _on_snapshot(
     toolchain = ctx["snapshot_toolchain"]
     program = os.path.basename(argv[0])
     if argv[0] == sys.executable or program.startswith("python"):
-        start = toolchain.argv(toolchain.python)
+        start = toolchain.python_argv()
     elif program in ("bash", "sh"):
         start = toolchain.argv("/bin/bash")
     else:
@@ -367,9 +398,14 @@ def _on_snapshot(
             f"{argv[0]!r} (the snapshot's programs are the agent's)"
         )
     env = {k: moved(v) for k, v in env.items()}
-    python = " ".join(toolchain.argv(toolchain.python))
+    python = " ".join(toolchain.python_argv())
     env["TERMGYM_AS_AGENT"] = f"{python} -I -B {snap.JOB}/termgym_agentexec.py"
     env["TERMGYM_TOOLCHAIN"] = json.dumps(toolchain.to_json())
+    # the C library and OpenSSL read the toolchain's files; the agent's programs get the
+    # image's values back (termgym_agentexec.agent_env)
+    runtime = toolchain.environment()
+    env[snap.IMAGE_ENV] = json.dumps({k: env.get(k) for k in runtime})
+    env.update(runtime)
     env[ctx["agentexec"].NEST_ENV] = json.dumps(
         snap.programs_nest([], list(snap.DOCKER_DEFAULT_CAPS))
     )
@@ -377,9 +413,10 @@ def _on_snapshot(
         spec = {**spec, "argv": [moved(a) for a in spec["argv"]], "path": [snap.JOB]}
     nest = termgym_nest.Nest(
         snap.tests_nest(
-            ctx["snapshot"], ctx["graders"], results, scratch, list(snap.DOCKER_DEFAULT_CAPS)
+            ctx["snapshot"], ctx["graders"], results, scratch, list(snap.DOCKER_DEFAULT_CAPS),
+            toolchain.masks(),
         )
-    )
+    )  # fmt: skip
     return start + [moved(a) for a in argv[1:]], env, spec, nest
 
 
@@ -496,6 +533,7 @@ def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
 
         ctx["snapshot"] = manifest["snapshot"]
         ctx["snapshot_toolchain"] = termgym_snapshot.Toolchain(termgym_snapshot.tests_python())
+        ctx["work"] = list(manifest.get("work") or [manifest["workdir"]])
     # A workdir the agent deleted is its own failure, judged by the graders: run from "/".
     ctx["cwd"] = ctx["workdir"] if os.path.isdir(ctx["workdir"]) else "/"
     os.chdir(ctx["cwd"])

@@ -10,14 +10,29 @@ own dynamic loader (`Toolchain`): the interpreter, its standard library, pytest 
 never come from the snapshot, whatever the agent replaced there (its python3, its loader,
 /etc/ld.so.preload, a sitecustomize or a fake pytest in its site-packages).
 
+The toolchain reads nothing of the snapshot by an absolute path where a setting can point
+it at its own files (`Toolchain.environment`, `Toolchain.masks`): the interpreter starts
+without `site` (-S: no sitecustomize, no .pth file, which a link of the clean image could
+lead into the snapshot: Debian's sitecustomize.py is a link to /etc/python3.X/); the C
+library takes its locales from the toolchain (LOCPATH) and its character-set conversion
+modules from the toolchain's folder, bound over the snapshot's in the tests' nest (no
+variable replaces that folder: GCONV_PATH only comes first); OpenSSL its configuration,
+providers and engines from the toolchain (OPENSSL_CONF, OPENSSL_MODULES, OPENSSL_ENGINES);
+the loader its libraries from the toolchain's folders first, with no preload file. The
+agent's programs the tests start get the image's values of those variables back
+(`termgym_agentexec.agent_env`). What is left (a library only the snapshot has, which the
+loader finds through the snapshot's cache; data files the C library reads) is watched by
+the kernel (termgym_watch).
+
 Inside the nest, `prepare_python()` (called first by the tests' interpreter) puts the
-snapshot's site-packages on sys.path, so the tests import what the agent installed, as
-they would under their harness, but keeps the standard library and pytest (with what it
-needs) the toolchain's. And it records, in a file the agent's programs cannot reach
-(`termgym_agentexec.watch_agent_code`), the first file of the agent's (one it made or
-changed: the host lists them) that the test process loads, before that file's code runs:
-such tests run the agent's code with the tests' own privileges, and the host marks their
-verdict (docs/security.md).
+toolchain's site-packages and then the snapshot's on sys.path, so the tests import what the
+agent installed, as they would under their harness, but keeps the standard library and
+pytest (with what it needs) the toolchain's. And it records, in a file the agent's
+programs cannot reach (`termgym_agentexec.watch_agent_code`), the first file of the
+agent's (one it made or changed: the host lists them) that the test process loads, before
+that file's code runs: such tests run the agent's code with the tests' own privileges, and
+the host marks their verdict (docs/security.md). That record says which module; the
+kernel's watch (termgym_watch) decides the mark whatever ran before it.
 """
 
 from __future__ import annotations
@@ -59,6 +74,9 @@ NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts")
 NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
 """The nest's /etc/nsswitch.conf: glibc loads the modules another one names from the
 snapshot's library folders, into the toolchain's processes."""
+IMAGE_ENV = "TERMGYM_IMAGE_ENV"
+"""In the tests' environment: the values (JSON; null: unset) the toolchain's variables
+(`Toolchain.environment`) had before, which the agent's programs get back."""
 
 
 def _interpreter_of(path: str) -> str:
@@ -85,7 +103,8 @@ class Toolchain:
     """The clean image's programs as the tests' nest starts them: `argv(program)` runs one
     through the image's own loader, with the image's library folders first, so no file of
     the snapshot's is on the way (only its /etc/ld.so.cache and system folders, searched
-    after the toolchain's, for libraries the toolchain lacks)."""
+    after the toolchain's, for libraries the toolchain lacks); `environment()` and `masks()`
+    point the C library and OpenSSL at the toolchain's own files."""
 
     def __init__(self, python: str) -> None:
         self.python = os.path.realpath(python)
@@ -109,8 +128,48 @@ class Toolchain:
             TOOLCHAIN + os.path.realpath(program),
         ]
 
+    def python_argv(self) -> list[str]:
+        """The tests' interpreter: without `site`, which would import sitecustomize and read
+        .pth files through the image's links (prepare_python adds its site-packages)."""
+        return self.argv(self.python) + ["-S"]
+
+    def _found(self, name: str) -> str | None:
+        """The first of the toolchain's library folders' `name` (a folder), or None."""
+        for folder in self.libraries:
+            if os.path.isdir(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        return None
+
+    def environment(self) -> dict[str, str]:
+        """Variables that make the toolchain's C library and OpenSSL read their files from the
+        toolchain (paths in the tests' nest): locales, OpenSSL's configuration (the image's
+        own file: /usr/lib/ssl/openssl.cnf is a link to /etc/ssl/openssl.cnf), providers and
+        engines."""
+        env = {}
+        if os.path.isdir("/usr/lib/locale"):
+            env["LOCPATH"] = TOOLCHAIN + os.path.realpath("/usr/lib/locale")
+        for config in ("/usr/lib/ssl/openssl.cnf", "/etc/ssl/openssl.cnf",
+                       "/etc/pki/tls/openssl.cnf", "/usr/local/ssl/openssl.cnf"):  # fmt: skip
+            if os.path.isfile(config):
+                env["OPENSSL_CONF"] = TOOLCHAIN + os.path.realpath(config)
+                break
+        else:
+            env["OPENSSL_CONF"] = os.devnull  # none in the image: none from the snapshot
+        for variable, name in (("OPENSSL_MODULES", "ossl-modules"),
+                               ("OPENSSL_ENGINES", "engines-3")):  # fmt: skip
+            found = self._found(name)
+            env[variable] = TOOLCHAIN + found if found else "/nonexistent"
+        return env
+
+    def masks(self) -> list[str]:
+        """Folders the C library reads by a path compiled into it, bound over the snapshot's
+        from the toolchain in the tests' nest (paths in the clean root, the same there):
+        the character-set conversion modules and their configuration."""
+        found = self._found("gconv")
+        return [found] if found else []
+
     def to_json(self) -> dict[str, Any]:
-        return {"python": self.argv(self.python), "bash": self.argv(_which("bash")),
+        return {"python": self.python_argv(), "bash": self.argv(_which("bash")),
                 "mkdir": self.argv(_which("mkdir"))}  # fmt: skip
 
 
@@ -127,36 +186,51 @@ def _which(name: str) -> str:
     raise OSError(f"the clean image has no {name}")
 
 
-def changed_files(listing: str) -> Callable[[Any], bool]:
-    """Whether a path is a file of the agent's, outside termgym's folders and the task's
-    tests: one it made or changed before grading (the host's listing, one sandbox path a
-    line), or one anything changed since the listing was begun on the host (its header's
-    `since`) or laid out in this verifier, whichever came first (its status-change time: a
-    program of the agent's wrote it, and no process without the clock's capability can set
-    that time back); every file, where the listing says it is not the whole of it."""
-    changed: set[str] = set()
-    since = time.time()
-    everything = False
-    if os.path.isfile(listing):
-        since = os.stat(listing).st_ctime
+class Changed:
+    """What the agent made or changed, as the host listed it (the grading folder's listing:
+    one sandbox path a line, after header lines that are no path) and as the files say: one
+    anything changed since the listing was begun on the host (its header's `since`) or laid
+    out in this verifier, whichever came first (its status-change time: a program of the
+    agent's wrote it, and no process without the clock's capability can set that time
+    back); every file, where the listing says it is not the whole of it."""
+
+    def __init__(self, listing: str) -> None:
+        self.paths = set()  # type: set[str]
+        self.since = time.time()
+        self.everything = False
+        if not os.path.isfile(listing):
+            return
+        self.since = os.stat(listing).st_ctime
         with open(listing, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 line = line.rstrip("\n")
                 if line.startswith("/"):
-                    changed.add(line)
+                    self.paths.add(line)
                 elif line == LISTED_ALL:
-                    everything = True
+                    self.everything = True
                 elif line.startswith(LISTED_SINCE):
                     try:
-                        since = min(since, float(line[len(LISTED_SINCE) :]))
+                        self.since = min(self.since, float(line[len(LISTED_SINCE) :]))
                     except ValueError:
-                        everything = True  # not what the host writes: closed
+                        self.everything = True  # not what the host writes: closed
                 elif line.strip():
-                    everything = True
+                    self.everything = True
+
+    def is_agents(self, path: str, ctime: float) -> bool:
+        """Whether the file at sandbox path `path`, whose status changed at `ctime`, is the
+        agent's (outside termgym's folders and the task's tests)."""
+        if path.startswith((NEST_ROOT + "/", "/tests/")):
+            return False
+        return self.everything or os.path.normpath(path) in self.paths or ctime >= self.since
+
+
+def changed_files(listing: str) -> Callable[[Any], bool]:
+    """Whether a path (in this process's view) is a file of the agent's (`Changed`), or the
+    file it is through the agent's links (a folder of the image's site-packages that is a
+    link to a folder the agent made)."""
+    changed = Changed(listing)
 
     def agents(path: Any) -> bool:
-        """`path`'s file, or the file it is through the agent's links (a folder of the
-        image's site-packages that is a link to a folder the agent made)."""
         if not isinstance(path, str) or not path.startswith("/"):
             return False
         return any(_one(p) for p in {path, os.path.realpath(path)})
@@ -164,12 +238,11 @@ def changed_files(listing: str) -> Callable[[Any], bool]:
     def _one(path: str) -> bool:
         if path.startswith((NEST_ROOT + "/", "/tests/")):
             return False
-        if everything or os.path.normpath(path) in changed:
-            return True
         try:
-            return os.stat(path).st_ctime >= since
+            ctime = os.stat(path).st_ctime
         except OSError:
-            return False
+            ctime = 0.0
+        return changed.is_agents(path, ctime)
 
     return agents
 
@@ -184,8 +257,13 @@ def prepare_python(refuse: Any = None) -> None:
     modules, and the record of the agent's code loaded (module docstring; `refuse`: see
     termgym_agentexec.watch_agent_code)."""
     toolchain = [p for p in sys.path if p.startswith(TOOLCHAIN + "/")]
+    if sys.flags.no_site:  # started without site (Toolchain.python_argv): its folders here
+        import site
+
+        toolchain += [p for p in site.getsitepackages()
+                      if p.startswith(TOOLCHAIN + "/") and os.path.isdir(p)]  # fmt: skip
     stdlib = [p for p in toolchain if "-packages" not in p]
-    sites = [p for p in toolchain if "-packages" in p]
+    sites = [p for p in dict.fromkeys(p for p in toolchain if "-packages" in p)]
     theirs = [p[len(TOOLCHAIN) :] for p in sites]  # the same folders in the snapshot
     others = [p for p in sys.path if p not in toolchain]
     sys.path[:] = stdlib + [p for p in theirs if os.path.isdir(p)] + sites + others
@@ -223,8 +301,12 @@ def prepare_python(refuse: Any = None) -> None:
                 return
 
 
-def tests_nest(snapshot: str, graders: str, results: str, scratch: str, caps: list[int]) -> dict:
-    """The spec (termgym_nest) of the nest a job's tests run in, on the snapshot."""
+def tests_nest(
+    snapshot: str, graders: str, results: str, scratch: str, caps: list[int],
+    masks: list[str] = [],  # noqa: B006 - read only
+) -> dict:  # fmt: skip
+    """The spec (termgym_nest) of the nest a job's tests run in, on the snapshot; `masks`:
+    the toolchain's folders bound over the snapshot's (`Toolchain.masks`)."""
     return {
         "root": snapshot,
         "binds": [
@@ -235,7 +317,9 @@ def tests_nest(snapshot: str, graders: str, results: str, scratch: str, caps: li
             # the verifier's own view of the network it is on (a live-state verifier's is the
             # agent's): the snapshot's files hold its image's, not what its engine gave it
             *([f, f, True] for f in NETWORK_FILES if os.path.isfile(f)),
+            *([m, m, True] for m in masks),
         ],
+        "fresh": [NEST_ROOT],
         "hidden": [TOOLCHAIN + "/var/lib/termgym-verifier", TOOLCHAIN + snapshot],
         "writable": [],
         "read_only": False,
