@@ -192,6 +192,11 @@ def _translate_overlay(
                 occ["file"] = "solution/oracle.sh"
             else:
                 rel = file.removeprefix("environment/") if task.format == "harbor" else file
+                if (task.context / rel).is_symlink():
+                    raise TaskSpecError(
+                        f"{source}: rule {name!r}: {file} is a link: expected a file of the "
+                        "build context to rewrite (a link's target would be rewritten too)"
+                    )
                 if not (task.context / rel).is_file():
                     raise TaskSpecError(
                         f"{source}: rule {name!r}: {file}: expected 'instruction', a file of "
@@ -208,7 +213,7 @@ def _translate_overlay(
                     )
                 inside = where[len(prefix) :]
                 (dest / "files" / inside).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(task.context / rel, dest / "files" / inside)
+                shutil.copy2(task.context / rel, dest / "files" / inside, follow_symlinks=False)
                 occ["file"] = "files/" + inside
     return data
 
@@ -325,7 +330,7 @@ def convert(
         graders = staging / "graders"
         graders.mkdir()
         if task.tests is not None and task.tests.is_dir():
-            shutil.copytree(task.tests, graders / "tests", symlinks=False)
+            shutil.copytree(task.tests, graders / "tests", symlinks=True)  # links stay links
         (graders / "run-tests.sh").write_text(plan.script, encoding="utf-8")
         (staging / "solution").mkdir()
         solution = task.solution

@@ -12,6 +12,7 @@ from termgym.errors import ImportRefused, TaskError
 from termgym.importing._bundled import overlay_folder
 from termgym.importing._convert import Converted, convert
 from termgym.importing._harbor import is_harbor, read_harbor
+from termgym.importing._links import refuse_outside_links
 from termgym.importing._model import ForeignTask, Format, normalize_id
 from termgym.importing._source import resolve_source
 from termgym.importing._tb import is_tb, read_tb
@@ -31,8 +32,8 @@ def read_foreign(folder: Path, fmt: Format | None = None) -> ForeignTask:
     """Read a Terminal-Bench or Harbor task folder.
 
     Raises:
-        TaskError: it is not a task of that format (ImportRefused: it cannot run here;
-            TaskSpecError: its files are malformed).
+        TaskError: it is not a task of that format (ImportRefused: it cannot run here, or
+            a link in it leads out of it; TaskSpecError: its files are malformed).
     """
     found = detect(folder)
     fmt = fmt or found
@@ -46,6 +47,7 @@ def read_foreign(folder: Path, fmt: Format | None = None) -> ForeignTask:
         present = [n for n in _MARKERS if (folder / n).is_file()]
         what = found or (f"only {', '.join(present)}" if present else "neither")
         raise TaskError(f"{folder}: expected {expected}, found {what}")
+    refuse_outside_links(folder)  # before any file of it is read
     return read_harbor(folder) if fmt == "harbor" else read_tb(folder)
 
 
