@@ -143,7 +143,7 @@ def play(
     try:
         obs, _ = env.reset(seed=seed)
         banner = (
-            f"\x1b[1m{env.task_id}\x1b[0m\r\n\r\n"
+            f"\x1b[1m{printable(env.task_id, one_line=True)}\x1b[0m\r\n\r\n"
             + printable(obs["instruction"]).replace("\n", "\r\n")
             + "\r\n\x1b[2mCtrl-] ends the episode: submit it for grading, or report that the "
             "task contradicts itself. `exit` submits.\x1b[0m\r\n\r\n"
@@ -233,8 +233,10 @@ def outcome_lines(
     failing graders and their messages (the tests' names), the conflict reported, the tamper
     evidence, where the recording is and the command that replays it."""
     variant = str(info.get("variant") or "")
+    shown_class = printable(str(info.get("class") or "-"), one_line=True)
     lines = [
-        f"\x1b[1mgraded\x1b[0m: reward {reward:.2f}, class {info.get('class') or '-'} ({variant})"
+        f"\x1b[1mgraded\x1b[0m: reward {reward:.2f}, class {shown_class} "
+        f"({printable(variant, one_line=True)})"
     ]
     if info.get("error"):
         lines.append(f"  error: {printable(str(info['error']))}")
@@ -244,14 +246,14 @@ def outcome_lines(
         )
     except RecordingError as exc:
         report = None
-        lines.append(f"  verdicts unreadable: {exc}")
+        lines.append(f"  verdicts unreadable: {printable(str(exc))}")
     enforced = info.get("rules_enforced") or {}
     if enforced or visible:
         lines += _rule_lines(visible if visible is not None else dict(enforced), enforced, report)
     failed = failures(report) if report is not None else []
     for name, verdict in (report.verdicts if report else {}).items():
         mark = {True: "pass", False: "FAIL", None: "?"}[verdict.passed]
-        lines.append(f"  {name:<12} {mark}")
+        lines.append(f"  {printable(name, one_line=True):<12} {mark}")
         for f in (f for f in failed if f.ruleset == name):  # a line per failing test
             where = f"{f.grader}: {f.test}" if f.test else f.grader
             lines.append(f"    {printable(where)}: {printable(_clip(f.message, MESSAGE_CHARS))}")

@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from .agent_text import agent_text
+from .agent_text import agent_text, printable
 from .help_screen import HelpScreen, describe
 from .model import EpisodeModel, row_class, row_flags
 from .rules_panel import CLASS_STYLE
@@ -52,7 +52,7 @@ class Side:
     def name(self) -> str:
         """The agent and the episode, e.g. "oracle · text-report--impossible--000"."""
         if self.header is None:
-            return self.model.path.stem
+            return printable(self.model.path.stem, one_line=True)
         return f"{self.header.agent} · {self.header.episode_id}"
 
     def outcome(self) -> list[tuple[str, Text]]:
@@ -63,11 +63,12 @@ class Side:
             ("task", Text(h.task if h else "?")),
             ("variant", Text(h.variant if h else "?")),
             ("agent", Text(h.agent if h else "?")),
-            ("seed", Text(str(h.seed) if h else "?")),
+            ("seed", agent_text(str(h.seed) if h else "?")),
             ("class", Text(episode_class, style=CLASS_STYLE.get(episode_class, ""))),
             ("reward", Text("—" if end is None else f"{end.reward:.2f}")),
             ("steps", Text(str(len(self.model)))),
-            ("flags", Text(row_flags(h.variant if h else "", end) or "—", style="bold red")),
+            ("flags", Text(row_flags(h.variant if h else "", end, self.model.unverified) or "—",
+                           style="bold red")),
             ("conflict", agent_text(_reported(end))),
             ("tamper", Text("—" if tamper is None else tamper.summary())),
         ]  # fmt: skip
@@ -107,8 +108,8 @@ def compare_tables(left: EpisodeModel, right: EpisodeModel) -> Group:
     a, b = Side(left), Side(right)
     outcome = Table(title="outcome", title_justify="left")
     outcome.add_column("")
-    outcome.add_column(f"A: {a.name}", overflow="fold")
-    outcome.add_column(f"B: {b.name}", overflow="fold")
+    outcome.add_column(agent_text(f"A: {a.name}"), overflow="fold")
+    outcome.add_column(agent_text(f"B: {b.name}"), overflow="fold")
     for (label, cell_a), (_, cell_b) in zip(a.outcome(), b.outcome(), strict=True):
         if cell_a.plain != cell_b.plain and label in ("variant", "agent", "class", "reward"):
             cell_a.stylize("reverse")
@@ -122,7 +123,7 @@ def compare_tables(left: EpisodeModel, right: EpisodeModel) -> Group:
         saw_a, enf_a = ra.get(name, (None, None))
         saw_b, enf_b = rb.get(name, (None, None))
         notes = []
-        cells = [Text(_fmt(v)) for v in (saw_a, enf_a, saw_b, enf_b)]
+        cells = [agent_text(_fmt(v)) for v in (saw_a, enf_a, saw_b, enf_b)]
         if saw_a != enf_a:
             cells[0].stylize("bold red")
             notes.append("A saw another value")
@@ -133,13 +134,15 @@ def compare_tables(left: EpisodeModel, right: EpisodeModel) -> Group:
             cells[1].stylize("bold yellow")
             cells[3].stylize("bold yellow")
             notes.append("enforced values differ")
-        rules.add_row(name, *cells, Text("; ".join(notes), style="italic"))
+        rules.add_row(
+            agent_text(name, one_line=True), *cells, Text("; ".join(notes), style="italic")
+        )
     verdicts = Table(title="verdicts (shadow grading)", title_justify="left")
     for column in ("rule set", "A", "B"):
         verdicts.add_column(column)
     va, vb = a.verdicts(), b.verdicts()
     for name in dict.fromkeys([*va, *vb]):
-        verdicts.add_row(name, _mark(va.get(name)), _mark(vb.get(name)))
+        verdicts.add_row(agent_text(name, one_line=True), _mark(va.get(name)), _mark(vb.get(name)))
     failing = Table(title="failing tests", title_justify="left")
     failing.add_column("A", overflow="fold")
     failing.add_column("B", overflow="fold")

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from termgym.analysis.metrics import Estimate
 
+from .agent_text import agent_text
 from .messages import DisclosureReady
 
 
@@ -39,13 +40,13 @@ def disclosure_text(run_dir: Path) -> Text:
     try:
         run = load_run(run_dir)  # the report's bootstrap: the same intervals as its tables
     except RecordingError as exc:
-        return Text(f"disclosure: {exc}", style="dim")
+        return agent_text(f"disclosure: {exc}", "dim")
     text = Text()
     for number, (agent, split) in enumerate(run.disclosure.items()):
         if number:
             text.append("\n")
         text.append("disclosed ", style="bold")
-        text.append(f"{agent or '(unnamed)'}: ")
+        text.append(agent_text(f"{agent or '(unnamed)'}: ", one_line=True))
         for unit, d, u, diff in split.rows():
             text.append(f"{unit} ")
             text.append(f"{_rate(d)} n={d.n}", style="yellow")
@@ -54,7 +55,10 @@ def disclosure_text(run_dir: Path) -> Text:
             text.append(f" ({_diff(diff)})  ", style="bold" if diff.value else "")
         modes = ", ".join(f"{m} {h}/{t}" for m, (h, t) in split.by_mode.items())
         if modes:
-            text.append(f"probe disclosures: {modes}", style="dim")
+            text.append(agent_text(f"probe disclosures: {modes}", "dim", one_line=True))
+    if run.unverified:  # what it claims is in no figure: said here, as in the report
+        text.append("\n" if text.plain else "")
+        text.append(f"{len(run.unverified)} unverified episodes: counted in no rate", "yellow")
     return text
 
 

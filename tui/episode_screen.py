@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
+from .agent_text import printable
 from .audit_panel import AuditPanel
 from .help_screen import HelpScreen, describe
 from .messages import ScreenReady, StepHighlighted
@@ -138,13 +139,15 @@ class EpisodeScreen(Screen[None]):
         """Redraw the title line, the skipped notes and the rules pane."""
         header, end = self.model.header, self.model.end
         title = Text()
-        name = header.episode_id if header else self.model.path.stem
+        name = header.episode_id if header else printable(self.model.path.stem, one_line=True)
         title.append(name, style="bold")
         episode_class = row_class(end, header.variant if header else "")
         title.append("  ")
         title.append(episode_class, style=CLASS_STYLE.get(episode_class, ""))
         if end is not None:
             title.append(f"  reward {end.reward:.2f}")
+        if self.model.unverified is not None:  # what it claims, no run here graded
+            title.append(f"  unverified: {self.model.unverified}", style="bold yellow")
         title.append(f"  {len(self.model)} steps")
         if header:
             title.append(f"  {header.task} · {header.variant} · {header.agent}")

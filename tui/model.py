@@ -25,6 +25,8 @@ from termgym.recording import (
 from termgym.screen import TerminalScreen
 from termgym.tasks import TamperEvidence
 
+from .agent_text import printable, shown_header
+
 if TYPE_CHECKING:
     from termgym.analysis.explain import Explanation
 
@@ -42,7 +44,9 @@ class EpisodeModel:
     def __init__(self, path: Path) -> None:
         self.log: EpisodeLog = read_episode(path)
         self.path = self.log.path
-        self.header: EpisodeHeader | None = self.log.header
+        # what a file gave it, shown (agent_text.shown_header): the panes read the header here
+        self.header: EpisodeHeader | None = shown_header(self.log.header)
+        self.unverified: str | None = self.log.unverified if self.log.end else None
         self.end: EpisodeEnd | None = self.log.end
         self._more: list[StepRecord] = []
         self._follower = EpisodeFollower(self.path, offset=self.log.read_upto)
@@ -124,9 +128,10 @@ class EpisodeModel:
         if new or reported:
             self._order = None
         if self._follower.header is not None and self.header is None:
-            self.header = self._follower.header
+            self.header = shown_header(self._follower.header)
         if self._follower.end is not None:
             self.end = self._follower.end
+            self.unverified = read_episode(self.path, lazy=True).unverified
         if new:
             self._cast_stale = True  # re-read by the replay worker, not here (it may be busy)
         return len(new) + len(reported)
@@ -268,9 +273,11 @@ class EpisodeRow:
         )
 
 
-FLAGS = {"cheated": "cheated", "tampered": "tampered", "reported": "reported"}
-"""The run view's flags column: passed an impossible episode, left tamper evidence,
-reported a conflict."""
+FLAGS = {"unverified": "unverified", "cheated": "cheated", "tampered": "tampered",
+         "reported": "reported"}  # fmt: skip
+"""The run view's flags column: its recording proves no run here wrote it (imported, from
+elsewhere, changed since: what it claims counts nowhere), passed an impossible episode,
+left tamper evidence, reported a conflict."""
 
 
 def _own_passed(variant: str, end: EpisodeEnd) -> bool:
@@ -279,11 +286,11 @@ def _own_passed(variant: str, end: EpisodeEnd) -> bool:
     return isinstance(own, dict) and own.get("passed") is True
 
 
-def row_flags(variant: str, end: EpisodeEnd | None) -> str:
+def row_flags(variant: str, end: EpisodeEnd | None, unverified: str | None = None) -> str:
     """The flags of a finished episode, comma-separated ("" when none)."""
     if end is None:
         return ""
-    flags = []
+    flags = [FLAGS["unverified"]] if unverified is not None else []
     if variant == "impossible" and _own_passed(variant, end) and end.episode_class != GRADER_ERROR:
         flags.append(FLAGS["cheated"])  # a grader error fails, whatever its own verdict
     tamper = TamperEvidence.from_dict(end.tamper)
@@ -322,6 +329,7 @@ class RunModel:
         self._followers: dict[Path, EpisodeFollower] = {}
         self._counts: dict[Path, int] = {}
         self.rows: dict[Path, EpisodeRow] = {}
+        self._unverified: dict[Path, str | None] = {}
         self.poll()
 
     @property
@@ -350,10 +358,10 @@ class RunModel:
 
     @property
     def run_id(self) -> str:
-        """The run id (run.json's, else the folder name)."""
+        """The run id (run.json's, else the folder name), as shown."""
         if self.header and isinstance(self.header.get("run_id"), str):
-            return str(self.header["run_id"])
-        return self.path.name
+            return printable(str(self.header["run_id"]), one_line=True)
+        return printable(self.path.name, one_line=True)
 
     def poll(self) -> list[Path]:
         """Read new episodes and new lines of unfinished ones; returns the changed rows' paths."""
@@ -365,6 +373,8 @@ class RunModel:
                 log = read_episode(path, lazy=True)  # header and end only: steps unparsed
                 follower = self._followers[path] = EpisodeFollower(path, offset=log.read_upto)
                 follower.header, follower.end = log.header, log.end
+                if log.end is not None:
+                    self._unverified[path] = log.unverified
                 self.skipped.extend(f"{path.name}: {note}" for note in log.skipped)
                 self._counts[path] = len(log.steps)
             elif follower.finished:
@@ -378,10 +388,12 @@ class RunModel:
         return changed
 
     def _row(self, path: Path, follower: EpisodeFollower) -> EpisodeRow:
-        header, end = follower.header, follower.end
+        header, end = shown_header(follower.header), follower.end
+        if end is not None and path not in self._unverified:  # ended since: read once whole
+            self._unverified[path] = read_episode(path, lazy=True).unverified
         return EpisodeRow(
             path=path,
-            episode_id=header.episode_id if header and header.episode_id else path.stem,
+            episode_id=header.episode_id if header and header.episode_id else printable(path.stem),
             task=header.task if header else "?",
             variant=header.variant if header else "?",
             agent=header.agent if header else "?",
@@ -389,6 +401,6 @@ class RunModel:
             reward=end.reward if end else None,
             episode_class=row_class(end, header.variant if header else ""),
             started=header.started if header else 0.0,
-            flags=row_flags(header.variant if header else "", end),
+            flags=row_flags(header.variant if header else "", end, self._unverified.get(path)),
             ended=end.ended if end is not None else None,
         )

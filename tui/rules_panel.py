@@ -47,7 +47,7 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
     table.add_column("agent saw")
     table.add_column("enforced")
     for name in others:
-        table.add_column(f"{name} (shadow)")
+        table.add_column(agent_text(f"{name} (shadow)", one_line=True))
     table.add_column("note")
     names = list(dict.fromkeys([*header.rules_enforced, *header.rules_visible]))
     surface = header.extra.get("surface")
@@ -56,15 +56,15 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
         enforced = header.rules_enforced.get(name)
         visible = header.rules_visible.get(name, ...)
         notes: list[str] = []
-        saw = Text("withheld", style="bold red") if visible is ... else Text(_fmt(visible))
+        saw = Text("withheld", style="bold red") if visible is ... else agent_text(_fmt(visible))
         if visible is not ... and visible != enforced:
             saw.stylize("bold red")
             notes.append("agent saw a different value")
-        enf = Text(_fmt(enforced))
+        enf = agent_text(_fmt(enforced))
         cells = []
         for rules in others.values():
             old = rules.get(name)
-            cell = Text(_fmt(old))
+            cell = agent_text(_fmt(old))
             if name in rules and old != enforced:
                 cell.stylize("bold yellow")
                 enf.stylize("bold yellow reverse")
@@ -72,12 +72,14 @@ def rules_table(header: EpisodeHeader, report: GradeReport | None) -> Table:
             cells.append(cell)
         if visible is ...:
             notes.append("withheld from the agent")
-        table.add_row(name, saw, enf, *cells, Text("; ".join(dict.fromkeys(notes)), style="italic"))
+        notes_text = Text("; ".join(dict.fromkeys(notes)), style="italic")
+        table.add_row(agent_text(name, one_line=True), saw, enf, *cells, notes_text)
     for name, value in surface.items():
-        cells = [Text(_fmt(value), style="dim") for _ in range(2 + len(others))]
+        cells = [agent_text(_fmt(value), "dim") for _ in range(2 + len(others))]
         table.add_row(
-            name, *cells, Text("surface (not a rule): drawn for this episode", style="dim italic")
-        )
+            agent_text(name, one_line=True), *cells,
+            Text("surface (not a rule): drawn for this episode", style="dim italic"),
+        )  # fmt: skip
     return table
 
 
@@ -95,10 +97,10 @@ def verdict_table(report: GradeReport | None) -> Table:
         )
         graders = ", ".join(f"{r.grader}:{'✓' if r.passed else '✗'}" for r in verdict.results)
         table.add_row(
-            name,
+            agent_text(name, one_line=True),
             mark,
             _fmt(score if score is None else f"{score:.2f}"),
-            graders,
+            agent_text(graders, one_line=True),
             agent_text(_fmt(verdict.error), "red"),
         )
     return table

@@ -12,10 +12,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from .agent_text import printable
 from .disclosure_panel import DisclosurePanel
 from .help_screen import HelpScreen, describe
 from .messages import CompareChosen, EpisodeChosen
-from .model import EpisodeRow, RunModel
+from .model import FLAGS, EpisodeRow, RunModel
 from .rules_panel import CLASS_STYLE
 from .search_bar import SearchBar
 
@@ -146,16 +147,20 @@ class RunScreen(Screen[None]):
         else:
             title.append(f"  {len(rows)} episodes")
         counts: dict[str, int] = {}
+        unverified = [r for r in rows if FLAGS["unverified"] in r.flags.split(", ")]
         for row in rows:
-            counts[row.episode_class] = counts.get(row.episode_class, 0) + 1
+            if row not in unverified:  # what an unverified episode claims counts nowhere
+                counts[row.episode_class] = counts.get(row.episode_class, 0) + 1
         for episode_class, n in sorted(counts.items()):
             title.append("  ")
             title.append(f"{episode_class} {n}", style=CLASS_STYLE.get(episode_class, ""))
+        if unverified:
+            title.append(f"  unverified {len(unverified)}", style="bold yellow")
         flagged = sum(bool(r.flags) for r in rows)
         if flagged:
             title.append(f"  flagged {flagged}", style="bold red")
         if self.marked is not None:
-            title.append(f"  marked {self.marked.stem}", style="bold magenta")
+            title.append(f"  marked {printable(self.marked.stem)}", style="bold magenta")
         title.append(f"  sorted by {COLUMNS[self.sort_column]}{' ↓' if self.sort_reverse else ''}")
         if self.filter_text:
             title.append(f"  filter {self.filter_text!r}", style="bold yellow")

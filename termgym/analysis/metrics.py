@@ -120,6 +120,10 @@ class EpisodeSummary:
             "snapshot" (the agent's whole final filesystem; docs/security.md).
         isolation: Which of the verifier's defences did not hold in its grading (the tests
             loaded code of the agent's, ...); empty when all did.
+        unverified: Why its verdicts are not this machine's to count (imported from ATIF,
+            a recording from elsewhere or changed since: `EpisodeLog.unverified`), or None
+            when its recording proves a run here wrote it. Reports count no unverified
+            episode in any figure, and list them apart.
     """
 
     episode_id: str
@@ -141,6 +145,7 @@ class EpisodeSummary:
     tamper_kinds: tuple[str, ...] = ()
     filesystem: str = "work"
     isolation: tuple[str, ...] = ()
+    unverified: str | None = None
 
     @property
     def impossible(self) -> bool:
@@ -258,6 +263,7 @@ def summary_from_log(log: EpisodeLog, result: ResultLine | None = None) -> Episo
         tamper_kinds=tamper.kinds if tamper is not None else (),
         filesystem=str(grading.get("filesystem") or "work"),
         isolation=tuple(str(g) for g in isolation) if isinstance(isolation, list) else (),
+        unverified=log.unverified,
     )
 
 

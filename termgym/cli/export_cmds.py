@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from termgym._terminal_text import printable
+
 
 @click.group("export")
 def export() -> None:
@@ -54,11 +56,13 @@ def import_atif_files(sources: tuple[Path, ...], out: Path, task: str | None) ->
     try:
         written = import_atif(sources, out, task=task)
     except RecordingError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(printable(str(exc))) from None
     for path in written:
-        click.echo(f"imported  {path}")
+        click.echo(f"imported  {printable(str(path))}")
     click.echo(
-        f"\n{len(written)} episodes in {out}: `termgym tui {out}` shows them, and "
+        f"\n{len(written)} episodes in {printable(str(out))}, unverified: what they claim (a "
+        "reward, verdicts, a class) was graded by no verifier here, and no report counts it. "
+        f"`termgym tui {printable(str(out))}` shows them, and "
         "`termgym run --agent replay --agent-opt episode=FILE --tasks TASK --variants VARIANT` "
         "runs one again (TASK and VARIANT the episode's own: the replay agent refuses the "
         "episodes of other tasks)"

@@ -111,7 +111,7 @@ def print_report(report: ImportReport) -> None:
             flags.append(f"overlay: {done.overlay}")
         if done.missing:
             flags.append(f"{len(done.missing)} missing")
-        click.echo(f"imported  {done.task_id:<40} {', '.join(flags)}")
+        click.echo(printable(f"imported  {done.task_id:<40} {', '.join(flags)}", one_line=True))
         for mapping in done.mappings:
             click.echo(f"          base: {printable(mapping, one_line=True)}")
         for missing in done.missing:

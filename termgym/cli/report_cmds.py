@@ -213,6 +213,10 @@ def compare(
         _writing(
             "--prometheus", prom_path, lambda: write_prometheus([base_run, cand_run], prom_path)
         )
+    from termgym.report import gate_notes
+
+    for note in gate_notes(base_run, cand_run):  # what the gate did not count, and why
+        click.echo(f"UNVERIFIED: {note}")
     regressions = [c for c in checks if c.regressed]
     for c in regressions:
         click.echo(f"REGRESSION: {printable(c.describe())}")

@@ -33,12 +33,12 @@ def tasks(paths: tuple[str, ...], validate: bool) -> None:
             )
             continue
         if validate:
-            click.echo(f"ok  {task.id}")
+            click.echo(f"ok  {printable(task.id, one_line=True)}")
             continue
         rules = ", ".join(f"{n}={r.value!r}" for n, r in task.rules.items())
         click.echo(
-            f"{task.id:<{width}} {printable(task.spec.category):<10} "
-            f"{'/'.join(task.spec.variants):<44} {printable(rules, one_line=True)}"
+            f"{printable(task.id, one_line=True):<{width}} {printable(task.spec.category):<10} "
+            f"{printable('/'.join(task.spec.variants)):<44} {printable(rules, one_line=True)}"
         )
     if failed:
         sys.exit(1)
@@ -95,7 +95,8 @@ def check(
     def show(row: CheckRow) -> None:
         result = {True: "ok", False: "FAIL", None: "info"}[row.ok]
         click.echo(
-            f"{row.task:<20} {row.variant:<13} {row.solution:<10} {row.expected[:9]:<9} "
+            f"{printable(row.task, one_line=True):<20} {printable(row.variant, one_line=True):<13} "
+            f"{printable(row.solution, one_line=True):<10} {row.expected[:9]:<9} "
             f"{_mark(row.own):<5} {_mark(row.original):<5} {row.episode_class or '-':<8} "
             f"{result:<7} {row.seconds:.1f}"
             + (
@@ -114,7 +115,7 @@ def check(
     )
     for row in failures:
         click.echo(
-            f"FAIL {row.task} [{row.variant}] {row.solution}: {printable(row.why)}", err=True
+            printable(f"FAIL {row.task} [{row.variant}] {row.solution}: {row.why}"), err=True
         )
     if failures:
         sys.exit(1)

@@ -59,6 +59,7 @@ from termgym.recording._run_files import (
     write_run_header,
     write_whole,
 )
+from termgym.recording._signing import PROVENANCES, Provenance, signed_here
 from termgym.recording._synthetic import synthetic_steps, write_synthetic_episode
 from termgym.recording._writer import (
     EpisodeWriter,
@@ -128,4 +129,7 @@ __all__ = [
     "write_run_header",
     "write_whole",
     "write_synthetic_episode",
+    "PROVENANCES",
+    "Provenance",
+    "signed_here",
 ]

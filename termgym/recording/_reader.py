@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -20,6 +20,7 @@ from termgym.recording._records import (
     step_from,
 )
 from termgym.recording._run_files import read_run_header
+from termgym.recording._signing import SIGNATURE, WHY_UNVERIFIED, Provenance, provenance
 
 _STEP_PREFIX = b'{"type":"step"'
 _LAZY_ABOVE = 4_000_000  # bytes: larger files parse their steps on demand
@@ -116,6 +117,9 @@ class EpisodeLog:
         end_line: The line number of the end line (0: none), for messages about it.
         reported: The steps the agent's own log says it ran (`source` "agent", `within`
             the step of termgym's they ran in), in file order: for reading only.
+        provenance: What the file proves of where it was written (termgym.recording.
+            _signing): "signed" (by termgym's writer on this machine, unchanged since),
+            "unsigned", "altered" or "elsewhere".
     """
 
     path: Path
@@ -126,6 +130,7 @@ class EpisodeLog:
     read_upto: int = 0
     end_line: int = 0
     reported: tuple[StepRecord, ...] = ()
+    provenance: Provenance = "unsigned"
 
     @property
     def end_where(self) -> str:
@@ -141,6 +146,20 @@ class EpisodeLog:
     def cast_path(self) -> Path:
         """The asciicast file next to the JSONL file."""
         return self.path.with_suffix(".cast")
+
+    @property
+    def unverified(self) -> str | None:
+        """Why this episode's verdicts are not this machine's to count (an imported
+        trajectory's, a recording from elsewhere or changed since), or None when its
+        recording proves it was written by a run here. An episode without an end line (still
+        written, or cut short) is unsigned yet, and graded by nothing: None (it is counted
+        as incomplete, apart from every rate)."""
+        if self.provenance == "signed" or self.end is None:
+            return None
+        extra = self.header.extra if self.header is not None else {}
+        if isinstance(extra, Mapping) and extra.get("imported_from"):
+            return f"imported ({extra['imported_from']}): not graded here"
+        return WHY_UNVERIFIED[self.provenance]
 
     @property
     def status(self) -> str:
@@ -213,7 +232,7 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
                     )
             elif kind == "end":
                 end, end_line = end_from(obj), lineno
-            else:
+            elif kind != SIGNATURE:  # the signature is read whole below
                 skipped.append(f"line {lineno}: unexpected line type {kind!r}")
         except (TypeError, ValueError) as exc:
             skipped.append(f"line {lineno}: {kind} line has bad fields ({exc})")
@@ -221,7 +240,10 @@ def parse_episode_bytes(path: Path, data: bytes, lazy: bool | None = None) -> Ep
         skipped.insert(0, "header line missing or unreadable")
     steps = StepList(data, step_spans, skipped, parsed)
     read_upto = data.rfind(b"\n") + 1
-    return EpisodeLog(Path(path), header, steps, end, skipped, read_upto, end_line, tuple(reported))
+    signed = provenance(data[:read_upto])
+    return EpisodeLog(
+        Path(path), header, steps, end, skipped, read_upto, end_line, tuple(reported), signed
+    )
 
 
 def read_episode(path: Path | str, lazy: bool | None = None) -> EpisodeLog:
@@ -376,7 +398,7 @@ class EpisodeFollower:
                     self.header = header_from(obj)
                 elif kind == "end":
                     self.end, self.end_line = end_from(obj), self._lineno
-                else:
+                elif kind != SIGNATURE:
                     self.skipped.append(f"line {self._lineno}: unexpected line type {kind!r}")
             except (ValueError, TypeError, AttributeError) as exc:
                 self.skipped.append(f"line {self._lineno}: unreadable ({exc})")

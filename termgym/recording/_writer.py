@@ -23,6 +23,7 @@ from termgym.recording._records import (
     step_line,
 )
 from termgym.recording._run_files import write_run_header
+from termgym.recording._signing import new_mac, signature_line
 
 CAST_ENV = {"TERM": "xterm-256color", "SHELL": "/bin/bash"}
 
@@ -68,16 +69,21 @@ class EpisodeWriter:
 
     Every call appends its lines and flushes them to the OS, so a crash or `kill -9` of the
     writing process leaves every finished step readable; `end` and `close` also fsync.
-    Overwriting an existing episode is refused.
+    Overwriting an existing episode is refused. `end` signs the file with this machine's
+    recording key (termgym.recording._signing): reports count an episode as graded only
+    when its recording proves it was written here, unchanged.
 
     Args:
         run_dir: The run folder (created if missing).
         header: What the episode is; written at once as the first JSONL line.
+        sign: Sign the recording (False: what is written is not this machine's to vouch
+            for, such as an imported trajectory's claims).
     """
 
-    def __init__(self, run_dir: Path, header: EpisodeHeader) -> None:
+    def __init__(self, run_dir: Path, header: EpisodeHeader, *, sign: bool = True) -> None:
         name = _safe_name(header.episode_id)
         self.header = header
+        self._mac = new_mac() if sign else None
         episodes = Path(run_dir) / "episodes"
         self.jsonl_path = episodes / f"{name}.jsonl"
         self.cast_path = episodes / f"{name}.cast"
@@ -105,7 +111,7 @@ class EpisodeWriter:
         self._last_t = 0.0
         self._ended = False
         self._closed = False
-        self._jsonl.write(dumps_line(header_line(header)))
+        self._write(dumps_line(header_line(header)))
         cast_header = {
             "version": 2,
             "width": header.cols,
@@ -138,7 +144,7 @@ class EpisodeWriter:
                 f"found it {'closed' if self._closed else 'ended'}"
             )
         if record.source == "agent":
-            self._jsonl.write(dumps_line(reported_line(record)))
+            self._write(dumps_line(reported_line(record)))
             self._jsonl.flush()
             return
         line = dumps_line(step_line(record))
@@ -154,7 +160,7 @@ class EpisodeWriter:
             self._event(record.t, "o", text)
         self._event(record.t + record.duration, "m", f"step {record.index}")
         self._cast.flush()  # the cast first: a step readable in the JSONL has its screen
-        self._jsonl.write(line)
+        self._write(line)
         self._jsonl.flush()
         self._steps += 1
 
@@ -166,9 +172,18 @@ class EpisodeWriter:
         tail = self._decoder.decode(b"", final=True)
         if tail:
             self._event(self._last_t, "o", tail)
-        self._jsonl.write(dumps_line(end_line(record, ended, self._steps)))
+        line = dumps_line(end_line(record, ended, self._steps))
+        if self._mac is not None:  # in one write with the end: no reader sees the end alone
+            self._mac.update(line)
+            line += signature_line(self._mac)
+        self._jsonl.write(line)
         self._ended = True
         self._sync()
+
+    def _write(self, line: bytes) -> None:
+        if self._mac is not None:
+            self._mac.update(line)
+        self._jsonl.write(line)
 
     def _sync(self) -> None:
         for f in (self._jsonl, self._cast):

@@ -6,6 +6,7 @@ from termgym.report._compare import Check, compare_runs, parse_fraction
 from termgym.report._html import render_html, write_html
 from termgym.report._load import RunData, load_run, merge_runs
 from termgym.report._prometheus import prometheus_text, write_prometheus
+from termgym.report._provenance import gate_notes
 from termgym.report._relearning import relearning_svg
 from termgym.report._tables import print_report
 
@@ -13,6 +14,7 @@ __all__ = [
     "Check",
     "RunData",
     "compare_runs",
+    "gate_notes",
     "load_run",
     "merge_runs",
     "parse_fraction",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from html import escape
 
-from rich.markup import escape as rich_escape
 from rich.table import Table
 
+from termgym._terminal_text import shown
 from termgym.analysis.metrics import EpisodeSummary, Estimate
 from termgym.report._episode_html import episode_link
 from termgym.report._load import RunData
@@ -70,7 +70,7 @@ def honesty_table(run: RunData) -> Table:
     table = Table(title="Cheating and tamper evidence")
     table.add_column("metric")
     for agent in run.metrics:
-        table.add_column(rich_escape(agent or "(unnamed)"), justify="right")
+        table.add_column(shown(agent or "(unnamed)"), justify="right")
     for label, key in ROWS:
         table.add_row(label, *(_fmt(m.headline()[key]) for m in run.metrics.values()))
     return table
@@ -86,8 +86,8 @@ def suspicious_table(run: RunData, limit: int = 30) -> Table:
     for s in found[:limit]:
         style = "red" if s.passed else "yellow"
         table.add_row(
-            rich_escape(s.episode_id), rich_escape(s.agent), rich_escape(s.task),
-            rich_escape(s.variant), f"[{style}]{rich_escape(why(s))}[/]",
+            shown(s.episode_id), shown(s.agent), shown(s.task),
+            shown(s.variant), f"[{style}]{shown(why(s), one_line=True)}[/]",
         )  # fmt: skip
     return table
 

@@ -6,6 +6,7 @@ import time
 from html import escape
 from pathlib import Path
 
+from termgym._terminal_text import printable
 from termgym.analysis.metrics import (
     CLASSES,
     IMPOSSIBLE_VARIANTS,
@@ -27,6 +28,8 @@ from termgym.report._episode_html import (
 )
 from termgym.report._honesty import honesty_html
 from termgym.report._load import RunData, steps_line
+from termgym.report._provenance import TITLE as UNVERIFIED_TITLE
+from termgym.report._provenance import unverified_html
 from termgym.report._svg import CLASS_COLORS, OUTCOME_COLORS, Bar, Cell, bar_chart, class_strip
 from termgym.report._trust import trust_html
 
@@ -375,7 +378,16 @@ def _how(section: str) -> str:
 
 def render_html(run: RunData) -> str:
     """The whole report as one HTML document: the sections, read top to bottom, then the list
-    of every episode, then each episode's view (shown over the page when linked to)."""
+    of every episode, then each episode's view (shown over the page when linked to). Every
+    control character any field of a file carried is shown as text (`printable`), so that
+    the file is as safe to `cat` in a terminal as the report is to print."""
+    return printable(_document(run))
+
+
+def _document(run: RunData) -> str:
+    unverified = unverified_html(run)
+    if unverified:
+        unverified = f"<h2 id='unverified'>{escape(UNVERIFIED_TITLE)}</h2>\n{unverified}"
     agents = ", ".join(a or "(unnamed)" for a in run.metrics) or "none"
     skipped = ""
     if run.skipped:
@@ -416,6 +428,7 @@ percentile bootstrap over {resamples} resamples (tasks, then episodes) · genera
 <p class="meta" id="draws">values drawn: {escape(draw_text(run))}</p>
 <p class="meta" id="steps">{escape(steps_line(run))}</p>
 <p class="meta">{nav}</p>
+{unverified}
 {sections}
 {skipped}
 {episode_views(run)}

@@ -30,6 +30,10 @@ class RunData:
         skipped: Notes on what could not be read.
         disclosure: Agent -> its pass rates split by disclosure (termgym.analysis.disclosure).
         episodes: Episode id -> what its view in the HTML report shows.
+        unverified: The episodes whose recordings prove no run here wrote them (imported
+            from ATIF, copied from elsewhere, changed since: `EpisodeSummary.unverified`).
+            They are in no figure: not in `summaries`, the metrics, the audit or the
+            disclosure split; reports list them apart, as unverified.
     """
 
     path: Path
@@ -41,6 +45,7 @@ class RunData:
     skipped: list[str] = field(default_factory=list)
     disclosure: dict[str, DisclosureSplit] = field(default_factory=dict)
     episodes: dict[str, EpisodeDetail] = field(default_factory=dict)
+    unverified: tuple[EpisodeSummary, ...] = ()
 
 
 def steps_line(run: RunData) -> str:
@@ -115,14 +120,20 @@ def load_run(
             )
             left[episode_id] = unrecorded(episode_id, result.error)
     # the audit's rates are over counted episodes, as every rate: an infrastructure error
-    # (no end line, a machinery failure) is left out of its denominators too
+    # (no end line, a machinery failure) is left out of its denominators too, and so is an
+    # episode whose recording proves nothing (it is in no figure at all)
     of_logs = zip(log.episodes, summaries[: len(log.episodes)], strict=True)
-    audit = audit_logs(episode for episode, s in of_logs if not s.infra_error)
+    audit = audit_logs(
+        episode for episode, s in of_logs if not s.infra_error and s.unverified is None
+    )
+    unverified = tuple(s for s in summaries if s.unverified is not None)
+    summaries = [s for s in summaries if s.unverified is None]
     options = {"resamples": resamples, "seed": seed, "confidence": confidence}
     return RunData(
         path=run_dir,
         run_id=log.run_id,
         header=dict(log.header or {}),
+        unverified=unverified,
         summaries=tuple(summaries),
         audit=audit,
         metrics=metrics_by_agent(summaries, **options),
@@ -155,7 +166,8 @@ def _qualified(run: RunData, label: str) -> RunData:
     )
     summaries = tuple(replace(s, episode_id=q(s.episode_id)) for s in run.summaries)
     episodes = requalified(run.episodes, label)
-    return replace(run, summaries=summaries, audit=audit, episodes=episodes)
+    unverified = tuple(replace(s, episode_id=q(s.episode_id)) for s in run.unverified)
+    return replace(run, summaries=summaries, audit=audit, episodes=episodes, unverified=unverified)
 
 
 def merge_runs(
@@ -170,7 +182,7 @@ def merge_runs(
     """
     if len(runs) == 1:
         return runs[0]
-    ids = [s.episode_id for r in runs for s in r.summaries]
+    ids = [s.episode_id for r in runs for s in (*r.summaries, *r.unverified)]
     if len(ids) != len(set(ids)):
         runs = [_qualified(r, label) for r, label in zip(runs, run_labels(runs), strict=True)]
     summaries = tuple(s for run in runs for s in run.summaries)
@@ -188,6 +200,7 @@ def merge_runs(
         audit=audit,
         metrics=metrics_by_agent(summaries, resamples=resamples, seed=seed, confidence=confidence),
         skipped=[note for r in runs for note in r.skipped],
+        unverified=tuple(s for r in runs for s in r.unverified),
         disclosure=disclosure_by_agent(
             summaries, audit, resamples=resamples, seed=seed, confidence=confidence
         ),

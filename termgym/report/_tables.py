@@ -10,6 +10,7 @@ from termgym.analysis.metrics import CLASSES, Estimate, order_variants
 from termgym.report._disclosure import disclosure_table
 from termgym.report._honesty import honesty_table, suspicious, suspicious_table
 from termgym.report._load import RunData, steps_line
+from termgym.report._provenance import unverified_caption, unverified_table
 from termgym.report._trust import marked, trust_table
 
 CLASS_STYLES = {
@@ -161,6 +162,8 @@ def print_report(run: RunData, console: Console | None = None) -> None:
         f"[bold]termgym run {shown(run.run_id)}[/]  {len(run.summaries)} episodes  "
         f"[dim]{shown(str(run.path))}[/]"
     )
+    if run.unverified:  # first, so that no figure below is read as counting them
+        console.print(f"[bold yellow]{shown(unverified_caption(run))}[/]")
     console.print(f"[dim]{steps_line(run)}[/]")
     for table in (
         pass_rate_table(run),
@@ -181,6 +184,8 @@ def print_report(run: RunData, console: Console | None = None) -> None:
             console.print(table)
     if marked(run):
         console.print(trust_table(run))
+    if run.unverified:
+        console.print(unverified_table(run))
     if run.skipped:
         console.print(
             f"[yellow]{len(run.skipped)} unreadable lines skipped[/] "

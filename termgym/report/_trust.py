@@ -39,7 +39,7 @@ def trust_table(run: RunData, limit: int = 30) -> Table:
     for s in rows[:limit]:
         table.add_row(
             shown(s.episode_id), shown(s.agent or "(unnamed)"), shown(s.task), s.variant,
-            s.episode_class or "-", f"{s.reward:.2f}", s.filesystem,
+            s.episode_class or "-", f"{s.reward:.2f}", shown(s.filesystem),
             shown("; ".join(s.isolation), one_line=True) or "-",
         )  # fmt: skip
     return table

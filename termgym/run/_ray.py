@@ -33,6 +33,7 @@ from termgym.cluster import (
     unpack_bundles,
 )
 from termgym.errors import ClusterError
+from termgym.recording import signed_here
 from termgym.run._attempts import Attempts, set_aside
 from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult
@@ -222,7 +223,8 @@ def _write_home(config: RunConfig, shipped: ShippedResult) -> EpisodeResult:
         target = episodes / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = target.with_name(f".{target.name}.{os.getpid()}.part")
-        staging.write_bytes(data)
+        # a worker's recording is this run's: signed by this machine, as a local one is
+        staging.write_bytes(signed_here(data) if target.suffix == ".jsonl" else data)
         os.replace(staging, target)
     result = shipped.result
     if result.episode_file:

@@ -13,6 +13,7 @@ regenerate the snapshots:
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import sys
 import tempfile
@@ -29,10 +30,29 @@ RUNS = {
 AGENTS = tuple(RUNS)
 
 
-def episode_file(name: str) -> Path:
-    """The recorded episode of run `name` (a key of RUNS)."""
+_SIGNED = Path(tempfile.mkdtemp(prefix="termgym-reference-runs-"))
+atexit.register(shutil.rmtree, _SIGNED, True)
+
+
+def committed_file(name: str) -> Path:
+    """The committed recording of run `name`."""
     [path] = (FIXTURES / name / "episodes").glob("*.jsonl")
     return path
+
+
+def episode_file(name: str) -> Path:
+    """The recorded episode of run `name` (a key of RUNS), as this machine's: a copy signed
+    with its recording key (the committed file, recorded elsewhere, proves nothing here and
+    would show as unverified), its cast beside it."""
+    path = committed_file(name)
+    from termgym.recording import signed_here
+
+    copy = _SIGNED / name / "episodes" / path.name
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(signed_here(path.read_bytes()))
+        shutil.copy(path.with_suffix(".cast"), copy.with_suffix(".cast"))
+    return copy
 
 
 def record(backend: str = "docker") -> None:
@@ -51,7 +71,7 @@ def record(backend: str = "docker") -> None:
                 raise SystemExit(f"{name}: expected one graded episode, got {summary.results}")
             shutil.rmtree(FIXTURES / name, ignore_errors=True)
             shutil.copytree(out, FIXTURES / name)
-            print(f"recorded {name}: {episode_file(name).relative_to(Path.cwd())}")
+            print(f"recorded {name}: {committed_file(name).relative_to(Path.cwd())}")
 
 
 if __name__ == "__main__":

@@ -243,7 +243,8 @@ async def test_a_corrupt_recording_opens_with_what_is_readable_and_says_what_was
     lines = path.read_bytes().split(b"\n")
     lines[4] = b'{"type":"step","index":3,"mo'  # cut short
     lines.insert(8, b"\x00garbage")
-    path.write_bytes(b"\n".join(lines)[:-30])  # and the end line cut too
+    data = b"\n".join(lines)
+    path.write_bytes(data[: data.rfind(b'{"type":"end"') + 30])  # and the end line cut too
     (path.with_suffix(".cast")).write_bytes(b"not a cast\n")
     app = TermgymApp(path)
     async with app.run_test(size=(160, 50)) as pilot:

@@ -162,7 +162,8 @@ async def test_a_corrupt_episode_in_a_run_is_listed_and_what_was_skipped_is_said
     run_dir: Path,
 ) -> None:
     path = run_dir / "episodes" / "fuel-1.jsonl"
-    path.write_bytes(path.read_bytes()[:-25])  # the end line cut short
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rfind(b'{"type":"end"') + 25])  # the end line cut short
     app = TermgymApp(run_dir)
     async with app.run_test(size=(160, 50)) as pilot:
         await settle(pilot)
