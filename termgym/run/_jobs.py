@@ -120,12 +120,17 @@ def finished_episodes(out_dir: Path) -> set[str]:
 
 
 def _last_line(path: Path) -> dict | None:
+    """The recording's last line but its signature (which follows the end line)."""
     try:
         data = path.read_bytes().rstrip(b"\n")
     except OSError:
         return None
+    cut = data.rfind(b"\n") + 1
+    if data.startswith(b'{"type":"signature"', cut):
+        data = data[: max(cut - 1, 0)]
+        cut = data.rfind(b"\n") + 1
     try:
-        value = json.loads(data[data.rfind(b"\n") + 1 :])
+        value = json.loads(data[cut:])
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
