@@ -62,6 +62,7 @@ from termgym.sandbox._episodes import (
 )
 from termgym.sandbox._hostwall import say_once, wall_bwrap
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount
+from termgym.sandbox._procview import first_child, hide_processes
 from termgym.sandbox._programs import on_path
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
@@ -149,11 +150,28 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             if self.config.role == "agent":
                 self._start_shell(timeout=min(30.0, max(0.0, deadline - time.monotonic())))
             self._start_standby(self.config, self._spawn_standby, deadline=deadline)
+            self._hide_processes()
         except BaseException as exc:
             self.close()
             if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
                 raise SandboxStartError(f"Could not start the bwrap sandbox: {exc}") from exc
             raise
+
+    def _hide_processes(self) -> None:
+        """A verifier's standby sandbox: its /proc shows a process only to its own user and
+        to termgym's group (`_procview`; a zygote's child mounts its own so). A cold exec's
+        bwrap has a /proc of its own, shown whole (docs/security.md)."""
+        standby = self._standby
+        if self.config.role != "verifier" or not self.uid_base or standby is None:
+            return
+        if self.zygote_control >= 0:
+            return  # a zygote's own sandbox: it maps its children's ids through its /proc
+        if not isinstance(standby, HostProcess):
+            return  # forked from a zygote: its /proc was mounted so
+        inside = first_child(standby.proc.pid)
+        why = hide_processes(inside) if inside else "bwrap has no child"
+        if why:
+            say_once("procview", f"the agent's programs may list a verifier's processes: {why}")
 
     def _start_network(self) -> None:
         """A network namespace of the sandbox's own with outbound access (`_usernet`)."""

@@ -68,6 +68,7 @@ from termgym.sandbox._gateway import binds as gateway_binds
 from termgym.sandbox._gateway import relayed, wanted
 from termgym.sandbox._hostwall import BRIDGE, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
+from termgym.sandbox._procview import hide_processes
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
@@ -221,6 +222,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             raise SandboxStartError(f"Docker could not start {config.image}: {exc}.{hint}") from exc
         self._check_disk()
         if config.role != "agent":
+            self._hide_processes()
             try:
                 self._start_standby(config, self._spawn_standby)
             except BaseException:
@@ -400,6 +402,15 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             return DockerExecChannel(self.container, shell, self.config.workdir, size)
         except Exception as exc:  # docker's APIError, connection errors, deadlines
             raise SandboxError(f"Could not attach a shell to {self.name}: {exc}") from exc
+
+    def _hide_processes(self) -> None:
+        """A verifier's /proc shows a process only to its own user and to termgym's group
+        (`_procview`), remounted from the host: a local engine, termgym as root."""
+        why = "only root beside a local engine remounts a container's /proc"
+        if os.geteuid() == 0 and self._local():
+            why = hide_processes(self.init_pid) or ""
+        if why:
+            say_once("procview", f"the agent's programs may list a verifier's processes: {why}")
 
     def _local(self) -> bool:
         """True when this container's processes are host processes termgym can signal."""

@@ -283,7 +283,10 @@ def _is_null(fd: int, null: int) -> bool:
 def _first(request: dict[str, Any], root: str, channel: int) -> None:
     """In the verifier's pid 1: step 3's mounts, then step 4 (module docstring)."""
     _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    # each process shown only to its own user and to termgym's group (PROC_GID of
+    # termgym/sandbox/_procview.py): the agent's programs list only their own
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           "hidepid=invisible,gid=60100")  # fmt: skip
     _mount(root + "/proc/sys", root + "/proc/sys", None, MS_BIND | MS_REC)
     _mount(None, root + "/proc/sys", None,
            MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)  # fmt: skip

@@ -380,10 +380,13 @@ class Nest:
             names = json.loads(held or b"[]")
         self.trees = dict(zip(names, fds[3:]))  # noqa: B905
 
-    def entry(self, cwd: str, uid: int) -> Callable[[], None]:
+    def entry(self, cwd: str, uid: int, groups: Sequence[int] = ()) -> Callable[[], None]:
         """A preexec function for `subprocess` that starts the program in this nest, as
-        `uid` (root of the nest keeps only `spec["keep_caps"]`)."""
+        `uid` (root of the nest keeps only `spec["keep_caps"]`), in no group but `groups`
+        (termgym's own, for snapshot grading's tests: they see every process in /proc, as
+        the runner does; the agent's programs get none)."""
         fds, program, init = dict(self.fds), self.program, self.init
+        kept_groups = list(groups)
         keep = self.spec.get("keep_caps") or []
 
         def enter() -> None:
@@ -405,7 +408,7 @@ class Nest:
             if child == 0:
                 for fd in fds.values():
                     os.close(fd)
-                os.setgroups([])
+                os.setgroups(kept_groups)
                 os.setresgid(uid, uid, uid)
                 os.setresuid(uid, uid, uid)
                 if uid == 0:

@@ -219,7 +219,7 @@ def run_exec(
         argv, env, spec, nest = _on_snapshot(argv, env, spec, ctx, results, scratch)
         cwd = ctx["workdir"] if os.path.isdir(ctx["snapshot"] + ctx["workdir"]) else "/"
         watch = _watch(ctx, nest)  # what the tests' processes run, map and open
-        enter = nest.entry(cwd, 0)
+        enter = nest.entry(cwd, 0, [PROC_GID])  # the tests see (and stop) every process
         arm = watch.preexec()
 
         def preexec() -> None:
@@ -508,8 +508,21 @@ def sign(key: bytes, payload: str) -> str:
     return REPORT_PREFIX + payload + " " + mac
 
 
+PROC_GID = int(os.environ.get("TERMGYM_PROC_GID", "60100"))
+"""termgym's group in a verifier (termgym/sandbox/_procview.py): its /proc shows every
+process to this group's members, and each other process only to its own user. The runner
+takes it, so the graders see (and stop) the agent's programs; each program of the agent's
+drops every group (its nest's entry, `termgym_agentexec`), so it lists only its own."""
+
+
+def _proc_group() -> None:
+    with contextlib.suppress(OSError):  # no CAP_SETGID (grading in place): nothing hidden
+        os.setgroups([PROC_GID])
+
+
 def main(manifest: dict[str, Any], graders: str) -> dict[str, Any]:
     """Run every job of the manifest (its grading folder: `graders`); the report, unsigned."""
+    _proc_group()
     sys.path[:0] = [os.path.join(graders, "graders"), graders]
     import termgym_agentexec
 
