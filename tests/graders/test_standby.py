@@ -97,10 +97,11 @@ def test_a_bwrap_grading_goes_to_the_standby_that_waited_before_the_work_arrived
     assert KEY not in seen["cmdline"] and KEY not in seen["environ"]
     assert "TERMGYM_REPORT_KEY" not in seen["env_now"]
     assert "termgym_standby" in seen["cmdline"] and "manifest" not in seen["cmdline"]
-    # the agent's user reads nothing of the runner but its command line, nor signals it
+    # the agent's user reads nothing of the runner, its command line included (the
+    # verifier's /proc lists the runner to none of the agent's programs), nor signals it
     agent = seen["agent"]
     assert all(agent[name]["exit"] != 0 for name in ("environ", "fd/0", "mem")), agent
-    assert agent["cmdline"]["exit"] == 0 and agent["cmdline"]["bytes"] > 0
+    assert agent["cmdline"]["exit"] != 0 or agent["cmdline"]["bytes"] == 0, agent
     assert seen["agent_ptrace"] != 0
 
 
