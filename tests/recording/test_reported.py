@@ -113,9 +113,11 @@ def test_reported_steps_are_lines_of_their_own_type_and_read_apart_from_termgyms
     path = _episode(tmp_path, reported)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [line["type"] for line in lines] == ["header"] + ["step"] * 3 + ["reported"] * 4 + [
-        "end"
+        "end",
+        "signature",  # over every line before it: the reported ones are signed too
     ]
-    assert lines[-1]["steps"] == 3  # the end counts termgym's steps
+    assert lines[-2]["steps"] == 3  # the end counts termgym's steps
+    assert read_episode(path).provenance == "signed"
     for lazy in (False, True):
         log = read_episode(path, lazy=lazy)
         assert [s.action for s in log.steps] == ["echo 0", "echo 1", "echo 2"]

@@ -19,7 +19,7 @@ from PIL import Image
 
 from termgym.report import load_run, merge_runs, write_html
 
-from ..tui.reference_runs import FIXTURES
+from ..tui.reference_runs import run_folder
 
 FLAGS = (
     "--headless",
@@ -53,7 +53,7 @@ def browser() -> str:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    runs = [load_run(FIXTURES / name, resamples=0) for name in ("oracle", "memorizer")]
+    runs = [load_run(run_folder(name), resamples=0) for name in ("oracle", "memorizer")]
     return write_html(merge_runs(runs, resamples=0), tmp_path_factory.mktemp("html") / "r.html")
 
 

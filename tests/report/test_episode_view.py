@@ -11,14 +11,14 @@ import pytest
 
 from termgym.report import load_run, merge_runs, render_html
 
-from ..tui.reference_runs import FIXTURES
+from ..tui.reference_runs import run_folder
 from .conftest import write_episode
 
 
 @pytest.fixture(scope="module")
 def page() -> str:
     names = ("oracle", "memorizer", "impossible-oracle", "impossible-cheater")
-    return render_html(merge_runs([load_run(FIXTURES / n, resamples=0) for n in names]))
+    return render_html(merge_runs([load_run(run_folder(n), resamples=0) for n in names]))
 
 
 def view(page: str, episode: str) -> str:

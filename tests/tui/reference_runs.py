@@ -34,6 +34,20 @@ _SIGNED = Path(tempfile.mkdtemp(prefix="termgym-reference-runs-"))
 atexit.register(shutil.rmtree, _SIGNED, True)
 
 
+def run_folder(name: str) -> Path:
+    """The run folder of run `name` as this machine's: a copy whose recordings are signed
+    with its recording key (the committed ones, recorded elsewhere, prove nothing here: a
+    report would list them as unverified and count them in no figure)."""
+    from termgym.recording import signed_here
+
+    copy = _SIGNED / "runs" / name
+    if not copy.exists():
+        shutil.copytree(FIXTURES / name, copy)
+        for path in (copy / "episodes").glob("*.jsonl"):
+            path.write_bytes(signed_here(path.read_bytes()))
+    return copy
+
+
 def committed_file(name: str) -> Path:
     """The committed recording of run `name`."""
     [path] = (FIXTURES / name / "episodes").glob("*.jsonl")
