@@ -49,7 +49,8 @@ def connect(address: str, *, sandboxes: int = 2) -> ModuleType:
     options: dict[str, object] = {"log_to_driver": False, "include_dashboard": False}
     try:
         if address == LOCAL:  # one machine: every Ray service on loopback
-            ray.init(
+            ray.init(  # "local": a new instance, never a `ray start` cluster found here
+                address="local",
                 resources={SANDBOX_RESOURCE: float(sandboxes)},
                 _node_ip_address="127.0.0.1",
                 **options,
