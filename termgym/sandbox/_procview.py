@@ -13,20 +13,22 @@ entry clears its groups).
 
 A zygote's child mounts its proc so (termgym/sandbox/_zygote_runtime.py); a Docker
 verifier's and a bubblewrap verifier's standby sandbox are remounted from the host once
-started (`hide_processes`): a forked child of this process enters the sandbox's mount
-namespace and remounts its /proc, running nothing of the sandbox's.
+started (`hide_processes`): a thread of this process, with a filesystem context of its own,
+enters the sandbox's mount namespace and remounts its /proc, running nothing of the
+sandbox's and forking nothing.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 PROC_GID = 60100
 """termgym's group in a verifier: its members see every process in its /proc (hidepid's
 `gid=`). Not the agent's (60000), and dropped by each of the agent's programs."""
 MS_REMOUNT, MS_NOSUID, MS_NODEV, MS_NOEXEC = 32, 2, 4, 8
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_FS = 0x00020000, 0x00000200
 
 _libc: list[ctypes.CDLL] = []
 
@@ -60,33 +62,35 @@ def hide_processes(pid: int, gid: int = PROC_GID) -> str | None:
         fd = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         return f"process {pid}: {exc}"
-    libc = _c()  # loaded before the fork: the child only calls into it
+    libc = _c()
     options = f"hidepid=invisible,gid={outside}".encode()
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # single-threaded: it may enter another mount namespace
-        code = 1
-        try:
-            os.close(read)
-            if libc.setns(fd, CLONE_NEWNS) != 0:
-                why = f"setns: {os.strerror(ctypes.get_errno())}"
-            elif libc.mount(None, b"/proc", None, ctypes.c_ulong(
-                MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
-            ), options) != 0:  # fmt: skip
-                why = f"remounting /proc: {os.strerror(ctypes.get_errno())}"
-            else:
-                why, code = "", 0
-            os.write(write, why.encode())
-        finally:
-            os._exit(code)
-    os.close(fd)
-    os.close(write)
-    with os.fdopen(read, "rb") as handle:
-        said = handle.read().decode("utf-8", "replace")
-    _, status = os.waitpid(child, 0)
-    if status != 0:
-        return said or f"the remounting child ended with status {status}"
-    return None
+    said: list[str] = []
+    worker = threading.Thread(
+        target=_remount_in, args=(libc, fd, options, said), name="termgym-procview", daemon=True
+    )
+    try:
+        worker.start()
+        worker.join()
+    finally:
+        os.close(fd)
+    return (said[0] or None) if said else "the remounting thread ended without a word"
+
+
+def _remount_in(libc: ctypes.CDLL, fd: int, options: bytes, said: list[str]) -> None:
+    """In a thread of its own that ends right after: take a filesystem context of its own
+    (unshare CLONE_FS, which a thread may), enter the mount namespace `fd` and remount its
+    /proc. No fork (nothing of this process runs between a fork and an exec) and no exec
+    (nothing is looked up by path in the sandbox's filesystem)."""
+    if libc.unshare(CLONE_FS) != 0:
+        said.append(f"unshare: {os.strerror(ctypes.get_errno())}")
+    elif libc.setns(fd, CLONE_NEWNS) != 0:
+        said.append(f"setns: {os.strerror(ctypes.get_errno())}")
+    elif libc.mount(None, b"/proc", None, ctypes.c_ulong(
+        MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    ), options) != 0:  # fmt: skip
+        said.append(f"remounting /proc: {os.strerror(ctypes.get_errno())}")
+    else:
+        said.append("")
 
 
 def first_child(pid: int) -> int | None:
