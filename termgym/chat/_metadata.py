@@ -29,7 +29,7 @@ def grading_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
     None where the info has none (an episode not yet ended).
     """
     verdicts = {
-        str(name): {"passed": _passed(v.get("passed")), "score": _score(v.get("score"))}
+        str(name): {"passed": _passed(v), "score": _score(v)}
         for name, v in dict(info.get("verdicts") or {}).items()
         if isinstance(v, Mapping)
     }
@@ -82,8 +82,13 @@ def _rules_changed(info: Mapping[str, Any], enforced: Any) -> bool | None:
     return {k: v for k, v in _jsonable(rules).items() if k in enforced} != enforced
 
 
-def _score(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+def _score(verdict: Mapping[str, Any]) -> float | None:
+    """A verdict's score; None where a grader could not run (`known` False in an env's
+    info, or None in a recording's)."""
+    value = verdict.get("score")
+    if verdict.get("known") is False or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 def _jsonable(value: Any) -> Any:
@@ -96,5 +101,8 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _passed(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
+def _passed(verdict: Mapping[str, Any]) -> bool | None:
+    value = verdict.get("passed")
+    if verdict.get("known") is False or not isinstance(value, bool):
+        return None
+    return value

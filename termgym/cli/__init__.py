@@ -10,6 +10,7 @@ import importlib
 
 import click
 
+from termgym.cli._stopping import StoppableGroup
 from termgym.cli._warnings import speak_plainly
 
 COMMANDS: dict[str, str] = {
@@ -33,8 +34,9 @@ COMMANDS: dict[str, str] = {
 """Command name -> "module:attribute" of its click command or group."""
 
 
-class LazyGroup(click.Group):
-    """The commands of `COMMANDS`, each imported the first time it is asked for."""
+class LazyGroup(StoppableGroup):
+    """The commands of `COMMANDS`, each imported the first time it is asked for; each stops
+    on Ctrl-C, SIGTERM and SIGHUP alike (`termgym.cli._stopping`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})

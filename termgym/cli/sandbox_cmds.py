@@ -7,6 +7,7 @@ import time
 
 import click
 
+from termgym._terminal_text import printable
 from termgym.errors import BackendUnavailable, TermgymError
 
 
@@ -69,19 +70,34 @@ def build_stand_in_cmd(images: tuple[str, ...]) -> None:
 
 @click.command("gc")
 @click.option("--all", "everything", is_flag=True, help="Also remove sandboxes still in use.")
-def gc(everything: bool) -> None:
-    """Remove sandboxes termgym left behind (their starting process is gone)."""
+@click.option(
+    "--run",
+    "run_id",
+    default=None,
+    metavar="ID",
+    help="Only the sandboxes of this run (its id: the run folder's name, or --run-id).",
+)
+@click.option("--dry-run", is_flag=True, help="Remove nothing: name what would be removed.")
+def gc(everything: bool, run_id: str | None, dry_run: bool) -> None:
+    """Remove sandboxes termgym left behind (their starting process is gone).
+
+    Every user's leftovers on this machine, unless --run names one run."""
     from termgym.sandbox import collect_bwrap_garbage, collect_garbage
 
+    if run_id is not None and not run_id.strip():
+        raise click.BadParameter("expected a run id, found an empty one", param_hint="--run")
+    labels = {"io.termgym.run": run_id} if run_id else None
     try:
-        removed = collect_bwrap_garbage()
+        removed = collect_bwrap_garbage(labels=labels, dry_run=dry_run)
         try:
-            removed += collect_garbage(everything=everything)
+            removed += collect_garbage(everything=everything, labels=labels, dry_run=dry_run)
         except BackendUnavailable:
             click.echo("No Docker engine answered: no containers looked at.", err=True)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"Removed {len(removed)} leftover sandbox(es).")
+    scope = f" of run {printable(run_id)}" if run_id else ""
+    verb = "Would remove" if dry_run else "Removed"
+    click.echo(f"{verb} {len(removed)} leftover sandbox(es){scope}.")
     for name in removed:
         click.echo(f"  {name}")
 

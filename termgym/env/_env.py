@@ -18,11 +18,11 @@ from termgym._actions import SUBMIT, conflict_reason
 from termgym.agents import AgentSandbox, Reference
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import WEAK_ISOLATION, Episode, EpisodeOptions
+from termgym.env._infos import command_info, no_command_info
 from termgym.env._keys import parse_keys
 from termgym.env._pool import PoolLease
 from termgym.env._spaces import TerminalText
 from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
-from termgym.env._timing import Duration
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
 from termgym.recording import AgentLog, EpisodeHeader, Recorder
 from termgym.sandbox import GatewayMount
@@ -266,20 +266,14 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         try:
             result = episode.keys(action, keys) if keys is not None else episode.command(action)
         except SandboxCrashed as exc:  # the sandbox died under the command: grade what is left
-            crashed: dict[str, Any] = {"sandbox_crashed": str(exc), "step": episode.steps}
+            crashed = {**no_command_info(episode.steps), "sandbox_crashed": str(exc)}
             return self._end("", -1, terminated=False, info=crashed, crash=exc)
         except SandboxError as exc:  # termgym's machinery failed: end it, ungraded
             obs = self._observation("", -1)
-            return obs, 0.0, False, True, {"step": episode.steps, **episode.fail(exc).info()}
+            failed = {**no_command_info(episode.steps), **episode.fail(exc).info()}
+            return obs, 0.0, False, True, failed
         exit_code = -1 if result.exit_code is None else max(-1, min(255, result.exit_code))
-        info: dict[str, Any] = {
-            "exit_code": result.exit_code,
-            "duration": Duration(result.duration),
-            "timed_out": result.timed_out,
-            "output_truncated": result.truncated,
-            "shell_restarted": result.restarted,
-            "step": episode.steps,
-        }
+        info = command_info(result, episode.steps)
         if episode.steps >= self.options.max_steps or cuts_after_this_step(self._time_limits):
             return self._end(result.output, exit_code, terminated=False, info=info)
         obs = self._observation(result.output, exit_code)
@@ -369,16 +363,9 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
 
     def _no_command(self) -> dict[str, Any]:
         """The step keys of an info whose step ran no command (submit, a conflict report, a
-        stop), as every step's info has them: no exit code, no time, nothing cut short."""
+        stop), as every step's info has them (`termgym.env._infos`)."""
         assert self._episode is not None
-        return {
-            "exit_code": None,
-            "duration": Duration(0.0),
-            "timed_out": False,
-            "output_truncated": False,
-            "shell_restarted": False,
-            "step": self._episode.steps,
-        }
+        return no_command_info(self._episode.steps)
 
     def _observation(self, output: str, exit_code: int) -> dict[str, Any]:
         episode = self._episode

@@ -26,6 +26,7 @@ from termgym._vocabulary import (
 )
 from termgym.agents import AgentSandbox
 from termgym.env import _evidence
+from termgym.env._infos import stackable_verdicts
 from termgym.env._keys import sendable
 from termgym.env._pool import Reservation, SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
@@ -56,6 +57,7 @@ from termgym.sandbox import (
     default_backend,
     layer_image,
     sandbox_spec,
+    stopping,
 )
 from termgym.screen import TerminalScreen
 from termgym.tasks import (
@@ -236,6 +238,9 @@ class EpisodeOptions:
         return variant, draw, stage.switched
 
 
+STOPPED_ERROR = "termgym was stopped (a signal or Ctrl-C) as the episode was graded"
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How an episode ended: its reward and what the final info reports."""
@@ -257,18 +262,19 @@ class Outcome:
     tamper: dict[str, Any] | None = None
 
     def info(self) -> dict[str, Any]:
-        """The final step's info entries."""
+        """The final step's info entries, each of one type whatever the episode
+        (`termgym.env._infos`): no tamper evidence read is an empty mapping."""
         return {
             "variant": self.variant,
             "rules_enforced": self.rules_enforced,
-            "verdicts": self.verdicts,
+            "verdicts": stackable_verdicts(self.verdicts),
             "class": self.episode_class,
             "error": self.error,
             "episode_file": self.episode_file,
             "grading_duration": Duration(self.grading_seconds),
             "grading": self.grading,
             "conflict": self.conflict,
-            "tamper": self.tamper,
+            "tamper": self.tamper if self.tamper is not None else {},
         }
 
 
@@ -474,6 +480,10 @@ class Episode:
                 verdicts = partial.to_dict()["verdicts"]
         except Exception as exc:  # noqa: BLE001 - never a crash of env.step
             error, episode_class = describe_error(exc), INFRA_ERROR
+        if stopping() and episode_class != INFRA_ERROR:
+            # the process stopped as it graded (its sandboxes closed under the grading):
+            # no verdict of the agent's, whatever the grading made of what was left
+            error, episode_class, reward, verdicts, facts = STOPPED_ERROR, INFRA_ERROR, 0.0, {}, {}
         grading_seconds = time.monotonic() - started
         tamper = None
         if episode_class != INFRA_ERROR:

@@ -16,14 +16,20 @@ import logging
 import multiprocessing.util
 import os
 import queue
-import signal
 import threading
 import time
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
 
-from termgym.sandbox import Sandbox, SandboxConfig, close_zygotes, sandbox_spec
+from termgym.sandbox import (
+    Sandbox,
+    SandboxConfig,
+    close_zygotes,
+    sandbox_spec,
+    stop_on_signals,
+    stopping,
+)
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +309,8 @@ class SandboxPool:
                 sandbox = self._start(config)
             except Exception as exc:  # a failed warm start shows up as a cold start later
                 self._failed += 1
-                log.warning("could not pre-start a sandbox: %s", exc)
+                if not stopping():  # a stop refuses starts: nothing to say then
+                    log.warning("could not pre-start a sandbox: %s", exc)
                 return
             if self._closed:
                 self._close_one(sandbox)
@@ -378,7 +385,6 @@ def _key(config: SandboxConfig) -> Hashable:
 
 
 _hooked_pid: int | None = None
-_sigterm_pid: int | None = None
 
 
 def _hook_process_exit() -> None:
@@ -388,25 +394,17 @@ def _hook_process_exit() -> None:
     AsyncVectorEnv worker) leaves through os._exit, which skips atexit but runs
     multiprocessing's exit finalizers, so the pools are registered there too; registrations
     made before a fork do not carry into the child, hence the per-process check. SIGTERM is
-    turned into SystemExit in the main thread when nobody else handles it.
+    turned, with SIGHUP, into `termgym.sandbox.Stopped` (a SystemExit) in the main thread
+    when nobody else handles them (`termgym.sandbox.stop_on_signals`).
     """
-    global _hooked_pid, _sigterm_pid
+    global _hooked_pid
     if _hooked_pid != os.getpid():
         _hooked_pid = os.getpid()
         atexit.register(close_all_pools)
         multiprocessing.util.Finalize(None, close_all_pools, exitpriority=100)
     # signal handlers are set from the main thread only: a pool first made by a worker
     # thread gets its handler when the main thread next makes one
-    if _sigterm_pid == os.getpid() or threading.current_thread() is not threading.main_thread():
-        return
-    _sigterm_pid = os.getpid()
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def _handler(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _handler)
+    stop_on_signals()
 
 
 def shared_pool(backend: str, size: int, allow_local: bool = False) -> SandboxPool:

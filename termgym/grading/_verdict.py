@@ -169,8 +169,11 @@ class Verdict:
         if "passed" not in data and "rules" in data:
             return verdict  # pass, score and error follow from the results
         score = _field(data, "score", (int, float), where, "a number or null", None)
+        passed = _field(data, "passed", bool, where, "true, false or null", None)
+        if data.get("known") is False:  # an env's info: False and 0.0 stand for none there
+            passed = score = None
         outcome = RecordedOutcome(
-            passed=_field(data, "passed", bool, where, "true, false or null", None),
+            passed=passed,
             score=None if score is None else float(score),
             error=_field(data, "error", str, where, "text or null", None),
             has_rules="rules" in data,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -14,7 +15,7 @@ from termgym._version import __version__
 from termgym._vocabulary import Variant
 from termgym.agents import AgentSandbox, agent_sandbox, check_agent, close_agent, make_agent
 from termgym.env import PoolLease, close_all_pools
-from termgym.errors import AgentError, ImageError, RecordingError, TaskError
+from termgym.errors import AgentError, ImageError, RecordingError, TaskError, TermgymError
 from termgym.recording import append_result, export_episode, read_run_header, write_run_header
 from termgym.run._attempts import Attempts
 from termgym.run._config import RunConfig
@@ -29,8 +30,23 @@ from termgym.run._progress import (
     RunPlanned,
 )
 from termgym.run._ray import run_on_ray
-from termgym.sandbox import check_runtime, default_backend, layer_image, sandbox_spec
+from termgym.sandbox import (
+    check_runtime,
+    collect_bwrap_garbage,
+    collect_garbage,
+    default_backend,
+    docker_answers,
+    layer_image,
+    resume,
+    sandbox_spec,
+    stop_sandboxes,
+    stopped_by,
+)
 from termgym.tasks import TaskSpec, get_task, list_tasks, task_image
+
+STOP_GRACE = 60.0
+"""Seconds an interrupted run waits for its worker threads to end (their sandboxes are gone,
+so each ends at its next step; an agent's own call, a model's answer, may take longer)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +115,8 @@ class Runner:
         """Run what is not finished yet; Ctrl-C stops it and leaves no sandbox behind."""
         out = self.config.out
         self._check()
-        self._check_resumable(out)
+        if self._check_resumable(out):
+            self._remove_leftovers()
         jobs = self.jobs()
         self._install_layers(jobs)
         if not jobs:
@@ -129,31 +146,33 @@ class Runner:
         if self.config.ray:
             results = run_on_ray(self, todo)
             return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
+        pool = ThreadPoolExecutor(max_workers=max(1, self.config.concurrency))
+        pending: set[Future[EpisodeResult]] = set()
         try:
-            with (
-                PoolLease(*self._pool_key()),
-                ThreadPoolExecutor(max_workers=max(1, self.config.concurrency)) as pool,
-            ):
-                pending: set[Future[EpisodeResult]] = {
-                    pool.submit(self._attempts, job) for job in todo
-                }
-                try:
-                    while pending:
-                        finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                        for future in finished:
-                            self.record(future.result(), results)
-                except BaseException:
-                    # Stop now: queued episodes never start and running ones lose their
-                    # sandboxes, instead of the executor draining the whole queue first.
-                    self._stop.set()
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    close_all_pools()
-                    raise
+            with PoolLease(*self._pool_key()):
+                pending = {pool.submit(self._attempts, job) for job in todo}
+                while pending:
+                    finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        self.record(future.result(), results)
         except BaseException:
-            self._stop.set()
-            close_all_pools()
+            self._interrupted(pool, pending)
             raise
+        pool.shutdown(wait=True)
         return RunSummary(tuple(results), skipped, time.monotonic() - started, out)
+
+    def _interrupted(self, pool: ThreadPoolExecutor, pending: set[Future[EpisodeResult]]) -> None:
+        """Ctrl-C, a signal or an error: no episode starts, every sandbox of the run goes at
+        once (the running episodes then end as infrastructure errors, set aside and run
+        again when the run folder is resumed), and the worker threads are given
+        `STOP_GRACE` seconds to end."""
+        self._stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_sandboxes()
+        close_all_pools()
+        wait([f for f in pending if not f.cancelled()], timeout=STOP_GRACE)  # never ran: done
+        if stopped_by() is None:
+            resume()  # the process goes on (a notebook's interrupted cell): sandboxes may start
 
     def _check(self) -> None:
         """Refuse, before any episode is planned or recorded, an agent, an agent option or a
@@ -189,13 +208,14 @@ class Runner:
                     f"({layer.name}), so no episode ran:\n{exc}"
                 ) from exc
 
-    def _check_resumable(self, out: Path) -> None:
+    def _check_resumable(self, out: Path) -> bool:
         """A run folder is resumed by the run it holds: the episodes already there count as
         done, so another agent, agent option, seed or rule draw would mix two runs under
-        the new header (an agent's run reported done by another's episodes)."""
+        the new header (an agent's run reported done by another's episodes). True when the
+        folder holds a run to resume."""
         previous = read_run_header(out)
         if previous is None:
-            return
+            return False
         now = json.loads(json.dumps(self._identity(), default=str))
         differ = [
             f"{key} {previous[key]!r} (now {now[key]!r})"
@@ -207,6 +227,17 @@ class Runner:
                 f"{out} holds a run of another {', '.join(differ)}; expected the same to "
                 "resume it (its finished episodes are not run again): give another --out"
             )
+        return True
+
+    def _remove_leftovers(self) -> None:
+        """The sandboxes an earlier process of this run left when it was killed (SIGKILL, a
+        lost machine): those labelled with the run whose starting process is gone."""
+        labels = {"io.termgym.run": self.config.run_name}
+        with contextlib.suppress(TermgymError):
+            collect_bwrap_garbage(labels=labels)
+        if docker_answers():
+            with contextlib.suppress(TermgymError):
+                collect_garbage(labels=labels)
 
     def _identity(self) -> dict[str, object]:
         """What run.json keeps of the run that a resumed run must share."""

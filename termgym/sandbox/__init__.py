@@ -63,6 +63,15 @@ from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter, watch_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.sandbox._static import static_program
+from termgym.sandbox._stopping import (
+    Stopped,
+    live_sandboxes,
+    resume,
+    stop_on_signals,
+    stop_sandboxes,
+    stopped_by,
+    stopping,
+)
 from termgym.sandbox._userns import AGENT_UID
 from termgym.sandbox._zygote import close_zygotes
 
@@ -133,4 +142,11 @@ __all__ = [
     "docker_client",
     "seccomp_filter_fd",
     "static_program",
+    "Stopped",
+    "live_sandboxes",
+    "resume",
+    "stop_on_signals",
+    "stop_sandboxes",
+    "stopped_by",
+    "stopping",
 ]

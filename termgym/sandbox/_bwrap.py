@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import secrets
@@ -55,7 +56,9 @@ from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._episodes import (
+    LABELS,
     episodes_dir,
+    labels_of,
     owner_gone,
     ready_episodes_dir,
     remove_episode,
@@ -67,6 +70,7 @@ from termgym.sandbox._programs import on_path
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
+from termgym.sandbox._stopping import track, untrack
 from termgym.sandbox._usernet import UserNet, resolv_conf
 from termgym.sandbox._zygote import CONTROL_ENV, RUNTIME, ZygoteProcess, zygote_for
 
@@ -127,9 +131,11 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             )
         self.rootfs = rootfs_for(self.config.image)
         deadline = time.monotonic() + _deadline.START_DEADLINE
+        track(self)  # closed by a stop of the process from here on (`_stopping`)
         self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=ready_episodes_dir()))
         self.home.chmod(0o711)
         (self.home / "owner.pid").write_text(str(os.getpid()))
+        (self.home / LABELS).write_text(json.dumps(dict(self.config.labels)))
         try:
             if self.uid_base:
                 _userns.userns_fd()
@@ -151,7 +157,11 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 self._start_shell(timeout=min(30.0, max(0.0, deadline - time.monotonic())))
             self._start_standby(self.config, self._spawn_standby, deadline=deadline)
             self._hide_processes()
+            if self._closed:  # closed from another thread as it started (a stop)
+                raise SandboxStartError(f"The bwrap sandbox {self.name} was closed as it started.")
         except BaseException as exc:
+            if self._closed:
+                self._teardown()  # what the start made after that close ran
             self.close()
             if isinstance(exc, OSError | SandboxError) and not isinstance(exc, SandboxStartError):
                 raise SandboxStartError(f"Could not start the bwrap sandbox: {exc}") from exc
@@ -562,6 +572,10 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         if self._closed:
             return
         self._closed = True
+        self._teardown()
+        untrack(self)
+
+    def _teardown(self) -> None:
         self._drop_standby()
         if self.shell is not None:
             self.shell.close()
@@ -612,19 +626,38 @@ def _check_reachable(folder: Path) -> None:
             )
 
 
-def collect_bwrap_garbage() -> list[str]:
-    """Remove episode folders whose owning process is gone; return their names."""
+def collect_bwrap_garbage(
+    *, labels: Mapping[str, str] | None = None, dry_run: bool = False
+) -> list[str]:
+    """Remove episode folders whose owning process is gone; return their names.
+
+    `labels` narrows it to the folders of sandboxes started with all of them (one run's);
+    `dry_run` removes nothing and names what would go."""
     removed: list[str] = []
     if not episodes_dir().is_dir():
         return removed
+    wanted = dict(labels or {})
     for home in episodes_dir().iterdir():
-        if not owner_gone(home, unknown=True):
+        # a folder naming no owner is garbage once it is not one being made this minute
+        if not owner_gone(home, unknown=_older_than(home, 60.0)):
             continue
-        remove_episode(home)
+        if wanted and not wanted.items() <= labels_of(home).items():
+            continue
+        if not dry_run:
+            remove_episode(home)
         removed.append(home.name)
+    if dry_run:
+        return removed
     live = {home.name.rsplit("-", 1)[0] for home in episodes_dir().iterdir()}
     remove_stale_cgroups(live)
     return removed
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 def _processes_of_this_user() -> int:

@@ -72,6 +72,7 @@ from termgym.sandbox._procview import hide_processes
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
+from termgym.sandbox._stopping import track, untrack
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,9 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         self.snapshot: SnapshotMount | None = None
         self._frozen = False
         """Every process of the container was killed (`freeze`): none of the agent's runs."""
+        self._created = False
+        """The engine was asked to create the container (it may exist before `container`
+        is set: a close from another thread then removes it by name)."""
 
     @property
     def container_id(self) -> str:
@@ -191,6 +195,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         config = self.config
         self._refuse_misplaced_standby(config)  # before a container is made for nothing
         client = docker_client()
+        track(self)  # closed by a stop of the process from here on (`_stopping`)
         if config.snapshot_of:
             from termgym.sandbox._images import cache_dir
 
@@ -201,6 +206,8 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         try:
             # create + start, not run: run would try to pull a missing image from a registry
             self.container = self._create(client)
+            if self._closed:  # closed while the engine made it (the process is stopping)
+                raise SandboxStartError(f"The docker sandbox {self.name} was closed as it started.")
             self._bound_disk()
             within(ENGINE_DEADLINE, "starting a container", self.container.start)
             self.container.reload()
@@ -211,6 +218,9 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                 f"Expected image {config.image} in the Docker engine; found none. "
                 "Build the base image with `termgym image build-base`."
             ) from exc
+        except SandboxStartError:
+            self._remove_container()
+            raise
         except (docker.errors.APIError, EngineError) as exc:
             self.close()
             hint = ""
@@ -321,6 +331,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
 
         options = self._create_options()
         address = engine_address()
+        self._created = True
         if engine_quota(address) is not False:
             try:
                 container = within(
@@ -366,6 +377,9 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
     def _check_disk(self) -> None:
         """After the start: make sure the bound holds (the engine's overlay sits on the
         filesystem made for it), else fall back on the watchdog; say once which holds."""
+        if self._closed:  # closed as it started (a stop): its layer is gone, nothing to say
+            self._remove_container()
+            raise SandboxStartError(f"The docker sandbox {self.name} was closed as it started.")
         if self.disk_limit == "filesystem" and not self._on_layer_disk():
             self._disk_why = "the engine does not see termgym's mounts (a mount namespace)"
             self.disk_limit = "none"
@@ -797,16 +811,32 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         if self.shell is not None:
             self.shell.kill_hook = None
             self.shell.close()
-        if self.container is not None:
-            try:
-                within(ENGINE_DEADLINE, "removing a container", lambda: self.container.remove(
-                    force=True))  # fmt: skip
-            except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
-                log.warning("could not remove %s: %s", self.name, exc)
+        self._remove_container()
         if self.layer_disk is not None:
             self.layer_disk.close()
         if self.snapshot is not None:
             self.snapshot.close()
+        untrack(self)
+
+    def _remove_container(self) -> None:
+        """Remove the container, by name where its creation has not answered yet (a close
+        from another thread as it starts: the process stopping)."""
+        if self.container is None and not self._created:
+            return
+        import docker.errors
+
+        target = self.container.id if self.container is not None else self.name
+        try:
+            api = docker_client().api
+            within(ENGINE_DEADLINE, "removing a container", lambda: api.remove_container(
+                target, force=True))  # fmt: skip
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if not (exc.status_code == 409 and "already in progress" in str(exc)):
+                log.warning("could not remove %s: %s", self.name, exc)  # `termgym gc` will
+        except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
+            log.warning("could not remove %s: %s", self.name, exc)
 
 
 class DockerStandby:
@@ -1011,28 +1041,44 @@ def _as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def collect_garbage(
-    *, everything: bool = False, labels: Mapping[str, str] | None = None
+    *,
+    everything: bool = False,
+    labels: Mapping[str, str] | None = None,
+    dry_run: bool = False,
 ) -> list[str]:
     """Remove leftover sandbox containers; return their names.
 
     A container is left over when the process that started it (labels `io.termgym.host` and
-    `io.termgym.pid`) is gone from this host, or when it is not running. With `everything`,
-    every container labelled as a termgym sandbox goes, live episodes included. `labels`
-    narrows the search to containers carrying all of them (e.g. one run's).
+    `io.termgym.pid`) is gone from this host; one started on another host, when it is not
+    running. With `everything`, every container labelled as a termgym sandbox goes, live
+    episodes included. `labels` narrows the search to containers carrying all of them
+    (`{"io.termgym.run": ID}`: one run's). `dry_run` removes nothing and names what would go.
     """
+    import docker.errors
+
     client = docker_client()
     removed = []
     wanted = [SANDBOX_LABEL, *(f"{key}={value}" for key, value in (labels or {}).items())]
     listed = client.containers.list(all=True, filters={"label": wanted}, sparse=True)
     for container in listed:
         name = container.attrs["Names"][0].lstrip("/")
-        if everything or not _owner_alive(container.attrs):
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
-                removed.append(name)
-    from termgym.sandbox._images import cache_dir
+        if not (everything or not _owner_alive(container.attrs)):
+            continue
+        if dry_run:
+            removed.append(name)
+            continue
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            continue  # gone meanwhile (its owner closed it)
+        except Exception as exc:  # noqa: BLE001 - named, and left for the next gc
+            log.warning("could not remove %s: %s", name, exc)
+            continue
+        removed.append(name)
+    if not dry_run:
+        from termgym.sandbox._images import cache_dir
 
-    remove_orphans(cache_dir() / "layer-disks")  # their containers' filesystems
+        remove_orphans(cache_dir() / "layer-disks")  # their containers' filesystems
     return removed
 
 

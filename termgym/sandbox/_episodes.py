@@ -15,12 +15,15 @@ first). Without root, or where the mount is refused, the folder is the cache's o
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 from pathlib import Path
 
 from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 
+LABELS = "labels.json"
+"""In an episode folder: its sandbox's labels (the run it serves), for `termgym gc --run`."""
 LOCK = "episodes.lock"
 """In the cache, beside the folder: held while a process looks at the folder and mounts."""
 _READY: set[Path] = set()
@@ -64,6 +67,15 @@ def owner_gone(home: Path, *, unknown: bool) -> bool:
     except (OSError, ValueError):
         return unknown
     return not Path(f"/proc/{owner}").exists()
+
+
+def labels_of(home: Path) -> dict[str, str]:
+    """The labels the sandbox of the episode folder `home` was started with ({} if unknown)."""
+    try:
+        found = json.loads((home / LABELS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def remove_episode(home: Path) -> None:

@@ -16,6 +16,7 @@ from termgym.sandbox._base import FileTree, RunResult, SandboxConfig
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits
 from termgym.sandbox._shell import BASH_ARGV
+from termgym.sandbox._stopping import track, untrack
 
 
 class LocalSandbox(KeepsStandby, ShellSandbox):
@@ -48,6 +49,7 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
                 f"The local backend takes no runtime; got runtime={self.config.runtime!r}."
             )
         deadline = time.monotonic() + _deadline.START_DEADLINE
+        track(self)  # closed by a stop of the process from here on (`_stopping`)
         self.root = Path(tempfile.mkdtemp(prefix="termgym-local-"))
         try:
             self.host_path(self.config.workdir).mkdir(parents=True, exist_ok=True)
@@ -152,3 +154,4 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
         self.freeze()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
+        untrack(self)

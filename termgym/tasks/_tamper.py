@@ -150,8 +150,9 @@ class TamperEvidence:
 
     @classmethod
     def from_dict(cls, data: Any) -> TamperEvidence | None:
-        """The form `to_dict` writes (a recording's end line), or None when there is none."""
-        if not isinstance(data, Mapping):
+        """The form `to_dict` writes (a recording's end line), or None when there is none
+        (None, or an empty mapping: an env's final info when none was read)."""
+        if not isinstance(data, Mapping) or not data:
             return None
 
         def changes(kind: str) -> tuple[Change, ...]:
