@@ -91,11 +91,7 @@ def import_command(
     seconds = time.perf_counter() - start
     print_report(report)
     count = len(report.converted)
-    skipped = f", {len(report.skipped)} without an overlay left out" if report.skipped else ""
-    click.echo(
-        f"\n{count} imported, {len(report.refused)} refused{skipped} into {out} in "
-        f"{seconds * 1000:.0f} ms"
-    )
+    click.echo(f"\n{count} imported{summary_tail(report)} into {out} in {seconds * 1000:.0f} ms")
     if not count:
         sys.exit(1)
 
@@ -118,10 +114,24 @@ def print_report(report: ImportReport) -> None:
             click.echo(f"          missing: {printable(missing, one_line=True)}")
     for folder, why in report.refused:
         click.echo(f"refused   {printable(folder.name):<40} {printable(why, one_line=True)}")
+    for folder in report.skipped:
+        click.echo(f"left out  {printable(folder.name):<40} no overlay (--overlaid-only)")
+    for folder, why in report.passed_over:
+        click.echo(f"no task   {printable(folder.name):<40} {printable(why, one_line=True)}")
     for path in report.unused_overlays:
         click.echo(
             f"unused    {printable(path.name):<40} no task folder of that name among the sources"
         )
+
+
+def summary_tail(report: ImportReport) -> str:
+    """ ", 2 refused, 1 left out without an overlay, 1 folder no task": what was not imported."""
+    parts = [f"{len(report.refused)} refused"]
+    if report.skipped:
+        parts.append(f"{len(report.skipped)} without an overlay left out")
+    if report.passed_over:
+        parts.append(f"{len(report.passed_over)} folder(s) holding no task passed over")
+    return ", " + ", ".join(parts)
 
 
 @click.group("overlay")

@@ -324,10 +324,12 @@ def run_command(
     (`termgym run --agent A --import SOURCE --overlays tb2`, docs/tb2.md)."""
     out = out or Path("runs") / f"{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
     if sources:
-        imported = _import_first(sources, out / "tasks", overlays)
+        imported, refused = _import_first(sources, out / "tasks", overlays)
         paths = (str(out / "tasks"), *paths)
         if tasks == "*":
             tasks = ",".join(imported)
+        else:
+            tasks = _without_refused(tasks, refused, paths)
     elif overlays:
         raise click.BadParameter(
             "expected --import SOURCE to apply them to", param_hint="--overlays"
@@ -376,15 +378,18 @@ def run_command(
         raise SystemExit(3)
 
 
-def _import_first(sources: tuple[str, ...], folder: Path, overlays: str | None) -> list[str]:
+def _import_first(
+    sources: tuple[str, ...], folder: Path, overlays: str | None
+) -> tuple[list[str], dict[str, str]]:
     """Import `sources` into `folder` (only the overlaid tasks when `overlays` is given);
-    the ids imported.
+    the ids imported, and the refused tasks' folder names and ids -> why.
 
     Raises:
         click.ClickException: a source or the overlays cannot be read, or nothing imports.
     """
+    from termgym.cli.import_cmds import summary_tail
     from termgym.errors import TaskError
-    from termgym.importing import import_tasks
+    from termgym.importing import import_tasks, normalize_id
 
     try:
         report = import_tasks(
@@ -394,17 +399,45 @@ def _import_first(sources: tuple[str, ...], folder: Path, overlays: str | None) 
         raise click.ClickException(str(exc)) from None
     for path, why in report.refused:
         console.print(f"[yellow]not imported[/] {shown(path.name)}: {shown(why)}")
+    for path, why in report.passed_over:
+        console.print(f"[dim]no task[/] {shown(path.name)}: {shown(why)}")
     if not report.converted:
         raise click.ClickException(
             f"no task of {', '.join(sources)} imported"
             + (f" with an overlay of {overlays}" if overlays else "")
         )
-    left = f", {len(report.skipped)} without an overlay left out" if report.skipped else ""
     console.print(
         f"{len(report.converted)} task(s) imported into {shown(str(folder))}"
-        f"{left}, {len(report.refused)} refused"
+        f"{shown(summary_tail(report))}"
     )
-    return [c.task_id for c in report.converted]
+    refused = {}
+    for path, why in report.refused:
+        refused[path.name] = refused[normalize_id(path.name)] = why
+    return [c.task_id for c in report.converted], refused
+
+
+def _without_refused(tasks: str, refused: dict[str, str], paths: tuple[str, ...]) -> str:
+    """--tasks less the globs that name only tasks refused at import (said, not run): the
+    others must each match a task, as without --import."""
+    import fnmatch
+
+    from termgym.tasks import list_tasks
+
+    if not refused:
+        return tasks
+    available = [t.id for t in list_tasks(paths)]
+    kept = []
+    for glob in (t.strip() for t in tasks.split(",") if t.strip()):
+        hit = fnmatch.filter(refused, glob)
+        if hit and not fnmatch.filter(available, glob):
+            console.print(f"[yellow]not run[/] {shown(glob)}: refused at import (above)")
+            continue
+        kept.append(glob)
+    if not kept:
+        raise click.ClickException(
+            f"every task --tasks names ({tasks}) was refused at import; nothing to run"
+        )
+    return ",".join(kept)
 
 
 @click.command("play")

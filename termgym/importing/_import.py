@@ -61,10 +61,13 @@ def _partial(folder: Path) -> bool:
     return any((folder / name).is_file() for name in _MARKERS if name != "task.yaml")
 
 
-def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
+def task_folders(
+    sources: Sequence[Path], fmt: Format | None, passed_over: list[tuple[Path, str]] | None = None
+) -> list[Path]:
     """Each source that is a task folder, else its children that are; a folder holding part
     of a task (task.toml without instruction.md ...) is one too, so that reading it says what
-    it lacks instead of leaving it out unsaid."""
+    it lacks instead of leaving it out unsaid. Every other child folder goes in
+    `passed_over`, with why it is no task."""
     out: list[Path] = []
     for source in sources:
         if not source.is_dir():
@@ -75,9 +78,10 @@ def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
         if detect(source) or _partial(source):
             out.append(source)
             continue
-        children = [
-            c for c in sorted(source.iterdir()) if c.is_dir() and (detect(c) or _partial(c))
-        ]
+        children, others = [], []
+        for child in sorted(source.iterdir()):
+            if child.is_dir():
+                (children if detect(child) or _partial(child) else others).append(child)
         if not children:
             what = {
                 "terminal-bench": "Terminal-Bench task (task.yaml, run-tests.sh)",
@@ -89,18 +93,34 @@ def task_folders(sources: Sequence[Path], fmt: Format | None) -> list[Path]:
                 f"expected {source} to be a {what} or to hold such task folders, found none"
             )
         out.extend(children)
+        if passed_over is not None:
+            passed_over.extend((other, _no_task(other)) for other in others)
     return out
+
+
+def _no_task(folder: Path) -> str:
+    """Why a folder beside the tasks is none."""
+    if (folder / "task.yaml").is_file():
+        return (
+            "task.yaml without run-tests.sh: no Terminal-Bench task (a termgym task is run "
+            "from its folder, not imported)"
+        )
+    if folder.name.startswith("."):
+        return "a hidden folder, with no task files"
+    return "holds none of " + ", ".join(_MARKERS)
 
 
 @dataclass
 class ImportReport:
     """What an import did: converted tasks, refused ones with the reason, overlays of the
-    overlay folder that matched no task, and tasks left out for having no overlay."""
+    overlay folder that matched no task, tasks left out for having no overlay, and the
+    folders beside the tasks that are none (with why)."""
 
     converted: list[Converted] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)
     unused_overlays: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
+    passed_over: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def _overlay_for(overlays: Path | None, folder: Path) -> Path | None:
@@ -143,7 +163,7 @@ def import_tasks(
     report = ImportReport()
     taken: set[str] = set()
     used: set[Path] = set()
-    for folder in task_folders([resolve_source(s) for s in sources], fmt):
+    for folder in task_folders([resolve_source(s) for s in sources], fmt, report.passed_over):
         overlay = _overlay_for(folder_of_overlays, folder)
         if overlaid_only and overlay is None and not (folder / OVERLAY_FILE).is_file():
             report.skipped.append(folder)

@@ -100,7 +100,8 @@ def _assert_one_type_per_key(infos: list[dict[str, Any]]) -> None:
     mixed = {
         key: sorted(kinds)
         for key, kinds in seen.items()
-        if len(kinds) > 1 and kinds != {"str", "NoneType"}  # text: a str, or None
+        if len(kinds) > 1
+        and kinds != {"str", "NoneType"}  # text: a str, or None
         and not key.startswith("rules_enforced.")  # the task's own values
     }
     assert not mixed, f"keys of more than one type across envs and steps: {mixed}"

@@ -13,6 +13,7 @@ from termgym.grading import grade, prepare
 from termgym.importing import import_tasks
 from termgym.sandbox import SandboxConfig, make_sandbox
 from termgym.tasks import instantiate, load_task, task_image
+from tests.importing.test_sources import mixed_source
 
 FOREIGN = Path(__file__).parents[1] / "fixtures" / "foreign"
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -97,3 +98,24 @@ def test_the_rewritten_oracle_adapts(imported: Path, docker_available: None) -> 
         box.close()
     assert report.episode_class == "adapted"
     assert report.verdicts["original"].results[0].passed is False
+
+
+def test_a_run_that_names_a_refused_task_says_so_and_runs_the_others(
+    tmp_path: Path, docker_available: None
+) -> None:
+    from click.testing import CliRunner
+
+    from termgym.cli import main
+    from termgym.recording import last_results
+
+    source = mixed_source(tmp_path)
+    args = ["run", "--agent", "oracle", "--import", str(source), "--variants", "original",
+            "--backend", "docker", "--no-report"]  # fmt: skip
+    out = tmp_path / "run"
+    done = CliRunner().invoke(main, [*args, "--tasks", "tb-refused,tb-weight-limit", "--out",
+                                     str(out)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "tb-refused: refused at import" in done.output and "left out" not in done.output
+    assert [r.task for r in last_results(out).values()] == ["tb-weight-limit"]
+    done = CliRunner().invoke(main, [*args, "--tasks", "tb-refused", "--out", str(tmp_path / "x")])
+    assert done.exit_code == 1 and "was refused at import; nothing to run" in done.output

@@ -136,3 +136,39 @@ def test_an_agent_user_overlay_is_refused_with_the_reason(tmp_path: Path) -> Non
     clean = import_tasks([TB2 / "tasks"], tmp_path / "clean", "harbor", overlays=TB2 / "overlays")
     task = load_task(clean.converted[0].folder)
     assert blind_row(task, []) is None  # a clean task: decided by what the oracle's runs gave
+
+
+def mixed_source(tmp_path: Path) -> Path:
+    """A folder of one good task, one refused (its Dockerfile copies the tests in), one
+    folder with a task.yaml alone and one with notes: two tasks and two folders of none."""
+    source = tmp_path / "source"
+    good = FIXTURES / "foreign" / "tb" / "tb-weight-limit"
+    shutil.copytree(good, source / "tb-weight-limit")
+    shutil.copytree(good, source / "tb-refused")
+    with (source / "tb-refused" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write("COPY tests /app/tests\n")
+    (source / "only-yaml").mkdir()
+    shutil.copy(good / "task.yaml", source / "only-yaml" / "task.yaml")
+    (source / "notes").mkdir()
+    (source / "notes" / "README").write_text("not a task\n")
+    return source
+
+
+def test_import_names_every_folder_it_passed_over_and_why(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from termgym.cli import main
+
+    source = mixed_source(tmp_path)
+    report = import_tasks([source], tmp_path / "out")
+    assert [c.task_id for c in report.converted] == ["tb-weight-limit"]
+    assert [f.name for f, _ in report.refused] == ["tb-refused"]
+    passed = dict((f.name, why) for f, why in report.passed_over)
+    assert set(passed) == {"only-yaml", "notes"}
+    assert "task.yaml without run-tests.sh" in passed["only-yaml"]
+    assert "holds none of task.toml" in passed["notes"]
+    done = CliRunner().invoke(main, ["import", "tb", str(source), "--out", str(tmp_path / "o2")])
+    assert done.exit_code == 0, done.output
+    assert "1 imported, 1 refused, 2 folder(s) holding no task passed over" in done.output
+    for name in ("only-yaml", "notes", "tb-refused"):
+        assert name in done.output
