@@ -326,10 +326,7 @@ def run_command(
     if sources:
         imported, refused = _import_first(sources, out / "tasks", overlays)
         paths = (str(out / "tasks"), *paths)
-        if tasks == "*":
-            tasks = ",".join(imported)
-        else:
-            tasks = _without_refused(tasks, refused, paths)
+        tasks = ",".join(imported) if tasks == "*" else _without_refused(tasks, refused, paths)
     elif overlays:
         raise click.BadParameter(
             "expected --import SOURCE to apply them to", param_hint="--overlays"
