@@ -78,7 +78,8 @@ def task_folders(
         if detect(source) or _partial(source):
             out.append(source)
             continue
-        children, others = [], []
+        children: list[Path] = []
+        others: list[Path] = []
         for child in sorted(source.iterdir()):
             if child.is_dir():
                 (children if detect(child) or _partial(child) else others).append(child)

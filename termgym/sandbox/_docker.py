@@ -23,6 +23,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import secrets
 import select
 import shutil
@@ -44,11 +45,14 @@ from termgym.errors import (
     SandboxStartError,
 )
 from termgym.sandbox._base import (
+    OWNER_HOST_LABEL,
+    OWNER_PID_LABEL,
     SANDBOX_LABEL,
     VERIFIER_CAPS,
     FileTree,
     RunResult,
     SandboxConfig,
+    owner_labels,
 )
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
@@ -66,7 +70,7 @@ from termgym.sandbox._engine import docker_client, engine_address
 from termgym.sandbox._fscopy import tree_archive
 from termgym.sandbox._gateway import binds as gateway_binds
 from termgym.sandbox._gateway import relayed, wanted
-from termgym.sandbox._hostwall import BRIDGE, docker_network, say_once, wall_docker
+from termgym.sandbox._hostwall import bridge_for, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._procview import hide_processes
 from termgym.sandbox._seccomp import verifier_profile
@@ -87,10 +91,20 @@ EXEC_GRACE = 2.0
 """Seconds an exec's output may go on after its processes were killed at the timeout, before
 the host gives up on it and kills the whole container."""
 
-OWNER_HOST_LABEL = "io.termgym.host"
-OWNER_PID_LABEL = "io.termgym.pid"
-ROLE_LABEL = "io.termgym.role"
-"""Who started a container, and what for; `termgym gc` removes those whose starter is gone."""
+START_RETRIES = (0.5, 2.0)
+"""Waits before each new try of a container start the engine refused under load."""
+
+ENGINE_BUSY = re.compile(
+    r"resource temporarily unavailable|context deadline exceeded|failed to create shim|"
+    r"connection reset by peer|device or resource busy|error creating overlay mount|"
+    r"cannot allocate memory|no such process|unable to freeze|Timeout",
+    re.IGNORECASE,
+)
+"""What the engine says when it refuses a start for a moment (a loaded machine: the runtime
+could not fork, a mount was busy, a call timed out inside the engine), not for good."""
+
+PAUSE_RETRIES = (0.0, 0.1, 0.3, 1.0)
+"""Waits before each try of a pause the kernel's freezer refused ("unable to freeze")."""
 
 DETACH_KEYS = "ctrl-^,ctrl-_,ctrl-^,ctrl-_"
 """Docker swallows Ctrl-P by default in an attached exec (its detach prefix); move it away."""
@@ -204,14 +218,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                 size_mb=config.disk_mb, owner=0,
             )  # fmt: skip
         try:
-            # create + start, not run: run would try to pull a missing image from a registry
-            self.container = self._create(client)
-            if self._closed:  # closed while the engine made it (the process is stopping)
-                raise SandboxStartError(f"The docker sandbox {self.name} was closed as it started.")
-            self._bound_disk()
-            within(ENGINE_DEADLINE, "starting a container", self.container.start)
-            self.container.reload()
-            self.init_pid = int(self.container.attrs["State"].get("Pid") or 0)
+            self._create_and_start(client)
         except docker.errors.ImageNotFound as exc:
             self.close()
             raise SandboxStartError(
@@ -247,6 +254,34 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
                 raise SandboxStartError(str(exc)) from exc
             raise
 
+    def _create_and_start(self, client: Any) -> None:
+        """Create and start the container (create + start, not run: run would pull a missing
+        image from a registry); a refusal the engine makes only under load (`ENGINE_BUSY`) is
+        tried again, on a fresh container, after `START_RETRIES`' waits."""
+        import docker.errors
+
+        for delay in (*START_RETRIES, None):
+            try:
+                self.container = self._create(client)
+                if self._closed:  # closed while the engine made it (the process is stopping)
+                    raise SandboxStartError(
+                        f"The docker sandbox {self.name} was closed as it started."
+                    )
+                self._bound_disk()
+                within(ENGINE_DEADLINE, "starting a container", self.container.start)
+                self.container.reload()
+                self.init_pid = int(self.container.attrs["State"].get("Pid") or 0)
+                return
+            except docker.errors.APIError as exc:
+                if delay is None or not ENGINE_BUSY.search(str(exc)) or self._closed:
+                    raise
+                log.info("%s: the engine refused under load (%s); trying again", self.name, exc)
+                self._remove_container()
+                if self.layer_disk is not None:
+                    self.layer_disk.close()
+                self.container, self.layer_disk, self.disk_limit = None, None, "none"
+                time.sleep(delay)
+
     def _create_options(self) -> dict[str, Any]:
         config = self.config
         verifier = config.role == "verifier"
@@ -277,13 +312,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             "mem_limit": f"{config.memory_mb}m",
             "memswap_limit": f"{config.memory_mb}m",
             "nano_cpus": int(config.cpus * 1e9),
-            "labels": {
-                SANDBOX_LABEL: "1",
-                OWNER_HOST_LABEL: socket.gethostname(),
-                OWNER_PID_LABEL: str(os.getpid()),
-                ROLE_LABEL: config.role,
-                **config.labels,
-            },
+            "labels": {**owner_labels(config.role), **config.labels},
         }
         if not config.network_of:
             options["hostname"] = "sandbox"
@@ -311,9 +340,10 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         """termgym's bridge network (`termgym.sandbox._hostwall`), its host kept out of
         reach where termgym can set the rule; said once where it cannot."""
         name = docker_network(docker_client(), engine_address())
+        bridge = bridge_for(engine_address())
         why = (
-            wall_docker()
-            if os.path.exists(f"/sys/class/net/{BRIDGE}")
+            wall_docker(bridge)
+            if os.path.exists(f"/sys/class/net/{bridge}")
             else "the engine's bridge is not on this host"
         )
         if why:
@@ -605,33 +635,85 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         """While the engine copies files out of a container whose processes still run
         (live-state grading), they are paused (the cgroup freezer): none can swap a file it
         looks at for a fifo before it opens it, an open that waits for a writer forever and
-        holds the engine's lock of the container (no kill, no removal) with it."""
-        import docker.errors
+        holds the engine's lock of the container (no kill, no removal) with it.
 
+        A freeze the kernel refuses for a moment ("unable to freeze": a process busy in the
+        kernel, on a loaded machine) is tried again; where it keeps failing and the
+        container's processes are this host's, they are held by SIGSTOP instead, which no
+        process can catch (`_stop_all`)."""
         if self._frozen:
             yield
             return
-        try:
-            within(ENGINE_DEADLINE, "pausing a container", lambda: self._api.pause(
-                self.container.id))  # fmt: skip
-        except docker.errors.APIError as exc:
-            if exc.status_code != 409:
-                raise EngineError(f"Docker could not pause {self.name}: {exc}") from exc
+        how = self._pause()
+        if how == "":
             yield  # not running (the agent stopped it): nothing moves
             return
-        unpause = lambda: self._api.unpause(self.container.id)  # noqa: E731
         try:
             yield
         except BaseException:
             # the copy failed (past its time, say: the engine still reads, holding the
             # container): the unpause goes on in its thread and lands when the engine lets it
             with contextlib.suppress(Exception):
-                within(1.0, "unpausing a container", unpause)
+                self._unpause(how, 1.0)
             raise
+        self._unpause(how, ENGINE_DEADLINE)
+
+    def _pause(self) -> str:
+        """Hold every process of the running container still: "paused" (the engine's
+        freezer), "stopped" (SIGSTOP, where the freezer kept refusing), or "" when the
+        container is not running."""
+        import docker.errors
+
+        failure: docker.errors.APIError | None = None
+        for delay in PAUSE_RETRIES:
+            time.sleep(delay)
+            try:
+                within(ENGINE_DEADLINE, "pausing a container", lambda: self._api.pause(
+                    self.container.id))  # fmt: skip
+                return "paused"
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:
+                    return ""
+                failure = exc
+                if "freez" not in str(exc).lower():
+                    break  # not the freezer's moment: no use asking again
+        if self._local() and self._stop_all():
+            log.info("%s: the freezer refused (%s); held by SIGSTOP instead", self.name, failure)
+            return "stopped"
+        raise EngineError(f"Docker could not pause {self.name}: {failure}") from failure
+
+    def _unpause(self, how: str, seconds: float) -> None:
+        import docker.errors
+
+        if how == "stopped":
+            for pid in _cgroup_procs(self.init_pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGCONT)
+            return
         try:
-            within(ENGINE_DEADLINE, "unpausing a container", unpause)
+            within(seconds, "unpausing a container", lambda: self._api.unpause(
+                self.container.id))  # fmt: skip
         except docker.errors.APIError as exc:
             raise EngineError(f"Docker could not unpause {self.name}: {exc}") from exc
+
+    def _stop_all(self) -> bool:
+        """SIGSTOP every process of the container (from the host, by host pid) until no new
+        one appears (one forked meanwhile is stopped in the next round); False if they
+        could not be listed."""
+        stopped: set[int] = set()
+        for _ in range(50):
+            found = set(_cgroup_procs(self.init_pid))
+            if not found:
+                return False
+            fresh = found - stopped
+            if not fresh:
+                return True
+            for pid in fresh:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped |= fresh
+            time.sleep(0.005)
+        return True
 
     def _export(self, paths: Sequence[str], out: BinaryIO, budget: CopyBudget) -> None:
         import docker.errors

@@ -20,10 +20,14 @@ and the backends say so once.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import threading
 from typing import Any
+
+from termgym.sandbox._cachelock import making
+from termgym.sandbox._images import cache_dir
 
 BRIDGE = "termgym0"
 """The bridge interface of termgym's docker network."""
@@ -48,13 +52,26 @@ def wall_bwrap(uid_base: int, count: int = 65536) -> str:
     return _hold(f"bwrap-{uid_base}", "OUTPUT", rules)
 
 
-def wall_docker() -> str:
-    """Refuse the host to what comes from termgym's bridge; "" when it holds."""
+def wall_docker(bridge: str = BRIDGE) -> str:
+    """Refuse the host to what comes from termgym's bridge `bridge`; "" when it holds."""
     rules = [
-        ["-i", BRIDGE, "-j", "REJECT"],
-        ["-i", BRIDGE, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"],
+        ["-i", bridge, "-j", "REJECT"],
+        ["-i", bridge, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"],
     ]
-    return _hold("docker", "INPUT", rules)
+    return _hold(f"docker-{bridge}", "INPUT", rules)
+
+
+LOCAL_ENGINES = ("unix:///var/run/docker.sock", "unix:///run/docker.sock")
+"""The host's own engine: its termgym network's bridge is BRIDGE."""
+
+
+def bridge_for(address: str) -> str:
+    """The bridge interface of termgym's network on the engine at `address`: BRIDGE on the
+    host's own engine, a name of its own on any other (a second engine on the host, rootless
+    docker beside the system's: two networks would otherwise claim one interface)."""
+    if address in LOCAL_ENGINES:
+        return BRIDGE
+    return "tg" + hashlib.sha256(address.encode()).hexdigest()[:10]
 
 
 def _hold(key: str, chain: str, rules: list[list[str]]) -> str:
@@ -98,30 +115,47 @@ def docker_network(client: Any, address: str) -> str:
 
     Its containers cannot reach each other (`enable_icc` off): one episode never reaches
     another's services. Where its bridge is on this host, `wall_docker` keeps them off it.
+    Two processes that find it missing at once make it one after the other, under a lock
+    of the machine's (the engine refused the second with "conflicts with network ...
+    same bridge name"); one made by another process meanwhile is taken as it is.
     """
-    import docker.errors
-
     with _lock:
         if address in _networks:
             return _networks[address]
-    try:
-        client.networks.get(NETWORK)
-    except docker.errors.NotFound:
-        try:
-            client.networks.create(
-                NETWORK, driver="bridge", check_duplicate=True,
-                options={
-                    "com.docker.network.bridge.name": BRIDGE,
-                    "com.docker.network.bridge.enable_icc": "false",
-                },
-                labels={"io.termgym.network": "1"},
-            )  # fmt: skip
-        except docker.errors.APIError as exc:
-            if exc.status_code != 409:  # made by another process just now
-                raise
+    if _network_id(client) is None:
+        with making(cache_dir() / "locks" / "docker-network"):
+            if _network_id(client) is None:
+                _make_network(client, bridge_for(address))
     with _lock:
         _networks[address] = NETWORK
     return NETWORK
+
+
+def _network_id(client: Any) -> str | None:
+    """The id of the network named NETWORK (exactly: the engine's filter matches a part of
+    the name), or None."""
+    for found in client.api.networks(names=[NETWORK]):
+        if found.get("Name") == NETWORK:
+            return str(found["Id"])
+    return None
+
+
+def _make_network(client: Any, bridge: str) -> None:
+    import docker.errors
+
+    try:
+        client.networks.create(
+            NETWORK, driver="bridge", check_duplicate=True,
+            options={
+                "com.docker.network.bridge.name": bridge,
+                "com.docker.network.bridge.enable_icc": "false",
+            },
+            labels={"io.termgym.network": "1"},
+        )  # fmt: skip
+    except docker.errors.APIError:
+        # made by a process with another cache (no shared lock) just now: that one is ours
+        if _network_id(client) is None:
+            raise
 
 
 _said: set[str] = set()

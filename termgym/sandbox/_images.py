@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import io
 import json
@@ -12,15 +11,14 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from termgym.errors import BackendUnavailable, ImageBuildFailed, ImageError
-from termgym.sandbox._base import BASE_IMAGE
+from termgym.sandbox._base import BASE_IMAGE, owner_labels
+from termgym.sandbox._cachelock import clear, lock_name, making, settle, staging_for
 from termgym.sandbox._engine import docker_client
 
 SUITE = "bookworm"
@@ -109,6 +107,21 @@ def build_base(*, force: bool = False, log: Log = _quiet) -> str:
     if existing is not None and not force and existing.labels.get(RECIPE_LABEL) == recipe:
         log(f"{BASE_IMAGE} is up to date (recipe {recipe}).")
         return str(existing.id)
+    with making(image_lock(BASE_IMAGE)):
+        existing = _image_or_none(client, BASE_IMAGE)
+        if existing is not None and not force and existing.labels.get(RECIPE_LABEL) == recipe:
+            log(f"{BASE_IMAGE} was built meanwhile (recipe {recipe}).")
+            return str(existing.id)
+        return _build_base(client, recipe, log)
+
+
+def image_lock(tag: str) -> Path:
+    """The lock under which the image `tag` is built (`_cachelock.making`): one build of a
+    tag at a time on this machine, whichever process asks."""
+    return cache_dir() / "locks" / lock_name(tag)
+
+
+def _build_base(client: Any, recipe: str, log: Log) -> str:
     parent, steps = _parent_image(client, recipe, log)
     dockerfile = _BASE_DOCKERFILE.format(parent=parent, label=RECIPE_LABEL, recipe=recipe)
     if steps:
@@ -167,7 +180,7 @@ def ensure_base_rootfs(*, log: Log = _quiet) -> Path:
     rootfs = home / "rootfs"
     if (home / ".complete").exists():
         return rootfs
-    with _making(home):
+    with making(home):
         if (home / ".complete").exists():
             return rootfs
         return _debootstrap(home, rootfs, log)
@@ -185,19 +198,25 @@ def _debootstrap(home: Path, rootfs: Path, log: Log) -> Path:
             f"{os.geteuid()}. Run `sudo termgym image build-base`, or use a machine whose "
             "Docker can pull debian:bookworm."
         )
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
+    staging = staging_for(home)
+    clear(staging)
+    staging.mkdir(parents=True)
     log(f"debootstrap {SUITE} into {rootfs} (about a minute) ...")
     argv = [
         "debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
-        SUITE, str(rootfs), MIRROR,
+        SUITE, str(staging / "rootfs"), MIRROR,
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, check=False)
-    if done.returncode != 0:
-        tail = done.stdout.decode(errors="replace")[-2000:] + done.stderr.decode(errors="replace")
-        raise ImageError(f"debootstrap failed (exit {done.returncode}):\n{tail[-3000:]}")
-    _trim_rootfs(rootfs)
-    (home / ".complete").write_text(recipe_hash())
+    try:
+        done = subprocess.run(argv, capture_output=True, check=False)
+        if done.returncode != 0:
+            out = done.stdout.decode(errors="replace")[-2000:]
+            tail = out + done.stderr.decode(errors="replace")
+            raise ImageError(f"debootstrap failed (exit {done.returncode}):\n{tail[-3000:]}")
+        _trim_rootfs(staging / "rootfs")
+        (staging / ".complete").write_text(recipe_hash())
+        settle(staging, home)
+    finally:
+        clear(staging)  # a failed or interrupted debootstrap: its mounts and files go
     return rootfs
 
 
@@ -223,7 +242,8 @@ def build_image(context_dir: Path, tag: str, *, log: Log = _quiet) -> str:
     if not (context_dir / "Dockerfile").is_file():
         raise ImageError(f"Expected a Dockerfile in {context_dir}, found none.")
     client = docker_client(f"Building {tag} from its Dockerfile")
-    image = _build(client, log, path=str(context_dir), tag=tag)
+    with making(image_lock(tag)):  # a second build of the tag finds the first's layers
+        image = _build(client, log, path=str(context_dir), tag=tag)
     return str(image.id)
 
 
@@ -310,35 +330,10 @@ def _rootfs_for(image: str, *, log: Log = _quiet) -> Path:
     target = cache_dir() / "rootfs" / name
     if (target / ".complete").exists():
         return target / "root"
-    with _making(target):
+    with making(target):
         if (target / ".complete").exists():  # another thread made it meanwhile
             return target / "root"
         return _export(client, found, target, log)
-
-
-_targets_lock = threading.Lock()
-_target_locks: dict[Path, threading.Lock] = {}
-
-
-@contextmanager
-def _making(target: Path) -> Iterator[None]:
-    """One thread of any process makes `target` at a time; the others wait for it (the
-    first sandboxes of a new image, started from several threads at once, or from several
-    processes: an AsyncVectorEnv's workers on a fresh machine). A lock file beside it, held
-    with flock, orders the processes: without it each made a copy of its own, and one that
-    found the target missing as another's copy landed deleted the copy in use."""
-    with _targets_lock:
-        lock = _target_locks.setdefault(target, threading.Lock())
-    with lock:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        held = os.open(
-            target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
-        )
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(held)
 
 
 def _shift_suffix() -> str:
@@ -355,7 +350,7 @@ def shifted_rootfs(rootfs: Path, *, log: Log = _quiet) -> Path:
     target = rootfs.parent.parent / (rootfs.parent.name + suffix)
     if (target / ".complete").exists():
         return target / "root"
-    with _making(target):
+    with making(target):
         if (target / ".complete").exists():
             return target / "root"
         return _copy_shifted(rootfs, target, log)
@@ -363,8 +358,8 @@ def shifted_rootfs(rootfs: Path, *, log: Log = _quiet) -> Path:
 
 def _copy_shifted(rootfs: Path, target: Path, log: Log) -> Path:
     log(f"Copying {rootfs} with shifted owners to {target} ...")
-    staging = target.with_name(target.name + f".tmp{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = staging_for(target)
+    clear(staging)
     staging.mkdir(parents=True)
     done = subprocess.run(
         ["cp", "-a", str(rootfs), str(staging / "root")], capture_output=True, check=False
@@ -398,24 +393,23 @@ def _shift_owners(root: Path) -> None:
 
 
 def _settle(staging: Path, target: Path) -> Path:
-    """Move a finished staging folder into place (unless another process won the race)."""
+    """Move a finished staging folder into place (under `making(target)`: a target there
+    is one a killed process left half made)."""
     if (target / ".complete").exists():
-        shutil.rmtree(staging, ignore_errors=True)
+        clear(staging)
         return target / "root"
-    shutil.rmtree(target, ignore_errors=True)
-    try:
-        staging.rename(target)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
+    settle(staging, target)
     return target / "root"
 
 
 def _export(client: Any, image: Any, target: Path, log: Log) -> Path:
     log(f"Exporting {image.tags or image.short_id} to {target} ...")
-    staging = target.with_name(target.name + f".tmp{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = staging_for(target)
+    clear(staging)
     (staging / "root").mkdir(parents=True)
-    container = client.containers.create(image.id, command=["true"], network_mode="none")
+    container = client.containers.create(
+        image.id, command=["true"], network_mode="none", labels=owner_labels("export")
+    )  # labelled: `termgym gc` removes it if this process is killed before it does
     try:
         tar = subprocess.Popen(
             [

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,8 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym.errors import ImageError
+from termgym.sandbox._cachelock import clear, making, settle, staging_for
 from termgym.sandbox._engine import docker_client
-from termgym.sandbox._images import Log, _build, _image_or_none, _quiet, cache_dir, import_rootfs
+from termgym.sandbox._images import (
+    Log,
+    _build,
+    _image_or_none,
+    _quiet,
+    cache_dir,
+    image_lock,
+    import_rootfs,
+)
 
 UBUNTU_MIRROR = "http://archive.ubuntu.com/ubuntu"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -349,13 +359,18 @@ def ensure_local_base(base: LocalBase, *, log: Log = _quiet) -> str:
     client = docker_client(f"The stand-in {base.tag} (an imported task's FROM)")
     if _image_or_none(client, base.tag) is not None:
         return base.tag
-    rootfs_tag = f"termgym/tb-rootfs-{base.distro}-{base.suite}:{base.rootfs_recipe()}"
-    if _image_or_none(client, rootfs_tag) is None:
-        rootfs = _debootstrap(base, log)
-        import_rootfs(client, rootfs, rootfs_tag, log)
-    dockerfile = stand_in_dockerfile(base, rootfs_tag)
-    log(f"Building {base.tag} from {rootfs_tag} ...")
-    _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=base.tag)
+    with making(image_lock(base.tag)):  # one build of it on this machine; the rest wait
+        if _image_or_none(client, base.tag) is not None:
+            log(f"{base.tag} was built meanwhile.")
+            return base.tag
+        rootfs_tag = f"termgym/tb-rootfs-{base.distro}-{base.suite}:{base.rootfs_recipe()}"
+        with making(image_lock(rootfs_tag)):  # the stand-ins of one suite share it
+            if _image_or_none(client, rootfs_tag) is None:
+                rootfs = _debootstrap(base, log)
+                import_rootfs(client, rootfs, rootfs_tag, log)
+        dockerfile = stand_in_dockerfile(base, rootfs_tag)
+        log(f"Building {base.tag} from {rootfs_tag} ...")
+        _build(client, log, fileobj=io.BytesIO(dockerfile.encode()), tag=base.tag)
     return base.tag
 
 
@@ -379,6 +394,7 @@ def _keyring(home: Path) -> Path:
     target = home / "ubuntu-archive-keyring.gpg"
     if target.is_file():
         return target
+    home.mkdir(parents=True, exist_ok=True)
     url = f"{UBUNTU_MIRROR}/{UBUNTU_KEYRING_DEB}"
     try:
         with urllib.request.urlopen(url, timeout=60) as response:
@@ -398,11 +414,16 @@ def _keyring(home: Path) -> Path:
         found = Path(tmp) / "usr/share/keyrings/ubuntu-archive-keyring.gpg"
         if done.returncode != 0 or not found.is_file():
             raise ImageError(f"Could not unpack Ubuntu's keyring: {done.stderr.decode()[-500:]}")
-        shutil.copy(found, target)
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        shutil.copy(found, partial)
+        partial.replace(target)  # whole, whoever else fetches it at the same time
     return target
 
 
 def _debootstrap(base: LocalBase, log: Log) -> Path:
+    """The debootstrap root of `base`'s suite, made once (under its lock, into a staging
+    folder renamed into place: a build killed halfway leaves nothing in use, and its
+    mounts are cleared by the next one)."""
     home = cache_dir() / "local-bases" / f"{base.distro}-{base.suite}-{base.rootfs_recipe()}"
     rootfs = home / "rootfs"
     if (home / ".complete").exists():
@@ -412,13 +433,27 @@ def _debootstrap(base: LocalBase, log: Log) -> Path:
             f"Expected debootstrap to build {base.tag} (no registry image), found none on "
             "PATH: install it (`apt-get install debootstrap`)."
         )
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
+    with making(home):
+        if (home / ".complete").exists():
+            return rootfs
+        staging = staging_for(home)
+        clear(staging)
+        staging.mkdir(parents=True)
+        try:
+            _bootstrap_into(base, staging / "rootfs", home.parent, log)
+            (staging / ".complete").write_text(base.rootfs_recipe())
+            settle(staging, home)
+        finally:
+            clear(staging)  # failed or interrupted: its mounts and files go
+    return rootfs
+
+
+def _bootstrap_into(base: LocalBase, rootfs: Path, keyrings: Path, log: Log) -> None:
     argv = ["debootstrap", "--variant=minbase", f"--components={base.components}",
             "--include=" + ",".join(_COMMON)]  # fmt: skip
     script: list[str] = []
     if base.distro == "ubuntu":
-        argv.append(f"--keyring={_keyring(home.parent)}")
+        argv.append(f"--keyring={_keyring(keyrings)}")
         script = ["/usr/share/debootstrap/scripts/gutsy"]
     argv += [base.suite, str(rootfs), base.mirror, *script]
     log(f"debootstrap {base.distro} {base.suite} into {rootfs} (a few minutes) ...")
@@ -431,5 +466,3 @@ def _debootstrap(base: LocalBase, log: Log) -> Path:
         for entry in (rootfs / leftover).glob("*"):
             if entry.is_file():
                 entry.unlink()
-    (home / ".complete").write_text(base.rootfs_recipe())
-    return rootfs

@@ -35,3 +35,36 @@ def unmount(target: str) -> bool:
     if _LIBC.umount2(os.fsencode(target), 0) == 0:
         return True
     return _LIBC.umount2(os.fsencode(target), MNT_DETACH) == 0
+
+
+def mounts_below(folder: str) -> list[str]:
+    """The mount points at or below `folder` in this process's mount table, deepest first."""
+    root = os.path.realpath(folder).rstrip("/") + "/"
+    found = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+            for line in table:
+                point = _unescape(line.split(" ", 5)[4])
+                if (point.rstrip("/") + "/").startswith(root):
+                    found.append(point)
+    except OSError:
+        return []
+    return sorted(set(found), key=lambda p: p.count("/"), reverse=True)
+
+
+def unmount_below(folder: str) -> list[str]:
+    """Unmount everything mounted at or below `folder` (what a build killed halfway left:
+    debootstrap's /proc in its target); the mount points still there after."""
+    for point in mounts_below(folder):
+        unmount(point)
+    return mounts_below(folder)
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash in a path as octal escapes."""
+    return (
+        field.encode("utf-8", "surrogateescape")
+        .decode("unicode_escape")
+        .encode("latin-1")
+        .decode("utf-8", "surrogateescape")
+    )
