@@ -10,6 +10,7 @@ stop hangs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -42,32 +43,26 @@ class StoppableGroup(click.Group):
 def _stop(command: str, exc: KeyboardInterrupt | Stopped) -> None:
     """Close what the command started, say so, and exit 128 + the signal."""
     signum = exc.signum if isinstance(exc, Stopped) else int(signal.SIGINT)
-    closed = stop_sandboxes()
+    stop_sandboxes()
     close_all_pools()
     what = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-    extra = f" ({closed} closed on the way out)" if closed else ""
     click.echo(
-        f"termgym {command}: stopped by {what}; every sandbox it started is removed{extra}.",
-        err=True,
+        f"termgym {command}: stopped by {what}; every sandbox it started is removed.", err=True
     )
     _exit(128 + signum)
 
 
 def _exit(code: int) -> None:
-    """Exit with `code` once the other threads end, or after EXIT_GRACE seconds without
-    them (their work is gone with their sandboxes)."""
-    deadline = time.monotonic() + EXIT_GRACE
-    for thread in threading.enumerate():
-        if thread is threading.current_thread() or thread.daemon:
-            continue
-        thread.join(max(0.0, deadline - time.monotonic()))
-    if any(
-        t.is_alive() and not t.daemon
-        for t in threading.enumerate()
-        if t is not threading.current_thread()
-    ):
+    """Exit with `code`: the interpreter's own exit (its threads joined, atexit run), watched
+    by a thread that ends the process EXIT_GRACE seconds on if that hangs (a thread still
+    busy: its work is gone with its sandboxes)."""
+
+    def watch() -> None:
+        time.sleep(EXIT_GRACE)
         logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
         os._exit(code)
+
+    threading.Thread(target=watch, name="termgym-exit-watch", daemon=True).start()
     raise SystemExit(code)

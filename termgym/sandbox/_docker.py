@@ -73,10 +73,11 @@ from termgym.sandbox._gateway import relayed, wanted
 from termgym.sandbox._hostwall import bridge_for, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._procview import hide_processes
+from termgym.sandbox._removals import remove_later
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
-from termgym.sandbox._stopping import track, untrack
+from termgym.sandbox._stopping import stopping, track, untrack
 
 log = logging.getLogger(__name__)
 
@@ -916,9 +917,14 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             pass
         except docker.errors.APIError as exc:
             if not (exc.status_code == 409 and "already in progress" in str(exc)):
-                log.warning("could not remove %s: %s", self.name, exc)  # `termgym gc` will
-        except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
-            log.warning("could not remove %s: %s", self.name, exc)
+                self._remove_later(target, exc)
+        except Exception as exc:  # noqa: BLE001 - the engine away for a moment: later
+            self._remove_later(target, exc)
+
+    def _remove_later(self, target: str, exc: BaseException) -> None:
+        if not stopping():  # a stop removes what it can and exits: nothing to say then
+            log.warning("could not remove %s (%s); trying again in the background", self.name, exc)
+        remove_later(target)
 
 
 class DockerStandby:
