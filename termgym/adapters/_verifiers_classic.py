@@ -31,7 +31,7 @@ from datasets import Dataset
 from verifiers.utils.message_utils import normalize_messages
 
 from termgym.chat import ChatEnv, ObservationBudget, tool_schemas
-from termgym.env import TerminalEnv, resolve_task_set, run_blocking
+from termgym.env import TerminalEnv, new_episode_id, resolve_task_set, run_blocking
 from termgym.run import plan_task_set
 
 STATE_KEY = "termgym"
@@ -114,7 +114,10 @@ class TermgymVerifiersEnv(vf.MultiTurnEnv):  # type: ignore[misc]
             options={
                 "variant": info["variant"],
                 "seed": int(info["seed"]),
-                "episode_id": info.get("episode_id"),
+                # one episode per rollout: the row's id with a token of its own
+                "episode_id": new_episode_id(str(info["episode_id"]), planned=True)
+                if info.get("episode_id")
+                else None,
             },
         )
         state["prompt"] = normalize_messages(opening, field_name="termgym opening")

@@ -30,7 +30,7 @@ from typing import Any
 import verifiers.v1 as vf
 
 from termgym.chat import ChatEnv, ObservationBudget, system_prompt
-from termgym.env import TerminalEnv, resolve_task_set, run_blocking
+from termgym.env import TerminalEnv, new_episode_id, resolve_task_set, run_blocking
 from termgym.run import plan_task_set
 
 METRICS = ("stale", "adapted", "passed_original", "grader_error")
@@ -128,7 +128,8 @@ class TermgymEnv(vf.Env[TermgymEnvConfig]):  # type: ignore[misc]
                 options={
                     "variant": info["variant"],
                     "seed": int(info["seed"]),
-                    "episode_id": info["episode_id"],
+                    # one episode per rollout: the task's id with a token of its own
+                    "episode_id": new_episode_id(info["episode_id"], planned=True),
                 },
             )
             async with agents.agent.interaction(task) as interaction:

@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 from termgym.adapters._metrics import aggregate, episode_metrics
 from termgym.chat import ChatEnv, ObservationBudget
-from termgym.env import MultiTaskEnv, resolve_task_set
+from termgym.env import MultiTaskEnv, new_episode_id, resolve_task_set
 from termgym.run import plan_task_set
 
 ENV_ID = "termgym"
@@ -119,6 +119,8 @@ class TermgymTextEnv(BaseTextEnv):  # type: ignore[misc]
         for key in ("task", "variant", "seed", "episode_id"):
             if self.extras.get(key) is not None:
                 options[key] = self.extras[key]
+        if "episode_id" in options:  # one episode per rollout of the row (a GRPO group)
+            options["episode_id"] = new_episode_id(str(options["episode_id"]), planned=True)
         seed = options.get("seed")
         self.chat.max_turns = None
         messages, info = self.chat.reset(

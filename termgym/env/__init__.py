@@ -8,6 +8,7 @@ from termgym.env._env import TerminalEnv, make
 from termgym.env._episode import episode_class_of, sandbox_config
 from termgym.env._evidence import baseline as tamper_baseline
 from termgym.env._evidence import collect as collect_tamper
+from termgym.env._infos import new_episode_id
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys, typed_text
 from termgym.env._multi import MultiTaskEnv
 from termgym.env._pool import PoolLease, Reservation, SandboxPool, close_all_pools, shared_pool
@@ -35,6 +36,7 @@ __all__ = [
     "episode_class_of",
     "format_keys",
     "make",
+    "new_episode_id",
     "parse_keys",
     "register_tasks",
     "registered_ids",

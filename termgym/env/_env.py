@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
-import uuid
 from collections.abc import Callable, Mapping
 from numbers import Integral
 from pathlib import Path
@@ -18,7 +16,7 @@ from termgym._actions import SUBMIT, conflict_reason
 from termgym.agents import AgentSandbox, Reference
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._episode import WEAK_ISOLATION, Episode, EpisodeOptions
-from termgym.env._infos import command_info, no_command_info
+from termgym.env._infos import command_info, new_episode_id, no_command_info
 from termgym.env._keys import parse_keys
 from termgym.env._pool import PoolLease
 from termgym.env._spaces import TerminalText
@@ -215,9 +213,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         rule_seed = options.pop("seed", None)
         if rule_seed is None:
             rule_seed = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
-        episode_id = options.pop("episode_id", None) or (
-            f"{self.task_id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        )
+        episode_id = options.pop("episode_id", None) or new_episode_id(self.task_id)
         if options:
             raise ValueError(
                 f"unknown reset option(s) {sorted(options)}; "

@@ -12,6 +12,8 @@ form (`docs/recording-format.md`): only what the env hands out is made stackable
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,3 +65,14 @@ def stackable_verdicts(verdicts: Mapping[str, Any]) -> dict[str, Any]:
             "known": isinstance(passed, bool) and isinstance(score, int | float),
         }
     return out
+
+
+def new_episode_id(prefix: str, *, planned: bool = False) -> str:
+    """An episode id no other episode has: a task id with the time and 8 random hex digits,
+    or (`planned`) a planned episode's id (a dataset row's: one per task, variant, index and
+    seed) with 8 random hex digits, so that every rollout of the row (a GRPO group, a second
+    evaluation into the same record_dir) records an episode of its own."""
+    token = uuid.uuid4().hex[:8]
+    if planned:
+        return f"{prefix}--{token}"
+    return f"{prefix}-{time.strftime('%Y%m%dT%H%M%S')}-{token}"

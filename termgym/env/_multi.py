@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +13,7 @@ from termgym._vocabulary import TERMINAL, did_you_mean
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._env import MAX_ACTION_CHARS, MAX_INSTRUCTION_CHARS, MAX_OUTPUT_CHARS, TerminalEnv
 from termgym.env._episode import Episode, EpisodeOptions, check_limits
+from termgym.env._infos import new_episode_id
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
 from termgym.env._task_set import TaskSchedule, TaskSource, resolve_task_set
@@ -166,9 +165,7 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         rule_seed = options.get("seed")
         if rule_seed is None:
             rule_seed = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
-        episode_id = options.get("episode_id") or (
-            f"{task_id}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        )
+        episode_id = options.get("episode_id") or new_episode_id(str(task_id))
         if self._current is not None and self._current is not env:
             self._current.close()  # an unfinished episode of another task is abandoned
         self._current = env

@@ -186,3 +186,19 @@ def test_the_weak_isolation_policy_reaches_the_episodes_env(cargo: str) -> None:
     )
     with pytest.raises(ValueError, match="weak_isolation must be one of"):
         env.init([])
+
+
+def test_every_rollout_of_a_row_records_an_episode_of_its_own(cargo: str, tmp_path: Path) -> None:
+    """A GRPO group rolls one row out several times, and a second run may record into the
+    same folder: the row's episode id named one episode, so the recorder refused every
+    rollout after the first (`expected a new episode id`)."""
+    record = tmp_path / "group"
+    cfg = skyrl_config({"tasks": [cargo], "backend": "bwrap", "record_dir": str(record)})
+    (row,) = termgym_skyrl.dataset_rows([cargo], variants=["original"])
+    for _ in range(3):  # two rollouts of the group, then a second run's
+        _, rewards, _, metrics = agent_loop(
+            row, cfg, [f"```bash\n{READ_LIMIT}\n```", "SUBMIT"], max_turns=4
+        )
+        assert rewards == [0.0, 1.0] and metrics["infra_error"] is False
+    ids = [episode.episode_id for episode in read_run(record).episodes]
+    assert len(set(ids)) == 3 and all(i.startswith(row["episode_id"] + "--") for i in ids)

@@ -58,6 +58,37 @@ def test_vf_eval_runs_episodes_of_the_termgym_taskset_and_records_classes(
     assert len(list((tmp_path / "run" / "episodes").glob("*.jsonl"))) == 2
 
 
+@pytest.mark.skipif(CLASSIC, reason="verifiers' v1 API (0.4) is not the one installed")
+def test_every_rollout_records_an_episode_of_its_own_run_after_run(
+    cargo: str, tmp_path: Path
+) -> None:
+    """Two rollouts of one task (`-r 2`, a trainer's group) collided in one record_dir
+    (`expected a new episode id`), and a second evaluation into it failed every episode:
+    the episode id was the task's. Each rollout records an episode of its own now."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OPENAI_API_KEY": "unused"}
+    for run in (1, 2):
+        (tmp_path / f"eval{run}").mkdir()
+        server = ScriptedServer(text_honest_then_submit)
+        try:
+            result = subprocess.run(
+                [f"{bin_dir}/vf-eval", "termgym_verifiers", "-r", "2",
+                 "--env.taskset.tasks", cargo, "--env.taskset.backend", "bwrap",
+                 "--env.taskset.record-dir", str(tmp_path / "run"),
+                 "--model", "scripted", "--client.base-url", server.base_url, "--no-rich"],
+                cwd=tmp_path / f"eval{run}", env=env, capture_output=True, text=True,
+                timeout=600,
+            )  # fmt: skip
+        finally:
+            server.stop()
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    from termgym.recording import read_run
+
+    episodes = read_run(tmp_path / "run").episodes
+    assert len(episodes) == 4 and len({e.episode_id for e in episodes}) == 4
+    assert all(e.end is not None and e.end.error is None for e in episodes)
+
+
 @pytest.mark.skipif(not CLASSIC, reason="verifiers' classic API (0.2, 0.3) is not installed")
 def test_vf_evaluate_runs_tool_call_episodes_and_logs_classes(
     cargo: str, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_path
