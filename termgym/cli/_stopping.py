@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from termgym.env import close_all_pools
-from termgym.sandbox import Stopped, stop_on_signals, stop_sandboxes
+from termgym.sandbox import Stopped, started_sandboxes, stop_on_signals, stop_sandboxes
 
 EXIT_GRACE = 30.0
 """Seconds a stopped command waits for its other threads before it exits without them."""
@@ -46,9 +46,9 @@ def _stop(command: str, exc: KeyboardInterrupt | Stopped) -> None:
     stop_sandboxes()
     close_all_pools()
     what = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-    click.echo(
-        f"termgym {command}: stopped by {what}; every sandbox it started is removed.", err=True
-    )
+    removed = "; every sandbox it started is removed" if started_sandboxes() else ""
+    with contextlib.suppress(OSError):  # a terminal that hung up takes no more output
+        click.echo(f"termgym {command}: stopped by {what}{removed}.", err=True)
     _exit(128 + signum)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from termgym.run import (
     RunPlanned,
     RunSummary,
 )
+from termgym.sandbox import Stopped
 from termgym.tasks import CONTRADICT_MODES, ROTATIONS, SECRET_ENV, SPLITS, Rotation
 
 console = Console(stderr=True)
@@ -363,6 +365,13 @@ def run_command(
         summary = execute(config, linger=metrics_linger)
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from None
+    except (KeyboardInterrupt, Stopped):
+        with contextlib.suppress(OSError):  # a terminal that hung up takes no more output
+            console.print(
+                f"The run folder {shown(str(out))} keeps every episode finished so far; the "
+                f"same command with --out {shown(str(out))} resumes it."
+            )
+        raise
     console.print(
         f"{len(summary.results)} episodes run, {len(summary.skipped)} resumed from before, "
         f"in {summary.wall_seconds:.1f} s; recordings in {shown(str(summary.out))}"

@@ -66,6 +66,7 @@ _stopping = threading.Event()
 _hooked_pid: int | None = None
 _signals_pid: int | None = None
 _stopped_by: int | None = None
+_started = [0]
 
 
 def track(sandbox: _Closable) -> None:
@@ -81,12 +82,18 @@ def track(sandbox: _Closable) -> None:
                 "termgym is stopping (a signal or Ctrl-C): no sandbox starts any more"
             )
         _live[id(sandbox)] = sandbox
+        _started[0] += 1
 
 
 def untrack(sandbox: _Closable) -> None:
     """Called by a sandbox's close."""
     with _lock:
         _live.pop(id(sandbox), None)
+
+
+def started_sandboxes() -> int:
+    """How many sandboxes this process has started (or begun to start) in all."""
+    return _started[0]
 
 
 def live_sandboxes() -> int:
