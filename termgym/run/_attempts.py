@@ -6,6 +6,7 @@ set recordings aside and report steps the same way.
 
 from __future__ import annotations
 
+import errno
 import shutil
 import threading
 from dataclasses import replace
@@ -14,7 +15,7 @@ from pathlib import Path
 from termgym._vocabulary import describe_error
 from termgym.agents import Agent, agent_sandbox, close_agent, make_agent
 from termgym.env import TerminalEnv
-from termgym.errors import ImageBuildFailed, TermgymError
+from termgym.errors import ImageBuildFailed, RecordingError, TermgymError
 from termgym.recording import CALLS_SUFFIX
 from termgym.run._config import RunConfig
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, episode_path, run_episode
@@ -62,6 +63,13 @@ class Attempts:
             except (*INFRA_ERRORS, Exception) as exc:  # noqa: BLE001 - a run never aborts
                 last_error = describe_error(exc)
                 set_aside(self.config.out, job, attempt)
+                full = disk_full(exc)
+                if full is not None:  # every episode would fail alike: the run stops here
+                    raise RecordingError(
+                        f"no space left on the disk of {full}; free some, then the same "
+                        f"command resumes the run in {self.config.out} (its finished "
+                        "episodes are kept)"
+                    ) from exc
                 if isinstance(exc, ImageBuildFailed) or (
                     isinstance(exc, TermgymError) and not isinstance(exc, INFRA_ERRORS)
                 ):
@@ -105,6 +113,17 @@ class Attempts:
             )
         finally:
             env.close()
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """What ran out of room when `exc` (or what caused it) is the host's "no space left on
+    device" or "disk quota exceeded" (the run folder's disk, termgym's cache); else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return str(seen.filename or "the run folder or termgym's cache")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def set_aside(out: Path, job: Job, attempt: int | str) -> None:

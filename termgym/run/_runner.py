@@ -301,7 +301,13 @@ class Runner:
 
     def _append_result(self, out: Path, result: EpisodeResult) -> None:
         with self._lock:
-            append_result(out, result_line(result))
+            try:
+                append_result(out, result_line(result))
+            except OSError as exc:
+                raise RecordingError(
+                    f"{out}: could not append the result of {result.job.episode_id} to "
+                    f"results.jsonl ({exc.strerror or exc}); the same command resumes the run"
+                ) from exc
 
 
 def _has_held_out(spec: TaskSpec, variant: Variant) -> bool:

@@ -70,7 +70,7 @@ from termgym.sandbox._programs import on_path
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
-from termgym.sandbox._stopping import track, untrack
+from termgym.sandbox._stopping import stopping, track, untrack
 from termgym.sandbox._usernet import UserNet, resolv_conf
 from termgym.sandbox._zygote import CONTROL_ENV, RUNTIME, ZygoteProcess, zygote_for
 
@@ -548,7 +548,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 timeout=standby.ready_timeout, memory_kills=cgroup.memory_kills,
             )  # fmt: skip
         except SandboxError as exc:
-            log.warning("the zygote gave no standby, one starts anew: %s", exc)
+            if not stopping():  # a stop closes the zygotes under their forks: nothing to say
+                log.warning("the zygote gave no standby, one starts anew: %s", exc)
             return None
 
     def _launch_zygote(self, control: int) -> ZygoteProcess:
