@@ -1,0 +1,88 @@
+"""The fault suite's fast part: `termgym run` stopped by SIGTERM, SIGHUP, Ctrl-C and SIGKILL at
+random points and resumed, `termgym check` stopped by SIGTERM, and a run whose folder's disk
+fills up. Nothing lost, nothing counted twice, no sandbox left, no hang (tests/faults/
+harness.py says what each counts; scripts/fault_suite.py runs fifty and more per backend).
+
+The random points are drawn from a seed printed with any failure (TERMGYM_FAULT_SEED sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.harness import (
+    STOP_BOUND,
+    TASKS,
+    TERMGYM,
+    RunSpec,
+    Tally,
+    disk_full_fault,
+    leftovers,
+    signal_faults,
+    small_disk,
+)
+
+SEED = int(os.environ.get("TERMGYM_FAULT_SEED") or time.time_ns() % 1_000_000)
+SIGNALS = {
+    "bwrap": [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP, signal.SIGINT],
+    "docker": [signal.SIGTERM, signal.SIGKILL],
+}
+SPAN = {"bwrap": 2.5, "docker": 6.0}
+"""Seconds over which the random points fall (a run of cargo-limit's 4 episodes, about what
+it takes on a loaded 2-core machine, interpreter start included)."""
+
+
+def _clean(tally: Tally) -> None:
+    assert tally.injected >= 1, f"no fault reached the run (seed {SEED})"
+    assert tally.clean and not tally.notes, f"seed {SEED}: {tally}"
+
+
+def test_a_run_stopped_at_random_points_resumes_whole_and_leaves_nothing(
+    backend: str, tmp_path: Path, run_id: str
+) -> None:
+    spec = RunSpec(tmp_path / run_id, backend, episodes=2)
+    tally = signal_faults(
+        spec, SIGNALS[backend], random.Random(SEED), SPAN[backend], tmp_path / "log"
+    )
+    _clean(tally)
+
+
+@pytest.mark.docker
+def test_sigterm_stops_check_and_removes_its_verifiers(base_image: str, tmp_path: Path) -> None:
+    import docker
+
+    client = docker.from_env()
+    proc = subprocess.Popen(
+        [TERMGYM, "check", "cargo-limit", "--path", TASKS, "--backend", "docker"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    label = {"label": f"io.termgym.pid={proc.pid}"}
+    deadline = time.monotonic() + 300
+    while not client.containers.list(filters=label, sparse=True) and proc.poll() is None:
+        assert time.monotonic() < deadline, "check started no container"
+        time.sleep(0.1)
+    time.sleep(random.Random(SEED).uniform(0.0, 2.0))  # its checks under way
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=STOP_BOUND)
+    said = out.decode(errors="replace")
+    assert proc.returncode == 128 + signal.SIGTERM, said[-2000:]
+    assert "stopped by SIGTERM" in said and "docker disk limits" not in said
+    assert client.containers.list(all=True, filters=label, sparse=True) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small disk needs root")
+@pytest.mark.bwrap
+def test_a_full_run_folder_stops_the_run_with_what_to_do_then_it_resumes(
+    base_rootfs: str, tmp_path: Path, run_id: str
+) -> None:
+    with small_disk(tmp_path / "disk", "24k") as disk:
+        spec = RunSpec(disk / run_id, "bwrap", episodes=4)
+        _clean(disk_full_fault(spec, disk, tmp_path / "log"))
+    assert leftovers(spec) == []
