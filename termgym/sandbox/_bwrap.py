@@ -134,8 +134,9 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         track(self)  # closed by a stop of the process from here on (`_stopping`)
         self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=ready_episodes_dir()))
         self.home.chmod(0o711)
-        (self.home / "owner.pid").write_text(str(os.getpid()))
+        # the labels first: a folder that names its owner names its run too (`gc --run`)
         (self.home / LABELS).write_text(json.dumps(dict(self.config.labels)))
+        (self.home / "owner.pid").write_text(str(os.getpid()))
         try:
             if self.uid_base:
                 _userns.userns_fd()
@@ -573,8 +574,10 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         if self._closed:
             return
         self._closed = True
-        self._teardown()
-        untrack(self)
+        try:
+            self._teardown()
+        finally:
+            untrack(self)
 
     def _teardown(self) -> None:
         self._drop_standby()

@@ -889,17 +889,19 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         if self._closed:
             return
         self._closed = True
-        self._drop_standby()
-        shared_watch().forget(id(self))
-        if self.shell is not None:
-            self.shell.kill_hook = None
-            self.shell.close()
-        self._remove_container()
-        if self.layer_disk is not None:
-            self.layer_disk.close()
-        if self.snapshot is not None:
-            self.snapshot.close()
-        untrack(self)
+        try:
+            self._drop_standby()
+            shared_watch().forget(id(self))
+            if self.shell is not None:
+                self.shell.kill_hook = None
+                self.shell.close()
+            self._remove_container()
+            if self.layer_disk is not None:
+                self.layer_disk.close()
+            if self.snapshot is not None:
+                self.snapshot.close()
+        finally:
+            untrack(self)
 
     def _remove_container(self) -> None:
         """Remove the container, by name where its creation has not answered yet (a close

@@ -150,8 +150,10 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
         if self._closed:
             return
         self._closed = True
-        self._drop_standby()
-        self.freeze()
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-        untrack(self)
+        try:
+            self._drop_standby()
+            self.freeze()
+            if self.root is not None:
+                shutil.rmtree(self.root, ignore_errors=True)
+        finally:
+            untrack(self)

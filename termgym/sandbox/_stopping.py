@@ -62,6 +62,7 @@ class _Closable(Protocol):
 
 _lock = threading.Lock()
 _live: dict[int, _Closable] = {}
+_closing: set[int] = set()
 _stopping = threading.Event()
 _hooked_pid: int | None = None
 _signals_pid: int | None = None
@@ -86,7 +87,8 @@ def track(sandbox: _Closable) -> None:
 
 
 def untrack(sandbox: _Closable) -> None:
-    """Called by a sandbox's close."""
+    """Called by a sandbox's close when it is done (in a `finally`: a close that failed
+    halfway is done too)."""
     with _lock:
         _live.pop(id(sandbox), None)
 
@@ -122,29 +124,33 @@ def resume() -> None:
 
 
 def _close_all(timeout: float) -> int:
+    """Close every tracked sandbox side by side, and wait (at most `timeout` seconds) until
+    none is left: those whose close another thread has under way too (a close returns at
+    once while another runs it, and the process must not exit under it)."""
     with _lock:
-        found = list(_live.values())
-    if not found:
-        return 0
-    threads = [
-        threading.Thread(target=_close_quietly, args=(s,), name="termgym-stop", daemon=True)
-        for s in found
-    ]
-    for thread in threads:
-        thread.start()
+        found = [s for key, s in _live.items() if key not in _closing]
+        _closing.update(id(s) for s in found)
+    for sandbox in found:
+        threading.Thread(
+            target=_close_quietly, args=(sandbox,), name="termgym-stop", daemon=True
+        ).start()
     deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    while live_sandboxes() and time.monotonic() < deadline:
+        time.sleep(0.02)
     return len(found)
 
 
 def _close_quietly(sandbox: _Closable) -> None:
+    """Close `sandbox` (its close untracks it when done; one that returns at once while
+    another thread closes it leaves it tracked until that close is done)."""
     try:
         sandbox.close()
     except Exception as exc:  # noqa: BLE001 - `termgym gc` removes what is left
         log.warning("could not close a sandbox while stopping: %s", exc)
-    finally:
         untrack(sandbox)
+    finally:
+        with _lock:
+            _closing.discard(id(sandbox))
 
 
 def _hook_exit() -> None:
