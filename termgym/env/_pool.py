@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 _LIVE_POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
 _SHARED: dict[tuple[str, int, bool], SandboxPool] = {}
 _SHARED_LOCK = threading.Lock()
+FAILED_START_WAIT = 0.25
+"""Seconds a starter waits after a failed pre-start, doubled per failure in a row (to 10)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ class SandboxPool:
         self._owned: set[Sandbox] = set()
         self._closed = False
         self._warm = self._cold = self._failed = self._waited = 0
+        self._failed_in_row = 0
+        self._closing = threading.Event()
         deepest = self._size + self.EXTRA if self._size else 0
         count = max(1, starters if starters is not None else min(deepest, 4))
         self._threads = [
@@ -253,6 +257,7 @@ class SandboxPool:
             if self._closed:
                 return
             self._closed = True
+        self._closing.set()
         for thread in self._threads:
             (self._closes if thread.name.endswith("close") else self._starts).put(None)
         deadline = time.monotonic() + 30  # for all of them: a start in flight finishes first
@@ -309,9 +314,14 @@ class SandboxPool:
                 sandbox = self._start(config)
             except Exception as exc:  # a failed warm start shows up as a cold start later
                 self._failed += 1
+                self._failed_in_row += 1
                 if not stopping():  # a stop refuses starts: nothing to say then
                     log.warning("could not pre-start a sandbox: %s", exc)
+                # the engine away for a moment (restarting): this starter waits before its
+                # next start instead of failing the queue through in a tight loop
+                self._closing.wait(min(FAILED_START_WAIT * 2 ** (self._failed_in_row - 1), 10.0))
                 return
+            self._failed_in_row = 0
             if self._closed:
                 self._close_one(sandbox)
                 return

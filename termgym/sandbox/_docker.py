@@ -73,7 +73,7 @@ from termgym.sandbox._gateway import relayed, wanted
 from termgym.sandbox._hostwall import bridge_for, docker_network, say_once, wall_docker
 from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
 from termgym.sandbox._procview import hide_processes
-from termgym.sandbox._removals import remove_later
+from termgym.sandbox._removals import remove_later, used_engine
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
@@ -211,6 +211,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         self._refuse_misplaced_standby(config)  # before a container is made for nothing
         client = docker_client()
         track(self)  # closed by a stop of the process from here on (`_stopping`)
+        used_engine()  # at this process's exit, its containers still there are removed
         if config.snapshot_of:
             from termgym.sandbox._images import cache_dir
 

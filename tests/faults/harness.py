@@ -140,7 +140,11 @@ def _containers(spec: RunSpec, pids: set[int] | None) -> list[str]:
         )
         for label in labels:
             for found in client.containers.list(all=True, filters={"label": label}, sparse=True):
-                names.add(found.attrs["Names"][0].lstrip("/"))
+                labels = found.attrs.get("Labels") or {}
+                names.add(
+                    f"{found.attrs['Names'][0].lstrip('/')} ({found.attrs.get('State')}, "
+                    f"{labels.get('io.termgym.role')} of pid {labels.get('io.termgym.pid')})"
+                )
         return sorted(names)
     finally:
         client.close()
@@ -372,7 +376,7 @@ class OwnEngine:
             "dockerd", "--config-file", str(config), "--data-root", str(self.home / "data"),
             "--exec-root", str(self.home / "exec"), "--pidfile", str(self.home / "docker.pid"),
             "-H", self.address, "--bridge=none", "--iptables=false", "--ip-masq=false",
-            "--ip-forward=false", "--cgroup-parent", f"termgym-faults-{os.getpid()}",
+            "--ip-forward=false", "--cgroup-parent", "termgym-faults",
         ]  # fmt: skip
 
     def start(self) -> None:
@@ -382,30 +386,48 @@ class OwnEngine:
                 self.argv(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
             )
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             done = subprocess.run(
                 ["docker", "-H", self.address, "info"], capture_output=True, timeout=30
             )
-            if done.returncode == 0:
-                return
-            if self.proc.poll() is not None:
-                break
+            if done.returncode == 0 and self.proc.poll() is None:
+                return  # this dockerd answers (not one left by an earlier harness)
             time.sleep(0.5)
-        raise RuntimeError(f"the harness's dockerd did not answer: see {self.home}/dockerd.log")
+        raise RuntimeError(
+            f"the harness's dockerd did not start (exit {self.proc.poll()}): see "
+            f"{self.home}/dockerd.log"
+        )
 
-    def stop(self) -> None:
+    def stop(self, *, crash: bool = False) -> None:
+        """Stop the engine: SIGTERM (its shutdown stops the containers), or with `crash`
+        SIGKILL, as a crash does; a shutdown that hangs past 30 s is killed."""
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.send_signal(signal.SIGTERM)
+        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
         try:
-            self.proc.wait(timeout=120)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if crash or self.proc.returncode == -signal.SIGKILL:
+            self._kill_own("containerd")  # a killed dockerd can leave its containerd
 
-    def restart(self) -> None:
-        self.stop()
+    def restart(self, *, crash: bool = False) -> None:
+        self.stop(crash=crash)
         self.start()
+
+    def _kill_own(self, program: str) -> None:
+        """SIGKILL the processes of `program` whose command line names this engine's folders
+        (its containerd, its shims): never another engine's."""
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                if os.path.basename(argv[0]) == program.encode() and str(
+                    self.home
+                ).encode() in b" ".join(argv):
+                    os.kill(int(proc.name), signal.SIGKILL)
 
     def load_image(self, image: str) -> None:
         """Copy `image` from the host's engine into this one."""
@@ -429,10 +451,22 @@ class OwnEngine:
                     capture_output=True, timeout=120,
                 )  # fmt: skip
         self.stop()
+        for procs in Path("/sys/fs/cgroup").glob("*/termgym-faults/**/cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):  # containers it lost track of
+                for pid in procs.read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+        self._kill_own("containerd")
+        self._kill_own("containerd-shim-runc-v2")
         from termgym.sandbox._mounts import unmount_below
 
         unmount_below(str(self.home))
         shutil.rmtree(self.home, ignore_errors=True)
+        for folder in Path("/sys/fs/cgroup").glob("*/termgym-faults"):
+            for below in sorted(folder.rglob("*/"), key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    below.rmdir()
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def engine_restart_fault(
@@ -447,9 +481,10 @@ def engine_restart_fault(
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     if proc.poll() is None:
-        engine.restart()
+        crash = rng.random() < 0.5
+        engine.restart(crash=crash)
         tally.injected += 1
-        tally.by_kind["engine restart"] += 1
+        tally.by_kind["engine crash and restart" if crash else "engine restart"] += 1
     try:
         proc.wait(timeout=RESUME_BOUND)
     except subprocess.TimeoutExpired:
