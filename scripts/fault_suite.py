@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from termgym.sandbox._mounts import unmount_below  # noqa: E402
 from tests.faults.harness import (  # noqa: E402
     OwnEngine,
     RunSpec,
@@ -64,7 +66,11 @@ def backend_faults(
     cache.chmod(0o755)
     env = (("TERMGYM_CACHE", str(cache)),)
     specs = [RunSpec(work / f"{backend}-together{i}", backend, episodes=4, env=env) for i in (1, 2)]
-    tally.add(together_fault(specs, cache, TOGETHER_TESTS, log))
+    try:
+        tally.add(together_fault(specs, cache, TOGETHER_TESTS, log))
+    finally:
+        unmount_below(str(cache))  # the episodes' tmpfs bwrap mounts in a cache
+        shutil.rmtree(cache, ignore_errors=True)
     if backend == "docker" and engine:
         tally.add(_engine_faults(rng, work, span, log))
     sequence = 0

@@ -699,23 +699,23 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             raise EngineError(f"Docker could not unpause {self.name}: {exc}") from exc
 
     def _stop_all(self) -> bool:
-        """SIGSTOP every process of the container (from the host, by host pid) until no new
-        one appears (one forked meanwhile is stopped in the next round); False if they
-        could not be listed."""
-        stopped: set[int] = set()
-        for _ in range(50):
-            found = set(_cgroup_procs(self.init_pid))
+        """SIGSTOP every process of the container (from the host, by host pid) until all
+        are stopped twice in a row (a child forked as its parent was stopped starts running:
+        it is stopped in the next round); False if they could not be listed."""
+        calm = 0
+        for _ in range(200):
+            found = _cgroup_procs(self.init_pid)
             if not found:
                 return False
-            fresh = found - stopped
-            if not fresh:
-                return True
-            for pid in fresh:
+            running = [pid for pid in found if _state(pid) not in "TtZX"]
+            for pid in running:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGSTOP)
-            stopped |= fresh
-            time.sleep(0.005)
-        return True
+            calm = 0 if running else calm + 1
+            if calm == 2:
+                return True
+            time.sleep(0.002)
+        return False
 
     def _export(self, paths: Sequence[str], out: BinaryIO, budget: CopyBudget) -> None:
         import docker.errors
@@ -1116,6 +1116,15 @@ def _cgroup_procs(pid: int) -> list[int]:
         with contextlib.suppress(OSError, ValueError):
             return [int(p) for p in (folder / "cgroup.procs").read_text().split()]
     return []
+
+
+def _state(pid: int) -> str:
+    """A host process's state letter (R, S, D, T ...); "X" when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] or "X"
 
 
 def _children(pid: int) -> list[int]:

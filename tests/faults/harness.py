@@ -363,10 +363,15 @@ class OwnEngine:
     bridge of the default network, no iptables rules), so that restarting it touches no
     other work on the machine. The base image is copied into it from the host's engine."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, cgroup: str = "termgym-faults", bridge: str = "") -> None:
         self.home = home
         self.socket = home / "docker.sock"
         self.address = f"unix://{self.socket}"
+        self.cgroup = cgroup
+        self.bridge = bridge
+        """A bridge interface made beforehand (`scripts/fresh_cache_proof.py` gives its
+        builds a network through one); "" for none: the engine's containers, and the
+        builds' steps, have no network."""
         self.proc: subprocess.Popen[bytes] | None = None
 
     def argv(self) -> list[str]:
@@ -375,8 +380,8 @@ class OwnEngine:
         return [
             "dockerd", "--config-file", str(config), "--data-root", str(self.home / "data"),
             "--exec-root", str(self.home / "exec"), "--pidfile", str(self.home / "docker.pid"),
-            "-H", self.address, "--bridge=none", "--iptables=false", "--ip-masq=false",
-            "--ip-forward=false", "--cgroup-parent", "termgym-faults",
+            "-H", self.address, f"--bridge={self.bridge or 'none'}", "--iptables=false",
+            "--ip-masq=false", "--ip-forward=false", "--cgroup-parent", self.cgroup,
         ]  # fmt: skip
 
     def start(self) -> None:
@@ -411,6 +416,27 @@ class OwnEngine:
             self.proc.wait()
         if crash or self.proc.returncode == -signal.SIGKILL:
             self._kill_own("containerd")  # a killed dockerd can leave its containerd
+            self._forget_dead_containerd()
+
+    def _forget_dead_containerd(self) -> None:
+        """Its containerd's pid file, once that process is dead: a new dockerd takes a
+        zombie (one init has not reaped yet) for a containerd still running, and waits on
+        it until it gives up."""
+        pidfile = self.home / "exec" / "containerd" / "containerd.pid"
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pidfile.read_text())
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                except OSError:
+                    break
+                if stat[stat.rfind(")") + 2] in "ZX":
+                    break
+                if str(self.home).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)  # this engine's containerd, still up
+                time.sleep(0.1)
+            pidfile.unlink()
 
     def restart(self, *, crash: bool = False) -> None:
         self.stop(crash=crash)
@@ -418,7 +444,9 @@ class OwnEngine:
 
     def _kill_own(self, program: str) -> None:
         """SIGKILL the processes of `program` whose command line names this engine's folders
-        (its containerd, its shims): never another engine's."""
+        (its containerd, its shims), never another engine's, and wait until they are gone
+        (a new dockerd takes a containerd still in the process table for a live one)."""
+        killed = []
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit():
                 continue
@@ -428,6 +456,10 @@ class OwnEngine:
                     self.home
                 ).encode() in b" ".join(argv):
                     os.kill(int(proc.name), signal.SIGKILL)
+                    killed.append(proc)
+        deadline = time.monotonic() + 60
+        while any(p.exists() for p in killed) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def load_image(self, image: str) -> None:
         """Copy `image` from the host's engine into this one."""
@@ -451,7 +483,7 @@ class OwnEngine:
                     capture_output=True, timeout=120,
                 )  # fmt: skip
         self.stop()
-        for procs in Path("/sys/fs/cgroup").glob("*/termgym-faults/**/cgroup.procs"):
+        for procs in Path("/sys/fs/cgroup").glob(f"*/{self.cgroup}/**/cgroup.procs"):
             with contextlib.suppress(OSError, ValueError):  # containers it lost track of
                 for pid in procs.read_text().split():
                     os.kill(int(pid), signal.SIGKILL)
@@ -461,7 +493,7 @@ class OwnEngine:
 
         unmount_below(str(self.home))
         shutil.rmtree(self.home, ignore_errors=True)
-        for folder in Path("/sys/fs/cgroup").glob("*/termgym-faults"):
+        for folder in Path("/sys/fs/cgroup").glob(f"*/{self.cgroup}"):
             for below in sorted(folder.rglob("*/"), key=lambda p: -len(p.parts)):
                 with contextlib.suppress(OSError):
                     below.rmdir()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -36,8 +39,78 @@ def test_image_build_stand_in_is_cached(base_image: str) -> None:
 def test_image_build_base_is_cached_and_gc_reports_what_it_removed(base_image: str) -> None:
     built = CliRunner().invoke(main, ["image", "build-base"])
     assert built.exit_code == 0 and "up to date" in built.output
-    swept = CliRunner().invoke(main, ["gc"])
-    assert swept.exit_code == 0 and "leftover sandbox" in swept.output
+    swept = CliRunner().invoke(main, ["gc", "--dry-run"])  # others' leftovers are theirs
+    assert swept.exit_code == 0 and "Would remove" in swept.output
+
+
+def _dead_pid() -> int:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    return gone.pid  # a pid no process has now
+
+
+def _bwrap_leftover(cache: Path, name: str, run: str) -> Path:
+    home = cache / "episodes" / name
+    home.mkdir(parents=True)
+    (home / "labels.json").write_text(json.dumps({"io.termgym.run": run}))
+    (home / "owner.pid").write_text(str(_dead_pid()))
+    return home
+
+
+def test_gc_of_one_run_names_and_removes_only_that_runs_leftovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`termgym gc` removed every leftover on the machine, other users' runs included:
+    `--run ID` keeps to one run's, and `--dry-run` names what would go and removes nothing."""
+    mine = _bwrap_leftover(tmp_path, "termgym-mine-1", "run-mine")
+    theirs = _bwrap_leftover(tmp_path, "termgym-theirs-1", "run-theirs")
+    monkeypatch.setenv("TERMGYM_CACHE", str(tmp_path))
+    monkeypatch.setattr("termgym.sandbox._bwrap.remove_stale_cgroups", lambda live: None)
+    monkeypatch.setattr("termgym.sandbox._bwrap._older_than", lambda path, seconds: True)
+    looked = CliRunner().invoke(main, ["gc", "--run", "run-mine", "--dry-run"])
+    assert looked.exit_code == 0, looked.output
+    assert "Would remove" in looked.output and "termgym-mine-1" in looked.output
+    assert "termgym-theirs-1" not in looked.output and mine.exists()
+    swept = CliRunner().invoke(main, ["gc", "--run", "run-mine"])
+    assert swept.exit_code == 0 and "of run run-mine" in swept.output, swept.output
+    assert not mine.exists() and theirs.exists()
+    refused = CliRunner().invoke(main, ["gc", "--run", " "])
+    assert refused.exit_code == 2 and "expected a run id" in refused.output
+
+
+@pytest.mark.docker
+def test_gc_of_one_run_removes_its_containers_whose_process_is_gone(base_image: str) -> None:
+    import socket
+    import uuid
+
+    from termgym.sandbox._engine import docker_client
+
+    run = f"gc-test-{uuid.uuid4().hex[:8]}"
+    client = docker_client()
+    labels = {
+        "io.termgym.sandbox": "1",
+        "io.termgym.run": run,
+        "io.termgym.host": socket.gethostname(),
+        "io.termgym.pid": str(_dead_pid()),
+    }
+    left = client.containers.create(base_image, command=["true"], labels=labels)
+    live = client.containers.create(  # its process runs: this one's
+        base_image, command=["true"], labels={**labels, "io.termgym.pid": str(os.getpid())}
+    )
+    try:
+        looked = CliRunner().invoke(main, ["gc", "--run", run, "--dry-run"])
+        assert left.name in looked.output and live.name not in looked.output, looked.output
+        client.containers.get(left.id)  # still there
+        swept = CliRunner().invoke(main, ["gc", "--run", run])
+        assert left.name in swept.output, swept.output
+        assert [
+            c.id
+            for c in client.containers.list(all=True, filters={"label": f"io.termgym.run={run}"})
+        ] == [live.id]
+    finally:
+        for container in (left, live):
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
 
 
 def test_gc_without_a_docker_engine_removes_the_bwrap_leftovers_and_says_so(
