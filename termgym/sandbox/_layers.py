@@ -21,10 +21,19 @@ import subprocess
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from termgym.errors import ImageError
+from termgym.sandbox._cachelock import making
 from termgym.sandbox._engine import docker_client
-from termgym.sandbox._images import Log, _build, _forget_rootfs, _image_or_none, _quiet
+from termgym.sandbox._images import (
+    Log,
+    _build,
+    _forget_rootfs,
+    _image_or_none,
+    _quiet,
+    image_lock,
+)
 
 LAYER_LABEL = "io.termgym.agent-layer"
 LAYER_REPOSITORY = "termgym/agent-layer"
@@ -183,6 +192,17 @@ def layer_image(image: str, recipe: LayerRecipe, *, log: Log = _quiet) -> str:
     found = _image_or_none(client, tag)
     if found is not None and (found.labels or {}).get(LAYER_LABEL) == digest:
         return tag
+    with making(image_lock(tag)):  # one build of it on this machine; the rest wait for it
+        found = _image_or_none(client, tag)
+        if found is not None and (found.labels or {}).get(LAYER_LABEL) == digest:
+            return tag
+        _build_layer(client, image, recipe, digest, tag, log)
+    return tag
+
+
+def _build_layer(
+    client: Any, image: str, recipe: LayerRecipe, digest: str, tag: str, log: Log
+) -> None:
     log(f"termgym: building the {recipe.name} layer over {image} ({tag}), once")
     dockerfile = recipe.dockerfile(image) + f'LABEL {LAYER_LABEL}="{digest}"\n'
     context = io.BytesIO()
@@ -199,7 +219,6 @@ def layer_image(image: str, recipe: LayerRecipe, *, log: Log = _quiet) -> str:
         client, log, fileobj=context, custom_context=True, tag=tag, buildargs=args,
         network_mode="bridge", labels={LAYER_LABEL: digest},
     )  # fmt: skip
-    return tag
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
