@@ -24,7 +24,7 @@ import click
 from termgym.env import close_all_pools
 from termgym.sandbox import Stopped, started_sandboxes, stop_on_signals, stop_sandboxes
 
-EXIT_GRACE = 30.0
+EXIT_GRACE = 10.0
 """Seconds a stopped command waits for its other threads before it exits without them."""
 
 
@@ -54,12 +54,23 @@ def _stop(command: str, exc: KeyboardInterrupt | Stopped) -> None:
 
 def _exit(code: int) -> None:
     """Exit with `code`: the interpreter's own exit (its threads joined, atexit run), watched
-    by a thread that ends the process EXIT_GRACE seconds on if that hangs (a thread still
-    busy: its work is gone with its sandboxes)."""
+    by a thread that ends the process EXIT_GRACE seconds on if that exit still waits (on a
+    thread still busy: its work is gone with its sandboxes). Where the SystemExit is caught
+    (click's test runner, a program that calls the command line), nothing is ended."""
+    exiting = threading.Event()
+    # Called as the interpreter's exit begins, before it joins the threads (an executor's
+    # workers among them): the one moment that says the SystemExit was not caught. CPython's
+    # hook for that, which concurrent.futures uses; without it nothing is watched.
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        with contextlib.suppress(RuntimeError):  # the exit began already
+            register(exiting.set)
 
     def watch() -> None:
+        if not exiting.wait(EXIT_GRACE):
+            return  # the exit never began: the SystemExit was caught, the caller goes on
         time.sleep(EXIT_GRACE)
-        logging.shutdown()
+        logging.shutdown()  # the exit still waits on a busy thread: end it here
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os._exit(code)

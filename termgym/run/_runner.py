@@ -47,6 +47,8 @@ from termgym.tasks import TaskSpec, get_task, list_tasks, task_image
 STOP_GRACE = 60.0
 """Seconds an interrupted run waits for its worker threads to end (their sandboxes are gone,
 so each ends at its next step; an agent's own call, a model's answer, may take longer)."""
+SIGNAL_GRACE = 5.0
+"""As long, when a signal stopped the process: its exit does not wait for them."""
 
 
 @dataclass(frozen=True)
@@ -170,9 +172,12 @@ class Runner:
         pool.shutdown(wait=False, cancel_futures=True)
         stop_sandboxes()
         close_all_pools()
-        wait([f for f in pending if not f.cancelled()], timeout=STOP_GRACE)  # never ran: done
-        if stopped_by() is None:
-            resume()  # the process goes on (a notebook's interrupted cell): sandboxes may start
+        running = [f for f in pending if not f.cancelled()]  # one that never ran is done
+        if stopped_by() is not None:  # a signal: the process ends, its exit waits no longer
+            wait(running, timeout=SIGNAL_GRACE)
+            return
+        wait(running, timeout=STOP_GRACE)
+        resume()  # the process goes on (a notebook's interrupted cell): sandboxes may start
 
     def _check(self) -> None:
         """Refuse, before any episode is planned or recorded, an agent, an agent option or a

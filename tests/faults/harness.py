@@ -41,7 +41,7 @@ TASKS = str(ROOT / "examples" / "tasks")
 TASK = "cargo-limit"
 STOP_BOUND = 120.0
 """Seconds a process may take to end after SIGTERM, SIGHUP or Ctrl-C (the CLI's own bound is
-30 s past the closes; a machine under load makes the closes slow)."""
+10 s past the closes; a machine under load makes the closes slow)."""
 RESUME_BOUND = 900.0
 """Seconds a resume to the run's end may take."""
 GRACEFUL = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)

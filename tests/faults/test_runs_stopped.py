@@ -86,3 +86,36 @@ def test_a_full_run_folder_stops_the_run_with_what_to_do_then_it_resumes(
         spec = RunSpec(disk / run_id, "bwrap", episodes=4)
         _clean(disk_full_fault(spec, disk, tmp_path / "log"))
     assert leftovers(spec) == []
+
+
+@pytest.mark.bwrap
+def test_a_run_whose_agent_waits_on_a_silent_model_stops_without_waiting_for_it(
+    base_rootfs: str, tmp_path: Path, run_id: str
+) -> None:
+    """The agent's thread waits on a model that never answers (its request's timeout is 10
+    minutes): SIGTERM ends the run all the same, its sandboxes removed, within the command
+    line's grace of 10 s (the busy thread is left behind, its work gone with its sandbox)."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections, never answers
+    try:
+        spec = RunSpec(tmp_path / run_id, "bwrap", variants=("original",), episodes=1)
+        argv = spec.argv()
+        argv[argv.index("oracle")] = "llm"
+        argv += ["--agent-opt", "model=silent", "--agent-opt",
+                 f"base_url=http://127.0.0.1:{silent.getsockname()[1]}/v1",
+                 "--agent-opt", "timeout=600", "--agent-opt", "max_retries=0"]  # fmt: skip
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        silent.settimeout(300)
+        held, _ = silent.accept()  # the agent's request, held open: its sandbox is up
+        began = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=STOP_BOUND)
+        held.close()
+    finally:
+        silent.close()
+    assert proc.returncode == 128 + signal.SIGTERM, out.decode(errors="replace")[-2000:]
+    assert time.monotonic() - began < 45  # the runner waits 5 s for its threads, the exit 10
+    assert leftovers(spec, {proc.pid}) == []
