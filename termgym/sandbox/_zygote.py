@@ -46,6 +46,7 @@ from termgym.errors import EngineError, SandboxError
 from termgym.sandbox._base import RunResult
 from termgym.sandbox._common import collected
 from termgym.sandbox._shell import _Collector
+from termgym.sandbox._stopping import stopping
 from termgym.sandbox._zygote_runtime import CHILD, ERROR, PLACED
 
 log = logging.getLogger(__name__)
@@ -359,7 +360,8 @@ def zygote_for(key: Hashable, launch: Callable[[int], ZygoteProcess]) -> Zygote 
             process = _on_launcher(lambda: launch(theirs.fileno()))
         except Exception as exc:  # noqa: BLE001 - the usual standby still works
             mine.close()
-            log.warning("could not start a zygote, verifiers start their standby anew: %s", exc)
+            if not stopping():  # a stop refuses its start: nothing to say then
+                log.warning("could not start a zygote, verifiers start their standby anew: %s", exc)
             with _LOCK:
                 _FAILED[key] = time.monotonic() + RETRY_AFTER
             return None

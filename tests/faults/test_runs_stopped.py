@@ -119,3 +119,25 @@ def test_a_run_whose_agent_waits_on_a_silent_model_stops_without_waiting_for_it(
     assert proc.returncode == 128 + signal.SIGTERM, out.decode(errors="replace")[-2000:]
     assert time.monotonic() - began < 45  # the runner waits 5 s for its threads, the exit 10
     assert leftovers(spec, {proc.pid}) == []
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_demo_stopped_says_so_and_nothing_else(
+    base_rootfs: str, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """Stopping printed warnings of the stop's own making (a pre-start, a zygote refused)."""
+    proc = subprocess.Popen(
+        [TERMGYM, "demo", "--backend", "bwrap", "--out", str(tmp_path / "demo")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    time.sleep(random.Random(SEED).uniform(3.0, 6.0))  # its first episodes under way
+    proc.send_signal(signum)
+    out, _ = proc.communicate(timeout=STOP_BOUND)
+    said = out.decode(errors="replace")
+    assert proc.returncode == 128 + signum, said[-2000:]
+    what = "Ctrl-C" if signum == signal.SIGINT else signum.name
+    assert f"termgym demo: stopped by {what}" in said
+    assert "could not" not in said and "Traceback" not in said, said[-2000:]
+    assert leftovers(RunSpec(tmp_path / "x", "bwrap"), {proc.pid}) == []
