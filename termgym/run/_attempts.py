@@ -22,7 +22,11 @@ from termgym.run._episode import INFRA_ERRORS, EpisodeResult, episode_path, run_
 from termgym.run._jobs import Job
 from termgym.run._live import LiveMetrics
 from termgym.run._progress import ProgressHook, Retrying, StepTaken
+from termgym.sandbox import engine_away
 from termgym.tasks import get_task
+
+RETRY_WAITS = (2.0, 5.0, 10.0)
+"""Seconds before each retry of an attempt the engine did not answer (the last repeated)."""
 
 
 class Attempts:
@@ -77,6 +81,9 @@ class Attempts:
                 if attempt <= self.config.retries and not self.stop.is_set():
                     self.live.retry(job.variant)
                     self.progress(Retrying(job, attempt, last_error))
+                    if engine_away(exc):  # restarting, or too busy for a moment: give it
+                        # that moment before the next attempt (a stop cuts the wait short)
+                        self.stop.wait(RETRY_WAITS[min(attempt, len(RETRY_WAITS)) - 1])
         return EpisodeResult(job=job, status="infra-error", error=last_error, attempts=attempt)
 
     def _once(self, job: Job) -> EpisodeResult:

@@ -29,7 +29,7 @@ from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox, collect_bwrap_garbage
 from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._docker import collect_garbage
-from termgym.sandbox._engine import docker_answers, docker_client
+from termgym.sandbox._engine import docker_answers, docker_client, engine_away
 from termgym.sandbox._images import (
     RECIPE_LABEL,
     build_base,
@@ -141,6 +141,7 @@ __all__ = [
     "HOST_ENV",
     "BwrapSandbox",
     "docker_client",
+    "engine_away",
     "seccomp_filter_fd",
     "static_program",
     "Stopped",

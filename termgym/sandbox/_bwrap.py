@@ -130,8 +130,19 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 "(runtimes such as runsc are docker's)."
             )
         self.rootfs = rootfs_for(self.config.image)
-        deadline = time.monotonic() + _deadline.START_DEADLINE
         track(self)  # closed by a stop of the process from here on (`_stopping`)
+        self._starting = True
+        try:
+            self._start_tracked()
+        finally:
+            self._starting = False
+            if self._closed:  # closed from another thread as it started: its leftovers go
+                with contextlib.suppress(Exception):
+                    self._teardown()
+                untrack(self)  # only now: a stop waits for this start, not just the close
+
+    def _start_tracked(self) -> None:
+        deadline = time.monotonic() + _deadline.START_DEADLINE
         self.home = Path(tempfile.mkdtemp(prefix=self.name + "-", dir=ready_episodes_dir()))
         self.home.chmod(0o711)
         # the labels first: a folder that names its owner names its run too (`gc --run`)
@@ -577,7 +588,8 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         try:
             self._teardown()
         finally:
-            untrack(self)
+            if not self._starting:  # else the start untracks it once it has stopped too
+                untrack(self)
 
     def _teardown(self) -> None:
         self._drop_standby()

@@ -39,6 +39,8 @@ class ShellSandbox:
         self._crashed: str | None = None
         self._crash_error: type[SandboxCrashed] = SandboxCrashed
         self._closed = False
+        self._starting = False
+        """A start is under way (in another thread than a close, when a stop closes it)."""
 
     # subclasses fill in _shell_argv (a host command on a pty) or _connect (a Channel)
     def _shell_argv(self) -> list[str]:

@@ -205,13 +205,26 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
 
     def start(self) -> None:
         """Start the container (and, for an agent, attach the persistent shell)."""
-        import docker.errors
 
         config = self.config
         self._refuse_misplaced_standby(config)  # before a container is made for nothing
         client = docker_client()
         track(self)  # closed by a stop of the process from here on (`_stopping`)
         used_engine()  # at this process's exit, its containers still there are removed
+        self._starting = True
+        try:
+            self._start_tracked(client)
+        finally:
+            self._starting = False
+            if self._closed:  # closed from another thread as it started: its leftovers go
+                with contextlib.suppress(Exception):
+                    self._teardown()
+                untrack(self)  # only now: a stop waits for this start, not just the close
+
+    def _start_tracked(self, client: Any) -> None:
+        import docker.errors
+
+        config = self.config
         if config.snapshot_of:
             from termgym.sandbox._images import cache_dir
 
@@ -891,18 +904,22 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
             return
         self._closed = True
         try:
-            self._drop_standby()
-            shared_watch().forget(id(self))
-            if self.shell is not None:
-                self.shell.kill_hook = None
-                self.shell.close()
-            self._remove_container()
-            if self.layer_disk is not None:
-                self.layer_disk.close()
-            if self.snapshot is not None:
-                self.snapshot.close()
+            self._teardown()
         finally:
-            untrack(self)
+            if not self._starting:  # else the start untracks it once it has stopped too
+                untrack(self)
+
+    def _teardown(self) -> None:
+        self._drop_standby()
+        shared_watch().forget(id(self))
+        if self.shell is not None:
+            self.shell.kill_hook = None
+            self.shell.close()
+        self._remove_container()
+        if self.layer_disk is not None:
+            self.layer_disk.close()
+        if self.snapshot is not None:
+            self.snapshot.close()
 
     def _remove_container(self) -> None:
         """Remove the container, by name where its creation has not answered yet (a close

@@ -6,7 +6,7 @@ import functools
 import os
 from typing import Any
 
-from termgym.errors import BackendUnavailable
+from termgym.errors import BackendUnavailable, EngineError
 
 START_DOCKER = (
     "Start a Docker engine (`make system` installs and starts one on Debian as root; "
@@ -73,6 +73,27 @@ def docker_answers() -> bool:
     except BackendUnavailable:
         return False
     return True
+
+
+def engine_away(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the engine did not answer: down, restarting,
+    or past a call's deadline, rather than refusing what was asked."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, BackendUnavailable | EngineError | ConnectionError):
+            return True
+        if type(seen).__name__ == "ConnectionError":  # requests', under the Docker SDK
+            return True
+        if any(said in str(seen) for said in AWAY):  # an episode's end, told as text
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+AWAY = ("EngineError:", "BackendUnavailable:", "Connection aborted", "Connection refused",
+        "No Docker engine answered")  # fmt: skip
+"""How an error that reached the caller as text (an episode's final info) says the engine
+did not answer."""
 
 
 def forget_clients() -> None:

@@ -134,16 +134,26 @@ def remove_pending(seconds: float = AT_EXIT) -> list[str]:
 
 def _sweep(seconds: float) -> None:
     """Remove every container labelled as this process's (only this process made those: no
-    other process of the host has its pid); run at its exit, when none is in use."""
+    other process of the host has its pid); run at its exit, when none is in use. An engine
+    that does not answer (restarting) is asked again for `seconds`."""
     import docker
 
     labels = [f"{OWNER_PID_LABEL}={os.getpid()}", f"{OWNER_HOST_LABEL}={socket.gethostname()}"]
-    with contextlib.suppress(Exception):
-        api = docker.APIClient(base_url=engine_address(), timeout=max(1, int(seconds)))
-        for found in api.containers(all=True, filters={"label": labels}, quiet=True):
-            with contextlib.suppress(Exception):
-                api.remove_container(found["Id"], force=True)
-        api.close()
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            api = docker.APIClient(base_url=engine_address(), timeout=max(1, int(seconds)))
+            try:
+                for found in api.containers(all=True, filters={"label": labels}, quiet=True):
+                    with contextlib.suppress(Exception):
+                        api.remove_container(found["Id"], force=True)
+                return
+            finally:
+                api.close()
+        except Exception:  # noqa: BLE001 - the engine away: again, while there is time
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.5)
 
 
 def _at_exit() -> None:

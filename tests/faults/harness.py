@@ -109,13 +109,19 @@ class RunSpec:
         }
 
 
+def _as_in_a_terminal() -> None:
+    """In the child: SIGINT, SIGTERM and SIGHUP at their defaults, as a shell in a terminal
+    starts a program (the harness may run under nohup, or in the background)."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def start(spec: RunSpec, log: Path) -> subprocess.Popen[bytes]:
-    """The run as a child process (Ctrl-C as in a terminal: SIGINT at its default)."""
+    """The run as a child process, as a terminal's shell starts it."""
     with log.open("ab") as handle:
         return subprocess.Popen(
             spec.argv(), cwd=ROOT, env=spec.environ(), stdout=handle, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            stdin=subprocess.DEVNULL, preexec_fn=_as_in_a_terminal,
         )  # fmt: skip
 
 
@@ -209,6 +215,8 @@ def stop_at(proc: subprocess.Popen[bytes], signum: int, delay: float) -> str:
         proc.kill()
         proc.wait()
         return "hang"
+    if proc.returncode == 0:
+        return "missed"  # it had done its work: the signal came as it exited
     return "stopped"
 
 
