@@ -1,11 +1,12 @@
 """Every `termgym` command ends alike on Ctrl-C, SIGTERM and SIGHUP: its sandboxes removed, a
 line that says so, and an exit status that says which (130, 143, 129).
 
-`termgym.sandbox.stop_on_signals` turns the signals into `Stopped` in the main thread and
-closes every sandbox at once; the group's `invoke` catches what unwinds, closes what is
-left (the pools, the zygotes), and exits. A thread that is still busy (an agent waiting on
-a model's answer) gets `EXIT_GRACE` seconds; then the process exits without it, so that no
-stop hangs.
+`termgym._stopping.stop_on_signals` turns the signals into `Stopped` in the main thread and
+closes every sandbox at once (pools', episodes', gradings', zygotes'); the group's `invoke`
+catches what unwinds, waits for those closes, and exits. A thread that is still busy (an
+agent waiting on a model's answer) gets `EXIT_GRACE` seconds; then the process exits
+without it, so that no stop hangs. Only the light `termgym._stopping` is imported here: the
+command line imports a command's modules when it runs.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from typing import Any
 
 import click
 
-from termgym.env import close_all_pools
-from termgym.sandbox import Stopped, started_sandboxes, stop_on_signals, stop_sandboxes
+from termgym._stopping import Stopped, started_sandboxes, stop_on_signals, stop_sandboxes
 
 EXIT_GRACE = 10.0
 """Seconds a stopped command waits for its other threads before it exits without them."""
@@ -44,7 +44,6 @@ def _stop(command: str, exc: KeyboardInterrupt | Stopped) -> None:
     """Close what the command started, say so, and exit 128 + the signal."""
     signum = exc.signum if isinstance(exc, Stopped) else int(signal.SIGINT)
     stop_sandboxes()
-    close_all_pools()
     what = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     removed = "; every sandbox it started is removed" if started_sandboxes() else ""
     with contextlib.suppress(OSError):  # a terminal that hung up takes no more output

@@ -9,6 +9,16 @@ The lowest layer that touches the machine: backends (docker, bwrap, local) behin
 
 from __future__ import annotations
 
+from termgym._stopping import (
+    Stopped,
+    live_sandboxes,
+    resume,
+    started_sandboxes,
+    stop_on_signals,
+    stop_sandboxes,
+    stopped_by,
+    stopping,
+)
 from termgym.sandbox._base import (
     BASE_IMAGE,
     DOCKER_DEFAULT_CAPS,
@@ -63,16 +73,6 @@ from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter, watch_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.sandbox._static import static_program
-from termgym.sandbox._stopping import (
-    Stopped,
-    live_sandboxes,
-    resume,
-    started_sandboxes,
-    stop_on_signals,
-    stop_sandboxes,
-    stopped_by,
-    stopping,
-)
 from termgym.sandbox._userns import AGENT_UID
 from termgym.sandbox._zygote import close_zygotes
 

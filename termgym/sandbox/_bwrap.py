@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from termgym._stopping import stopping, track, untrack
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy, _gateway, _seccomp, _userns
 from termgym.sandbox._base import (
@@ -70,7 +71,6 @@ from termgym.sandbox._programs import on_path
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
-from termgym.sandbox._stopping import stopping, track, untrack
 from termgym.sandbox._usernet import UserNet, resolv_conf
 from termgym.sandbox._zygote import CONTROL_ENV, RUNTIME, ZygoteProcess, zygote_for
 

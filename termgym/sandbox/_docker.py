@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
+from termgym._stopping import stopping, track, untrack
 from termgym.errors import (
     DiskLimitExceeded,
     EngineError,
@@ -77,7 +78,6 @@ from termgym.sandbox._removals import remove_later, used_engine
 from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
-from termgym.sandbox._stopping import stopping, track, untrack
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from termgym._stopping import track, untrack
 from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy
 from termgym.sandbox._base import FileTree, RunResult, SandboxConfig
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits
 from termgym.sandbox._shell import BASH_ARGV
-from termgym.sandbox._stopping import track, untrack
 
 
 class LocalSandbox(KeepsStandby, ShellSandbox):

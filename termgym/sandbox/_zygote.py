@@ -42,11 +42,11 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from termgym._stopping import stopping
 from termgym.errors import EngineError, SandboxError
 from termgym.sandbox._base import RunResult
 from termgym.sandbox._common import collected
 from termgym.sandbox._shell import _Collector
-from termgym.sandbox._stopping import stopping
 from termgym.sandbox._zygote_runtime import CHILD, ERROR, PLACED
 
 log = logging.getLogger(__name__)

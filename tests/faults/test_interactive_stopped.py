@@ -32,7 +32,7 @@ def test_play_stopped_by_its_terminal_or_a_signal_leaves_nothing(
         TERMGYM, ["play", "cargo-limit", "--path", TASKS, "--backend", "bwrap", "--out", str(out)],
         dimensions=(40, 120), timeout=120,
     )  # fmt: skip
-    child.expect("Ctrl-] submits")
+    child.expect("`exit` submits")
     child.send("echo typed-before-the-signal\r")
     child.expect("typed-before-the-signal")
     time.sleep(0.3)
