@@ -29,15 +29,38 @@ EXIT_GRACE = 10.0
 
 
 class StoppableGroup(click.Group):
-    """A click group whose commands stop on Ctrl-C, SIGTERM and SIGHUP as described above."""
+    """A click group whose commands stop on Ctrl-C, SIGTERM and SIGHUP as described above,
+    from the reading of the command line on (click would end a Ctrl-C there with its own
+    "Aborted!" and exit 1)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        stop_on_signals(interrupt=True)
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except (KeyboardInterrupt, Stopped) as exc:
+            _stop(_command(args), exc)
+            raise  # not reached: _stop exits
 
     def invoke(self, ctx: click.Context) -> Any:
         stop_on_signals(interrupt=True)
+        # the command's name, then its arguments: click keeps the name apart (`protected`)
+        named = getattr(ctx, "_protected_args", None)  # click 8.2 on; before, the public one
+        words = [*(named if named is not None else ctx.protected_args), *ctx.args]
         try:
             return super().invoke(ctx)
         except (KeyboardInterrupt, Stopped) as exc:
-            name = ctx.invoked_subcommand or "termgym"
-            _stop(name, exc)
+            _stop(ctx.invoked_subcommand or _command(words), exc)
+
+
+def _command(words: list[str]) -> str:
+    """The command's name among the command line's words (its first that is no option)."""
+    return next((word for word in words if not word.startswith("-")), "")
 
 
 def _stop(command: str, exc: KeyboardInterrupt | Stopped) -> None:
@@ -46,8 +69,9 @@ def _stop(command: str, exc: KeyboardInterrupt | Stopped) -> None:
     stop_sandboxes()
     what = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     removed = "; every sandbox it started is removed" if started_sandboxes() else ""
+    name = f"termgym {command}" if command else "termgym"
     with contextlib.suppress(OSError):  # a terminal that hung up takes no more output
-        click.echo(f"termgym {command}: stopped by {what}{removed}.", err=True)
+        click.echo(f"{name}: stopped by {what}{removed}.", err=True)
     _exit(128 + signum)
 
 

@@ -35,8 +35,8 @@ SIGNALS = {
     "docker": [signal.SIGTERM, signal.SIGKILL],
 }
 SPAN = {"bwrap": 2.5, "docker": 6.0}
-"""Seconds over which the random points fall (a run of cargo-limit's 4 episodes, about what
-it takes on a loaded 2-core machine, interpreter start included)."""
+"""Seconds over which the random points fall (about what a run of cargo-limit's 6 episodes,
+one at a time, takes on a loaded 2-core machine, interpreter start included)."""
 
 
 def _clean(tally: Tally) -> None:
@@ -47,10 +47,12 @@ def _clean(tally: Tally) -> None:
 def test_a_run_stopped_at_random_points_resumes_whole_and_leaves_nothing(
     backend: str, tmp_path: Path, run_id: str
 ) -> None:
-    spec = RunSpec(tmp_path / run_id, backend, episodes=2)
-    tally = signal_faults(
-        spec, SIGNALS[backend], random.Random(SEED), SPAN[backend], tmp_path / "log"
-    )
+    rng, tally = random.Random(SEED), Tally(backend)
+    for attempt in range(4):  # a point past a fast run's end reaches nothing: another run
+        spec = RunSpec(tmp_path / f"{run_id}-{attempt}", backend, episodes=3, concurrency=1)
+        tally.add(signal_faults(spec, SIGNALS[backend], rng, SPAN[backend], tmp_path / "log"))
+        if tally.injected >= 2:
+            break
     _clean(tally)
 
 
@@ -141,3 +143,27 @@ def test_demo_stopped_says_so_and_nothing_else(
     assert f"termgym demo: stopped by {what}" in said
     assert "could not" not in said and "Traceback" not in said, said[-2000:]
     assert leftovers(RunSpec(tmp_path / "x", "bwrap"), {proc.pid}) == []
+
+
+@pytest.mark.bwrap
+def test_ctrl_c_as_the_command_line_starts_says_so_too(
+    base_rootfs: str, tmp_path: Path, run_id: str
+) -> None:
+    """A Ctrl-C while the command line was still read (its module imported, its options
+    parsed) ended with click's "Aborted!" and exit 1, which says nothing of a signal."""
+    rng = random.Random(SEED)
+    spec = RunSpec(tmp_path / run_id, "bwrap", variants=("original",), episodes=1)
+    for _ in range(5):
+        proc = subprocess.Popen(
+            spec.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        time.sleep(rng.uniform(0.0, 1.5))
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=STOP_BOUND)
+        said = out.decode(errors="replace")
+        # before Python runs termgym it is the interpreter's own doing (a death by SIGINT,
+        # or "Fatal Python error" in its start); from termgym's import on, 130 and a line
+        interpreters = proc.returncode == -signal.SIGINT or "Fatal Python error" in said
+        assert interpreters or proc.returncode in (130, 0), said[-1500:]
+        assert "Aborted!" not in said
