@@ -24,6 +24,7 @@ from tests.faults.harness import (
     RunSpec,
     Tally,
     disk_full_fault,
+    full_run_seconds,
     leftovers,
     signal_faults,
     small_disk,
@@ -34,9 +35,6 @@ SIGNALS = {
     "bwrap": [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP, signal.SIGINT],
     "docker": [signal.SIGTERM, signal.SIGKILL],
 }
-SPAN = {"bwrap": 2.5, "docker": 6.0}
-"""Seconds over which the random points fall (about what a run of cargo-limit's 6 episodes,
-one at a time, takes on a loaded 2-core machine, interpreter start included)."""
 
 
 def _clean(tally: Tally) -> None:
@@ -48,9 +46,15 @@ def test_a_run_stopped_at_random_points_resumes_whole_and_leaves_nothing(
     backend: str, tmp_path: Path, run_id: str
 ) -> None:
     rng, tally = random.Random(SEED), Tally(backend)
+    log = tmp_path / "log"
+    # The random points fall inside the time an undisturbed run of the same size takes here
+    # and now (a fixed span is past a fast run's end on an idle machine, before it on a
+    # loaded one), interpreter start included.
+    timing = RunSpec(tmp_path / f"{run_id}-timing", backend, episodes=3, concurrency=1)
+    span = max(0.4, 0.9 * full_run_seconds(timing, log))
     for attempt in range(4):  # a point past a fast run's end reaches nothing: another run
         spec = RunSpec(tmp_path / f"{run_id}-{attempt}", backend, episodes=3, concurrency=1)
-        tally.add(signal_faults(spec, SIGNALS[backend], rng, SPAN[backend], tmp_path / "log"))
+        tally.add(signal_faults(spec, SIGNALS[backend], rng, span, log))
         if tally.injected >= 2:
             break
     _clean(tally)
