@@ -68,13 +68,13 @@ def fresh_kind() -> Iterator[str]:
 
 
 def test_a_grader_kind_is_one_instance_whichever_thread_asks_first(fresh_kind: str) -> None:
-    found = _at_once(lambda _: kinds.grader_kind(fresh_kind))
+    found = _at_once(lambda _: kinds.make_grader(fresh_kind))
     assert not [r for r in found if isinstance(r, Exception)]
     assert len({id(grader) for grader in found}) == 1
 
 
 def test_sandboxes_graders_and_agents_register_and_look_up_by_one_scheme() -> None:
-    """register_X / unregister_X / registered_Xs / make_X for each; the older names kept."""
+    """register_X / unregister_X / registered_Xs / make_X for each."""
     import termgym.agents as agents
     import termgym.kinds as kinds_api
     import termgym.sandbox as sandbox
@@ -90,11 +90,6 @@ def test_sandboxes_graders_and_agents_register_and_look_up_by_one_scheme() -> No
         assert sandbox.sandbox_spec("scheme-check").target.endswith(":LocalSandbox")
         assert agents.agent_spec("scheme-check").target.endswith(":OracleAgent")
         assert type(kinds_api.make_grader("scheme-check")).__name__ == "FileCheck"
-        # the older names are the same functions
-        assert sandbox.spec is sandbox.sandbox_spec and sandbox.register is sandbox.register_sandbox
-        assert sandbox.BackendSpec is sandbox.SandboxSpec
-        assert kinds_api.grader_kind is kinds_api.make_grader
-        assert kinds_api.grader_kinds is kinds_api.registered_graders
     finally:
         sandbox.unregister_sandbox("scheme-check")
         kinds_api.unregister_grader("scheme-check")

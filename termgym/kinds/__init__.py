@@ -11,8 +11,6 @@ from __future__ import annotations
 from termgym.kinds._base import BaseGrader, Grader, Job, JobOutput, Outcome, tail
 from termgym.kinds._registry import (
     ENTRY_POINT_GROUP,
-    grader_kind,
-    grader_kinds,
     make_grader,
     register_grader,
     registered_graders,
@@ -29,8 +27,6 @@ __all__ = [
     "Job",
     "JobOutput",
     "Outcome",
-    "grader_kind",
-    "grader_kinds",
     "make_grader",
     "register_grader",
     "registered_graders",

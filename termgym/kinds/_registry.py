@@ -2,8 +2,7 @@
 
 The names follow the one scheme of every registry (`register_X`, `unregister_X`,
 `registered_Xs`, `make_X`, docs/architecture.md), without `grader_spec`: `GraderSpec` is
-a task's grader entry, and `registry.entry(kind)` is the registered one. `grader_kinds` and
-`grader_kind` are the older names, kept.
+a task's grader entry, and `registry.entry(kind)` is the registered one.
 """
 
 from __future__ import annotations
@@ -75,9 +74,3 @@ def make_grader(kind: str) -> Grader:
                 )
             _instances[kind] = loaded
         return _instances[kind]
-
-
-grader_kinds = registered_graders
-"""The older name of `registered_graders`."""
-grader_kind = make_grader
-"""The older name of `make_grader`."""

@@ -5,8 +5,7 @@ packages add backends under the entry-point group "termgym.sandboxes" (name =
 "module:Class"); a backend that isolates nothing registers with `isolated=False`, one that
 gives an agent's sandbox the model gateway (`SandboxConfig.gateway`) with `gateway=True`. The
 names follow the one scheme of every registry (`register_X`, `unregister_X`,
-`registered_Xs`, `X_spec`, `make_X`, docs/architecture.md); `register`, `spec` and
-`BackendSpec` are the older names, kept.
+`registered_Xs`, `X_spec`, `make_X`, docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -63,14 +62,6 @@ def registered_sandboxes() -> list[str]:
 def sandbox_spec(name: str) -> Entry[Any]:
     """The entry registered under `name`; UnknownBackend lists the known ones."""
     return registry.entry(name)
-
-
-register = register_sandbox
-"""The older name of `register_sandbox`."""
-spec = sandbox_spec
-"""The older name of `sandbox_spec`."""
-BackendSpec = SandboxSpec
-"""The older name of `SandboxSpec`."""
 
 
 def check_gateway(backend: str, wanted: bool) -> None:

@@ -20,8 +20,8 @@ from termgym.kinds import (
     Job,
     JobOutput,
     Outcome,
-    grader_kinds,
     register_grader,
+    registered_graders,
     unregister_grader,
 )
 from termgym.sandbox import Sandbox, SandboxConfig, make_sandbox
@@ -59,7 +59,7 @@ def _only(plan, *specs: GraderSpec):
 
 
 def test_bundled_kinds_arrive_through_the_entry_point_group():
-    assert set(grader_kinds()) >= BUNDLED_KINDS
+    assert set(registered_graders()) >= BUNDLED_KINDS
 
 
 def test_each_kind_passes_the_enforced_rule_and_fails_the_other(sandbox, task):

@@ -7,9 +7,9 @@ import pytest
 from termgym.errors import GraderError, UnknownGraderKind
 from termgym.kinds import (
     ENTRY_POINT_GROUP,
-    grader_kind,
-    grader_kinds,
+    make_grader,
     register_grader,
+    registered_graders,
     unregister_grader,
 )
 
@@ -19,14 +19,14 @@ def test_bundled_kinds_come_from_the_entry_point_group():
 
     names = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
     assert {"pytest", "script", "file", "json", "regex", "python"} <= names
-    assert names <= set(grader_kinds())
+    assert names <= set(registered_graders())
 
 
 def test_an_unknown_kind_suggests_the_closest():
     with pytest.raises(
         UnknownGraderKind, match=r"unknown grader kind 'scirpt'.*Did you mean 'script'"
     ):
-        grader_kind("scirpt")
+        make_grader("scirpt")
 
 
 def test_registering_a_taken_name_needs_override():
@@ -41,6 +41,6 @@ def test_a_registered_kind_that_is_no_grader_is_refused_by_name():
             GraderError,
             match=r"grader kind 'not-a-grader'.*expected an object with job\(\) and read\(\)",
         ):
-            grader_kind("not-a-grader")
+            make_grader("not-a-grader")
     finally:
         unregister_grader("not-a-grader")
