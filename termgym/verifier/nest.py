@@ -59,7 +59,7 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 _ST_TO_MS = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
              (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))  # fmt: skip
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 38, 22
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, -1)
 _OPEN_TREE, _MOVE_MOUNT = 428, 429  # the same on both architectures
@@ -539,15 +539,6 @@ def _id_map(spec: dict[str, Any]) -> str:
     return f"1 1 {ID_RANGE - 1}\n"
 
 
-def _read_all(fd: int) -> bytes:
-    data = b""
-    while True:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return data
-        data += chunk
-
-
 def _spawn_init(launcher: int) -> int:
     """Start the nest's pid 1 (this process's next child): the launcher's init mode, by
     posix_spawn (vfork: nothing of this interpreter is copied), where there is a launcher;
@@ -621,14 +612,6 @@ def probe(spec: dict[str, Any]) -> str | None:
         return str(exc) or exc.__class__.__name__
     nest.close()
     return None
-
-
-def not_dumpable() -> bool:
-    """This process non-dumpable (see termgym_run); False where it could not be done."""
-    try:
-        return _c().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 if __name__ == "__main__":  # a manual check: python3 termgym_nest.py SPEC.json
