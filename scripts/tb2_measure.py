@@ -359,7 +359,7 @@ def measure(out: Path, args: argparse.Namespace) -> None:
 
 def drop_images(task_id: str) -> None:
     """Remove the task's built images (TB 2.0's images total more disk than a machine may have)."""
-    from termgym.sandbox import docker_client
+    from termgym.images import docker_client
 
     client = docker_client()
     for image in client.images.list(name=f"termgym/task-{task_id}"):

@@ -46,7 +46,7 @@ def built_by_every_compiler(source: Path, folder: Path) -> dict[str, Path]:
 def docker_available() -> None:
     """Skip (outside CI) or fail (CI=true) unless a Docker engine answers."""
     from termgym.errors import BackendUnavailable
-    from termgym.sandbox._engine import docker_client
+    from termgym.images._engine import docker_client
 
     try:
         docker_client()

@@ -6,8 +6,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from termgym.images import LayerRecipe
 from termgym.recording import AgentLog
-from termgym.sandbox import GatewayMount, LayerRecipe
+from termgym.sandbox import GatewayMount
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def bench_agents(*, quick: bool = False) -> Section:
     """Run the section (docker for the comparison with Harbor's Docker environment, bwrap
     beside it for termgym's own step)."""
     from termgym.agents.harbor import installed_python
-    from termgym.sandbox import docker_answers
+    from termgym.images import docker_answers
 
     rounds = 10 if quick else 50
     python = installed_python()
@@ -155,7 +155,7 @@ def _serve(process: Any, env: Any, operation: Any) -> dict[str, Any]:
 
 def _container() -> str:
     """A container of the base image for Harbor's docker execs, with tmux's session."""
-    from termgym.sandbox import BASE_IMAGE, SANDBOX_LABEL
+    from termgym.images import BASE_IMAGE, SANDBOX_LABEL
 
     started = subprocess.run(
         ["docker", "run", "-d", "--rm", "--network", "none", "--label", f"{SANDBOX_LABEL}=bench",

@@ -299,7 +299,8 @@ def _verdict(met: bool) -> str:
 
 def bench_rl(quick: bool = False) -> Section:
     """The RL-loop section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works, docker_answers
+    from termgym.images import docker_answers
+    from termgym.sandbox import bwrap_works
 
     title = "RL loops: one-step episodes through vector envs, beside the floor"
     if not bwrap_works():

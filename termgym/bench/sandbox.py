@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable
 
 from termgym.bench import Row, Section, timings_row
+from termgym.images import docker_answers
 from termgym.sandbox import (
     HOST_ENV,
     BwrapSandbox,
     SandboxConfig,
     bwrap_works,
-    docker_answers,
     make_sandbox,
     seccomp_filter_fd,
 )

@@ -60,7 +60,7 @@ def _container_pids(run_id: str) -> list[int]:
     """Every process of the run's containers (their cgroups) and each container's shim."""
     import docker.errors
 
-    from termgym.sandbox import docker_client
+    from termgym.images import docker_client
 
     pids: list[int] = []
     client = docker_client()
@@ -278,7 +278,8 @@ def _load() -> str:
 
 def bench_scale(quick: bool = False) -> Section:
     """The scale section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works, docker_answers
+    from termgym.images import docker_answers
+    from termgym.sandbox import bwrap_works
 
     backends = [b for b, ok in (("docker", docker_answers()), ("bwrap", bwrap_works())) if ok]
     sizes = (1, 2, 4, 8) if quick else (1, 2, 4, 8, 16, 32, 64)

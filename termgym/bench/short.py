@@ -153,7 +153,8 @@ def _back_to_back(episodes: int) -> tuple[float, float, float]:
 
 def bench_short(quick: bool = False) -> Section:
     """The short-episodes section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works, docker_answers
+    from termgym.images import docker_answers
+    from termgym.sandbox import bwrap_works
 
     if not bwrap_works():
         return Section(

@@ -7,7 +7,8 @@ import gc
 import time
 
 from termgym.bench import Row, Section, timings_row
-from termgym.sandbox import Sandbox, SandboxConfig, bwrap_works, docker_answers, make_sandbox
+from termgym.images import docker_answers
+from termgym.sandbox import Sandbox, SandboxConfig, bwrap_works, make_sandbox
 
 
 def _runs(box: Sandbox, n: int) -> list[float]:

@@ -96,7 +96,8 @@ def _hashing(n: int) -> Row:
 
 def bench_training(quick: bool = False) -> Section:
     """The training section of `python -m termgym.bench`."""
-    from termgym.sandbox import bwrap_works, docker_answers
+    from termgym.images import docker_answers
+    from termgym.sandbox import bwrap_works
 
     episodes = 20 if quick else 60
     rows: list[Row] = [_hashing(200 if quick else 2000)]

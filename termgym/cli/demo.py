@@ -38,7 +38,8 @@ WIDTH = 80
 
 def backend_choice(backend: str | None) -> tuple[str, str]:
     """The backend the demo runs on, and why (for the person watching)."""
-    from termgym.sandbox import bwrap_works, default_backend, docker_answers
+    from termgym.images import docker_answers
+    from termgym.sandbox import bwrap_works, default_backend
 
     if backend:
         return backend, "asked for with --backend"

@@ -20,7 +20,7 @@ def image() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even when the recipe is unchanged.")
 def build_base_cmd(force: bool) -> None:
     """Build termgym/base:bookworm (Debian bookworm with bash, python3, tmux ...); cached."""
-    from termgym.sandbox import BASE_IMAGE, build_base, debootstrap_home, rootfs_for
+    from termgym.images import BASE_IMAGE, build_base, debootstrap_home, rootfs_for
 
     started = time.monotonic()
     try:
@@ -52,7 +52,7 @@ def build_base_cmd(force: bool) -> None:
 def build_stand_in_cmd(images: tuple[str, ...]) -> None:
     """Build the local stand-ins of registry IMAGES (python:3.13-slim-bookworm, ubuntu:24.04 ...)
     that imported tasks are built FROM; cached, so a second call takes seconds."""
-    from termgym.sandbox import ensure_local_base, known_bases, map_base
+    from termgym.images import ensure_local_base, known_bases, map_base
 
     for name in images:
         mapping = map_base(name)
@@ -118,7 +118,8 @@ def run_cmd(
     timeout: float,
 ) -> None:  # fmt: skip
     """Run COMMANDS one after another in one sandbox's persistent shell."""
-    from termgym.sandbox import BASE_IMAGE, SandboxConfig, make_sandbox
+    from termgym.images import BASE_IMAGE
+    from termgym.sandbox import SandboxConfig, make_sandbox
 
     config = SandboxConfig(image=image_ref or BASE_IMAGE, network=network)
     try:
@@ -144,7 +145,8 @@ def run_cmd(
 @click.option("--network", is_flag=True, help="Give the sandbox a network.")
 def shell_cmd(backend: str | None, image_ref: str | None, network: bool) -> None:
     """A line-by-line prompt into a sandbox's persistent shell (what an agent sees)."""
-    from termgym.sandbox import BASE_IMAGE, SandboxConfig, make_sandbox
+    from termgym.images import BASE_IMAGE
+    from termgym.sandbox import SandboxConfig, make_sandbox
 
     config = SandboxConfig(image=image_ref or BASE_IMAGE, network=network)
     try:

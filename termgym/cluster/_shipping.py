@@ -63,7 +63,7 @@ def unpack_bundles(bundles: Iterable[TaskBundle], cache: Path | None = None) -> 
     two workers of one node unpacking at once never see half a task.
     """
     if cache is None:
-        from termgym.sandbox import cache_dir
+        from termgym.images import cache_dir
 
         cache = cache_dir() / "cluster-tasks"
     folders = []

@@ -33,6 +33,7 @@ from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
 from termgym.errors import DiskLimitExceeded, GraderError, SandboxCrashed
 from termgym.grading import GradeReport, classify, grade, pooled_verifiers, prepare
+from termgym.images import layer_image
 from termgym.recording import (
     AgentLog,
     EpisodeEnd,
@@ -55,7 +56,6 @@ from termgym.sandbox import (
     check_gateway,
     check_runtime,
     default_backend,
-    layer_image,
     sandbox_spec,
     stopping,
 )

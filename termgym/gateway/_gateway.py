@@ -24,8 +24,9 @@ from termgym.gateway._apis import StreamReader
 from termgym.gateway._route import Route
 from termgym.gateway._server import KEPT_TEXT, Handler
 from termgym.gateway._upstream import Upstream
+from termgym.images import cache_dir
 from termgym.recording import ModelCall
-from termgym.sandbox import GATEWAY_PORT, GatewayMount, cache_dir
+from termgym.sandbox import GATEWAY_PORT, GatewayMount
 
 log = logging.getLogger(__name__)
 

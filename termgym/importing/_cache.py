@@ -43,9 +43,9 @@ def converted(folder: Path) -> Path:
     Raises:
         TaskError: the folder cannot be converted (ImportRefused says why).
     """
+    from termgym.images import cache_dir
     from termgym.importing._convert import convert
     from termgym.importing._import import read_foreign
-    from termgym.sandbox import cache_dir
 
     home = cache_dir() / "imported" / _key(folder)
     done = home / ".complete"

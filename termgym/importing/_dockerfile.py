@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass
 
 from termgym.errors import ImportRefused
-from termgym.sandbox import known_bases, map_base
+from termgym.images import known_bases, map_base
 
 CA_FILE = "termgym-ca.pem"
 """The CA bundle in the build context (the host's plus the user's)."""

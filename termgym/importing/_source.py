@@ -119,6 +119,6 @@ def resolve_source(source: str | Path) -> Path:
     git = parse_source(str(source))
     if git is None:
         return Path(source)
-    from termgym.sandbox import cache_dir
+    from termgym.images import cache_dir
 
     return clone(git, cache_dir())

@@ -16,13 +16,13 @@ from termgym._vocabulary import describe_error
 from termgym.agents import Agent, agent_sandbox, close_agent, make_agent
 from termgym.env import TerminalEnv
 from termgym.errors import ImageBuildFailed, RecordingError, TermgymError
+from termgym.images import engine_away
 from termgym.recording import CALLS_SUFFIX
 from termgym.run._config import RunConfig
 from termgym.run._episode import INFRA_ERRORS, EpisodeResult, episode_path, run_episode
 from termgym.run._jobs import Job
 from termgym.run._live import LiveMetrics
 from termgym.run._progress import ProgressHook, Retrying, StepTaken
-from termgym.sandbox import engine_away
 from termgym.tasks import get_task
 
 RETRY_WAITS = (2.0, 5.0, 10.0)

@@ -72,7 +72,7 @@ class EpisodeWorker:
         self.scratch = new_scratch()
         backend = config.backend or default_backend()
         if backend == "docker":
-            from termgym.sandbox import build_base
+            from termgym.images import build_base
 
             build_base()  # cached by content: seconds when the node has it
         self.config = replace(

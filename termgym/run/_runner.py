@@ -16,6 +16,7 @@ from termgym._vocabulary import Variant
 from termgym.agents import AgentSandbox, agent_sandbox, check_agent, close_agent, make_agent
 from termgym.env import PoolLease, close_all_pools
 from termgym.errors import AgentError, ImageError, RecordingError, TaskError, TermgymError
+from termgym.images import docker_answers, layer_image
 from termgym.recording import append_result, export_episode, read_run_header, write_run_header
 from termgym.run._attempts import Attempts
 from termgym.run._config import RunConfig
@@ -35,8 +36,6 @@ from termgym.sandbox import (
     collect_bwrap_garbage,
     collect_garbage,
     default_backend,
-    docker_answers,
-    layer_image,
     resume,
     sandbox_spec,
     stop_sandboxes,

@@ -1,10 +1,9 @@
-"""Sandboxes: where an agent's commands run, through one persistent shell, and the images
-they start from.
+"""Sandboxes: where an agent's commands run, through one persistent shell.
 
-The lowest layer that touches the machine: backends (docker, bwrap, local) behind one
-`Sandbox` protocol and one registry (`register_sandbox`, `make_sandbox`, entry-point group
-"termgym.sandboxes"), and the images and root filesystems they run (`build_base`,
-`build_image`, `rootfs_for`).
+Backends (docker, bwrap, local) behind one `Sandbox` protocol and one registry
+(`register_sandbox`, `make_sandbox`, entry-point group "termgym.sandboxes"). The images and
+root filesystems they run are built by `termgym.images` (the layer below); its names
+(`build_base`, `build_image`, `rootfs_for`, ...) are re-exported here, where users import them.
 """
 
 from __future__ import annotations
@@ -19,12 +18,32 @@ from termgym._stopping import (
     stopped_by,
     stopping,
 )
-from termgym.sandbox._base import (
+from termgym._userns import AGENT_UID
+from termgym.images import (
     BASE_IMAGE,
+    RECIPE_LABEL,
+    SANDBOX_LABEL,
+    LayerRecipe,
+    build_base,
+    build_image,
+    cache_dir,
+    debootstrap_home,
+    docker_answers,
+    docker_client,
+    engine_away,
+    ensure_base_rootfs,
+    ensure_local_base,
+    is_local_base,
+    known_bases,
+    layer_image,
+    map_base,
+    recipe_hash,
+    rootfs_for,
+)
+from termgym.sandbox._base import (
     DOCKER_DEFAULT_CAPS,
     GATEWAY_PORT,
     NO_BYTECODE,
-    SANDBOX_LABEL,
     VERIFIER_CAPS,
     FileTree,
     GatewayMount,
@@ -39,19 +58,6 @@ from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox, collect_bwrap_garbage
 from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._docker import collect_garbage
-from termgym.sandbox._engine import docker_answers, docker_client, engine_away
-from termgym.sandbox._images import (
-    RECIPE_LABEL,
-    build_base,
-    build_image,
-    cache_dir,
-    debootstrap_home,
-    ensure_base_rootfs,
-    recipe_hash,
-    rootfs_for,
-)
-from termgym.sandbox._layers import LayerRecipe, layer_image
-from termgym.sandbox._localbases import ensure_local_base, is_local_base, known_bases, map_base
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
     SandboxSpec,
@@ -70,7 +76,6 @@ from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
 from termgym.sandbox._seccomp import strict_filter, watch_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.sandbox._static import static_program
-from termgym.sandbox._userns import AGENT_UID
 from termgym.sandbox._zygote import close_zygotes
 
 __all__ = [

@@ -9,33 +9,8 @@ from types import TracebackType
 from typing import BinaryIO, Literal, Protocol, runtime_checkable
 
 from termgym._vocabulary import TERMINAL
+from termgym.images import BASE_IMAGE
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits
-
-BASE_IMAGE = "termgym/base:bookworm"
-"""The image tasks run in unless they name another (built by `termgym image build-base`)."""
-
-SANDBOX_LABEL = "io.termgym.sandbox"
-"""Docker label put on every container termgym starts, so `termgym gc` can find leftovers."""
-
-OWNER_HOST_LABEL = "io.termgym.host"
-OWNER_PID_LABEL = "io.termgym.pid"
-ROLE_LABEL = "io.termgym.role"
-"""Who started a container, and what for; `termgym gc` removes those whose starter is gone."""
-
-
-def owner_labels(role: str) -> dict[str, str]:
-    """The labels of a container this process starts for `role`: `termgym gc` finds it, and
-    removes it once this process is gone."""
-    import os
-    import socket
-
-    return {
-        SANDBOX_LABEL: "1",
-        OWNER_HOST_LABEL: socket.gethostname(),
-        OWNER_PID_LABEL: str(os.getpid()),
-        ROLE_LABEL: role,
-    }
-
 
 Role = Literal["agent", "verifier"]
 

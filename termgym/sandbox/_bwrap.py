@@ -9,7 +9,7 @@ memory, CPU); `limits` says which hold.
 
 What keeps the sandbox from the host (docs/security.md):
 - as root, every bwrap process enters a user namespace whose root is host uid
-  `UID_BASE` (`termgym.sandbox._userns`), after joining the sandbox's cgroups, before bwrap
+  `UID_BASE` (`termgym._userns`), after joining the sandbox's cgroups, before bwrap
   runs (`termgym.sandbox._spawn`: nothing runs between fork and exec): the sandbox's root
   owns nothing on the host, cannot write global sysctls or reach the host's keyrings, and a
   setuid file it makes is an unprivileged user's (and the overlay is mounted nosuid, nodev);
@@ -43,9 +43,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from termgym import _userns
+from termgym._mounts import MS_NODEV, MS_NOSUID, mount
+from termgym._programs import on_path
 from termgym._stopping import stopping, track, untrack
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
-from termgym.sandbox import _deadline, _fscopy, _gateway, _seccomp, _userns
+from termgym.sandbox import _deadline, _fscopy, _gateway, _seccomp
 from termgym.sandbox._base import (
     VERIFIER_CAPS,
     FileTree,
@@ -65,9 +68,7 @@ from termgym.sandbox._episodes import (
     remove_episode,
 )
 from termgym.sandbox._hostwall import say_once, wall_bwrap
-from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount
 from termgym.sandbox._procview import first_child, hide_processes
-from termgym.sandbox._programs import on_path
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
@@ -117,7 +118,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
 
     def start(self) -> None:
         """Prepare the writable root (and, for an agent, start the shell)."""
-        from termgym.sandbox._images import rootfs_for
+        from termgym.images import rootfs_for
 
         if on_path("bwrap") is None:
             raise BackendUnavailable(
@@ -204,7 +205,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 "limits.network: true."
             )
         assert self.home is not None
-        from termgym.sandbox._images import cache_dir
+        from termgym.images import cache_dir
 
         why = wall_bwrap(self.uid_base)
         if why:

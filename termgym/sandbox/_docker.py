@@ -45,16 +45,15 @@ from termgym.errors import (
     SandboxError,
     SandboxStartError,
 )
-from termgym.sandbox._base import (
+from termgym.images import (
     OWNER_HOST_LABEL,
     OWNER_PID_LABEL,
     SANDBOX_LABEL,
-    VERIFIER_CAPS,
-    FileTree,
-    RunResult,
-    SandboxConfig,
+    docker_client,
+    engine_address,
     owner_labels,
 )
+from termgym.sandbox._base import VERIFIER_CAPS, FileTree, RunResult, SandboxConfig
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
@@ -67,7 +66,6 @@ from termgym.sandbox._disk import (
     say_disk_limit,
     shared_watch,
 )
-from termgym.sandbox._engine import docker_client, engine_address
 from termgym.sandbox._fscopy import tree_archive
 from termgym.sandbox._gateway import binds as gateway_binds
 from termgym.sandbox._gateway import relayed, wanted
@@ -226,7 +224,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
 
         config = self.config
         if config.snapshot_of:
-            from termgym.sandbox._images import cache_dir
+            from termgym.images import cache_dir
 
             self.snapshot = SnapshotMount(
                 SnapshotLayers.parse(config.snapshot_of), cache_dir() / "snapshots" / self.name,
@@ -405,7 +403,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         (`termgym.sandbox._layerdisk`) unless the engine bounds it already."""
         if self.disk_limit == "engine":
             return
-        from termgym.sandbox._images import cache_dir
+        from termgym.images import cache_dir
 
         data = (self.container.attrs.get("GraphDriver") or {}).get("Data") or {}
         upper = data.get("UpperDir") or ""
@@ -1193,7 +1191,7 @@ def collect_garbage(
             continue
         removed.append(name)
     if not dry_run:
-        from termgym.sandbox._images import cache_dir
+        from termgym.images import cache_dir
 
         remove_orphans(cache_dir() / "layer-disks")  # their containers' filesystems
     return removed

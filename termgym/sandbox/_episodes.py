@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-from termgym.sandbox._mounts import MS_NODEV, MS_NOSUID, mount, unmount
+from termgym._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 
 LABELS = "labels.json"
 """In an episode folder: its sandbox's labels (the run it serves), for `termgym gc --run`."""
@@ -32,7 +32,7 @@ _READY: set[Path] = set()
 
 def episodes_dir() -> Path:
     """The episode folders' parent (termgym's cache: TERMGYM_CACHE, or its default)."""
-    from termgym.sandbox._images import cache_dir
+    from termgym.images import cache_dir
 
     return cache_dir() / "episodes"
 

@@ -26,8 +26,7 @@ import subprocess
 import threading
 from typing import Any
 
-from termgym.sandbox._cachelock import making
-from termgym.sandbox._images import cache_dir
+from termgym.images import cache_dir, making
 
 BRIDGE = "termgym0"
 """The bridge interface of termgym's docker network."""

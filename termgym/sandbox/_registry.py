@@ -20,8 +20,8 @@ from typing import Any
 
 from termgym._registry import Entry, Registry
 from termgym.errors import BackendUnavailable, SandboxError, UnknownBackend
+from termgym.images import HOW_TO_START_DOCKER, docker_answers
 from termgym.sandbox._base import Sandbox, SandboxConfig
-from termgym.sandbox._engine import HOW_TO_START_DOCKER, docker_answers
 
 ENTRY_POINT_GROUP = "termgym.sandboxes"
 """Installed packages add sandbox backends under this entry-point group."""

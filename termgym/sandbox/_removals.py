@@ -21,9 +21,14 @@ import socket
 import threading
 import time
 
-from termgym.sandbox._base import OWNER_HOST_LABEL, OWNER_PID_LABEL
+from termgym.images import (
+    OWNER_HOST_LABEL,
+    OWNER_PID_LABEL,
+    docker_client,
+    engine_address,
+    forget_clients,
+)
 from termgym.sandbox._deadline import within
-from termgym.sandbox._engine import docker_client, engine_address, forget_clients
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ ending in an exec of the next, a process start each (about a millisecond of CPU 
 - `env --default-signal` puts signals this process ignores back to their defaults, only
   when some are (Popen itself resets SIGPIPE and SIGXFSZ, which Python ignores);
 - `nsenter` joins a network namespace (a live-state verifier's), then the shifted user
-  namespace, as its root (termgym as root: `termgym.sandbox._userns`). It opens the
+  namespace, as its root (termgym as root: `termgym._userns`). It opens the
   namespace through this process's own descriptor (`/proc/<pid>/fd/<n>`), so no
   descriptor of it is handed down to the sandbox.
 

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from termgym.sandbox._images import cache_dir
+from termgym.images import cache_dir
 
 FLAGS = ("-static", "-Os", "-s", "-x", "c")
 COMPILERS = ("musl-gcc", "cc", "gcc")

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from termgym.errors import ImageError
-from termgym.sandbox import BASE_IMAGE
+from termgym.images import BASE_IMAGE
 from termgym.tasks._loader import Task
 
 HIDDEN = ("graders", "solution", "task.yaml")
@@ -35,7 +35,7 @@ def image_tag(task: Task) -> str:
 
 def _local_bases(dockerfile: Path) -> None:
     """Build the local stand-ins a Dockerfile's FROM lines name (imported tasks)."""
-    from termgym.sandbox import ensure_local_base, is_local_base
+    from termgym.images import ensure_local_base, is_local_base
 
     for line in dockerfile.read_text(encoding="utf-8").splitlines():
         words = line.split()
@@ -63,13 +63,13 @@ def task_image(task: Task, build: bool = True) -> str:
         )
     tag = image_tag(task)
     if build and dockerfile.parent != Path("."):
-        from termgym.sandbox import build_image
+        from termgym.images import build_image
 
         _local_bases(task.path(str(dockerfile)))
         build_image(task.path(str(dockerfile.parent)), tag)
         return tag
     if build:
-        from termgym.sandbox import build_image
+        from termgym.images import build_image
 
         with tempfile.TemporaryDirectory(prefix="termgym-context-") as context:
             # The build context leaves out what the agent must never see in the image.

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import termgym
+from termgym.images._engine import docker_client
 from termgym.recording import read_episode
-from termgym.sandbox._engine import docker_client
 
 # Closing a pool stops its containers one after another, which a machine busy with other
 # work can make take minutes: the waits below allow for that, and the test for them.

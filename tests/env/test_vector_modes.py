@@ -78,7 +78,7 @@ def test_four_forked_bwrap_workers_starting_together_never_hang(base_rootfs, run
 def test_a_forked_child_makes_its_own_engine_client(docker_available) -> None:
     import multiprocessing
 
-    from termgym.sandbox._engine import docker_client
+    from termgym.images._engine import docker_client
 
     inherited = docker_client()
 

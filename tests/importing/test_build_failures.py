@@ -11,8 +11,8 @@ import yaml
 
 from termgym.agents import SUBMIT, register_agent, unregister_agent
 from termgym.errors import ImageBuildFailed, ImageError
+from termgym.images._build import build_failure
 from termgym.run import RunConfig, Runner
-from termgym.sandbox._images import build_failure
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "tasks"
 

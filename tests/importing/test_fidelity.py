@@ -115,21 +115,21 @@ def test_two_exit_code_tests_in_one_if_are_plain_shell() -> None:
     ],
 )
 def test_a_stand_in_keeps_the_release_its_tag_names(image: str, stand_in: str) -> None:
-    from termgym.sandbox._localbases import map_base
+    from termgym.images._localbases import map_base
 
     mapping = map_base(image)
     assert mapping is not None and mapping.base.name == stand_in
 
 
 def test_an_unknown_base_is_not_guessed() -> None:
-    from termgym.sandbox._localbases import map_base
+    from termgym.images._localbases import map_base
 
     for image in ("python:3.9-slim", "python:3.14", "python:3.13-alpine", "debian:buster"):
         assert map_base(image) is None, image
 
 
 def test_a_python_stand_in_compiles_cpython_into_usr_local_as_python_orgs_image() -> None:
-    from termgym.sandbox._localbases import BASES, CPYTHONS, map_base, stand_in_dockerfile
+    from termgym.images._localbases import BASES, CPYTHONS, map_base, stand_in_dockerfile
 
     base = BASES["python-3.13-bookworm"]
     assert base.suite == "bookworm" and base.cpython == CPYTHONS["3.13"]

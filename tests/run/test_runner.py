@@ -256,7 +256,7 @@ def test_unknown_tasks_are_named_with_what_exists(tmp_path) -> None:
 @pytest.mark.docker
 @pytest.mark.timeout(900)  # its clean-up closes containers one by one: minutes on a busy machine
 def test_ctrl_c_stops_the_run_and_leaves_no_container(tmp_path, base_image) -> None:
-    from termgym.sandbox._engine import docker_client
+    from termgym.images._engine import docker_client
 
     out = tmp_path / f"ctrlc-{uuid.uuid4().hex[:8]}"  # the run id labels its containers
     proc = subprocess.Popen(

@@ -43,9 +43,9 @@ def test_without_a_docker_engine_root_in_the_sandbox_owns_the_debootstrapped_roo
     """With no engine the base image comes from debootstrap's folder: as root, termgym must
     give bwrap its copy owned by the shifted ids, or root in the sandbox is a stranger to
     its own root filesystem (nothing in /etc, /var/lib written; the verifiers' zygote fails)."""
+    from termgym.images._build import _forget_rootfs
+    from termgym.images._engine import forget_clients
     from termgym.sandbox import BASE_IMAGE, rootfs_for
-    from termgym.sandbox._engine import forget_clients
-    from termgym.sandbox._images import _forget_rootfs
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     forget_clients()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from termgym.sandbox._cachelock import clear, making, settle, staging_for
-from termgym.sandbox._mounts import mount, mounts_below, unmount_below
+from termgym._mounts import mount, mounts_below, unmount_below
+from termgym.images._cachelock import clear, making, settle, staging_for
 
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -107,8 +107,8 @@ def test_a_half_made_entry_is_cleared_through_its_mounts_and_replaced(tmp_path: 
 
 
 def _network(name: str, address: str, barrier: multiprocessing.synchronize.Barrier) -> None:
+    from termgym.images._engine import docker_client
     from termgym.sandbox import _hostwall
-    from termgym.sandbox._engine import docker_client
 
     _hostwall.NETWORK = name  # the test's own network, never the one other work uses
     barrier.wait()
@@ -117,7 +117,7 @@ def _network(name: str, address: str, barrier: multiprocessing.synchronize.Barri
 
 @pytest.mark.docker
 def test_processes_asking_at_once_make_the_network_once(docker_available: None) -> None:
-    from termgym.sandbox._engine import docker_client
+    from termgym.images._engine import docker_client
 
     name = f"termgym-test-{uuid.uuid4().hex[:8]}"
     address = f"unix:///{name}.sock"  # a bridge of its own (`bridge_for`), not termgym0

@@ -83,7 +83,7 @@ def test_gc_of_one_run_removes_its_containers_whose_process_is_gone(base_image: 
     import socket
     import uuid
 
-    from termgym.sandbox._engine import docker_client
+    from termgym.images._engine import docker_client
 
     run = f"gc-test-{uuid.uuid4().hex[:8]}"
     client = docker_client()
@@ -118,9 +118,9 @@ def test_gc_without_a_docker_engine_removes_the_bwrap_leftovers_and_says_so(
 ) -> None:
     """With no engine `termgym gc` still sweeps bwrap's episode folders: it failed on the
     containers' half, after removing them unreported."""
+    from termgym.images._build import _forget_rootfs
+    from termgym.images._engine import forget_clients
     from termgym.sandbox import BASE_IMAGE
-    from termgym.sandbox._engine import forget_clients
-    from termgym.sandbox._images import _forget_rootfs
 
     gone = subprocess.Popen(["true"])
     gone.wait()  # a pid no process has now
@@ -150,9 +150,9 @@ def test_image_build_base_without_a_docker_engine_prepares_the_folder_bwrap_runs
 ) -> None:
     """It named (and made) debootstrap's folder, not the copy owned by the shifted ids that
     bwrap runs as root: that copy was left to the first episode's start."""
+    from termgym.images._build import _forget_rootfs
+    from termgym.images._engine import forget_clients
     from termgym.sandbox import BASE_IMAGE, rootfs_for
-    from termgym.sandbox._engine import forget_clients
-    from termgym.sandbox._images import _forget_rootfs
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     forget_clients()
@@ -173,9 +173,9 @@ def test_image_build_base_force_without_a_docker_engine_says_it_rebuilt_nothing(
 ) -> None:
     """`--force` was ignored without an engine: the command said it had prepared the folder
     and succeeded, as if it had rebuilt it."""
+    from termgym.images._build import _forget_rootfs, debootstrap_home
+    from termgym.images._engine import forget_clients
     from termgym.sandbox import BASE_IMAGE, rootfs_for
-    from termgym.sandbox._engine import forget_clients
-    from termgym.sandbox._images import _forget_rootfs, debootstrap_home
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     forget_clients()

@@ -12,10 +12,10 @@ import pytest
 
 import termgym.sandbox._docker as docker_backend
 from termgym.errors import BackendUnavailable, SandboxCrashed, SandboxError
+from termgym.images._engine import docker_client, forget_clients
 from termgym.sandbox import SANDBOX_LABEL, SandboxConfig, collect_garbage, make_sandbox
 from termgym.sandbox._copylimits import CopyLimits
 from termgym.sandbox._docker import DockerSandbox
-from termgym.sandbox._engine import docker_client, forget_clients
 from tests.sandbox.conftest import wait_until_running
 
 pytestmark = pytest.mark.docker

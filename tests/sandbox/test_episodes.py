@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from termgym._mounts import unmount
 from termgym.sandbox import _episodes
-from termgym.sandbox._mounts import unmount
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 

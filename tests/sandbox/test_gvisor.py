@@ -6,8 +6,8 @@ import pytest
 
 import termgym
 from termgym.errors import SandboxStartError
+from termgym.images._engine import docker_client
 from termgym.sandbox import SandboxConfig, make_sandbox
-from termgym.sandbox._engine import docker_client
 
 pytestmark = pytest.mark.docker
 

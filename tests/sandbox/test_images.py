@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from termgym.errors import ImageError
+from termgym.images._engine import docker_client
 from termgym.sandbox import (
     BASE_IMAGE,
     RECIPE_LABEL,
@@ -16,7 +17,6 @@ from termgym.sandbox import (
     make_sandbox,
     recipe_hash,
 )
-from termgym.sandbox._engine import docker_client
 
 pytestmark = pytest.mark.docker
 

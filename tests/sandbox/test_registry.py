@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from termgym.errors import BackendUnavailable, UnknownBackend
+from termgym.images._engine import forget_clients
 from termgym.sandbox import SandboxConfig, bwrap_works, default_backend, make_sandbox
-from termgym.sandbox._engine import forget_clients
 
 
 def test_unknown_backend_lists_the_known_ones_and_suggests_the_closest() -> None:

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from termgym.sandbox._userns import mapped
+from termgym._userns import mapped
 
 pytestmark = pytest.mark.skipif(not mapped(), reason="shifted copies are made as root only")
 
 
 def _ask(rootfs: str, barrier: multiprocessing.synchronize.Barrier, said: str) -> None:
-    from termgym.sandbox._images import shifted_rootfs
+    from termgym.images._build import shifted_rootfs
 
     barrier.wait()
     found = shifted_rootfs(Path(rootfs), log=lambda line: _append(said, line))

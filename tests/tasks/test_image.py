@@ -28,9 +28,9 @@ def test_dockerfile_tasks_build_an_image_that_holds_no_grader(task_folder, docke
 @pytest.fixture
 def no_docker_engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No engine answers (the bwrap backend's daemon-free mode)."""
+    from termgym.images._build import _forget_rootfs
+    from termgym.images._engine import forget_clients
     from termgym.sandbox import BASE_IMAGE
-    from termgym.sandbox._engine import forget_clients
-    from termgym.sandbox._images import _forget_rootfs
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     forget_clients()

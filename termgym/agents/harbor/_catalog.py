@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from termgym.errors import AgentError
-from termgym.sandbox import LayerRecipe
+from termgym.images import LayerRecipe
 
 Route = Literal["host", "layer", "internet", "unsupported"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym.errors import AgentError
-from termgym.sandbox import cache_dir
+from termgym.images import cache_dir
 
 HARBOR_VERSION = "0.26.0"
 """The Harbor release termgym's adapters are written and tested against."""

@@ -9,7 +9,7 @@ process's life: `termgym.sandbox._spawn`). Inside, root is root of that namespac
 the host it is uid `UID_BASE`, owning nothing but the sandbox's own files. Uid `AGENT_UID` (the
 unprivileged user grading runs the agent's programs as) exists in it too.
 
-The exported image root filesystems are owned by the shifted ids (`termgym.sandbox._images`), so
+The exported image root filesystems are owned by the shifted ids (`termgym.images._build`), so
 inside a sandbox the system files belong to root as usual.
 """
 
@@ -21,8 +21,8 @@ import subprocess
 import threading
 import time
 
+from termgym._programs import on_path
 from termgym.errors import BackendUnavailable
-from termgym.sandbox._programs import on_path
 
 UID_BASE = int(os.environ.get("TERMGYM_UID_BASE", "300000"))
 """Host uid of a bwrap sandbox's root (TERMGYM_UID_BASE); the next 65535 ids are its users."""

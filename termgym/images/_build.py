@@ -16,10 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from termgym._userns import ID_COUNT, UID_BASE, mapped
 from termgym.errors import BackendUnavailable, ImageBuildFailed, ImageError
-from termgym.sandbox._base import BASE_IMAGE, owner_labels
-from termgym.sandbox._cachelock import clear, lock_name, making, settle, staging_for
-from termgym.sandbox._engine import docker_client
+from termgym.images._cachelock import clear, lock_name, making, settle, staging_for
+from termgym.images._engine import docker_client
+from termgym.images._labels import owner_labels
+
+BASE_IMAGE = "termgym/base:bookworm"
+"""The image tasks run in unless they name another (built by `termgym image build-base`)."""
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -337,8 +341,6 @@ def _rootfs_for(image: str, *, log: Log = _quiet) -> Path:
 
 
 def _shift_suffix() -> str:
-    from termgym.sandbox._userns import UID_BASE, mapped
-
     return f"-u{UID_BASE}" if mapped() else ""
 
 
@@ -373,7 +375,6 @@ def _copy_shifted(rootfs: Path, target: Path, log: Log) -> Path:
 
 def _shift_owners(root: Path) -> None:
     """Add UID_BASE to every owner below `root` (setuid bits survive: they are set again)."""
-    from termgym.sandbox._userns import ID_COUNT, UID_BASE
 
     def shift(path: str, info: os.stat_result) -> None:
         if info.st_uid >= ID_COUNT and info.st_gid >= ID_COUNT:

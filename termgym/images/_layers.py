@@ -24,9 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from termgym.errors import ImageError
-from termgym.sandbox._cachelock import making
-from termgym.sandbox._engine import docker_client
-from termgym.sandbox._images import (
+from termgym.images._build import (
     Log,
     _build,
     _forget_rootfs,
@@ -34,6 +32,8 @@ from termgym.sandbox._images import (
     _quiet,
     image_lock,
 )
+from termgym.images._cachelock import making
+from termgym.images._engine import docker_client
 
 LAYER_LABEL = "io.termgym.agent-layer"
 LAYER_REPOSITORY = "termgym/agent-layer"

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from termgym.errors import ImageError
-from termgym.sandbox._cachelock import clear, making, settle, staging_for
-from termgym.sandbox._engine import docker_client
-from termgym.sandbox._images import (
+from termgym.images._build import (
     Log,
     _build,
     _image_or_none,
@@ -37,6 +35,8 @@ from termgym.sandbox._images import (
     image_lock,
     import_rootfs,
 )
+from termgym.images._cachelock import clear, making, settle, staging_for
+from termgym.images._engine import docker_client
 
 UBUNTU_MIRROR = "http://archive.ubuntu.com/ubuntu"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
