@@ -47,15 +47,16 @@ from termgym.sandbox import (
     SNAPSHOT_PATH,
     CopyLimits,
     FileTree,
-    HoldsStandby,
     HoleSpool,
     RunResult,
     Sandbox,
     SandboxConfig,
     StandbyProgram,
     StandbySpec,
+    VerifierSandbox,
+    as_verifier,
+    check_verifier,
     list_changes,
-    registry,
 )
 from termgym.tasks import EpisodePlan, RuleSet, Task
 
@@ -116,33 +117,38 @@ def grade(
         record_inputs: Fingerprint what each program the graders start as the agent's user
             is given (on each GraderResult's `starts`; `termgym check` compares them).
         standby: Hand the grading to a standby runner started with the verifier (None:
-            where the backend keeps one, `HoldsStandby`; False: a cold exec of the runner).
+            where the backend declares `Capabilities.standby`; False: a cold exec of the
+            runner).
 
     Raises:
         GraderError: grading the agent's final state failed (a grader crashed or hung, the
             work was too big, the report was missing): the agent's failure, scored 0.
             The partial report, if any, is on the exception's `report` attribute.
         InfrastructureError: termgym's machinery failed (engine, image, verifier start).
+        SandboxError: the sandbox's backend declares no verifier, or not the part the
+            task's grading needs (`Capabilities`), before anything is stopped.
     """
     start = time.perf_counter()
     task = plan.task
+    graded_on = as_verifier(sandbox)
     live = task.spec.grading.mode == "live"
+    snapshot = task.spec.grading.filesystem == "snapshot"
+    _check_grading_needs(graded_on, live=live, snapshot=snapshot)
     timings: dict[str, float] = {}
     if not live:
         _freeze(sandbox)
     timings["freeze"] = time.perf_counter() - start
     rulesets = plan.rulesets if shadow else plan.rulesets[:1]
-    snapshot = task.spec.grading.filesystem == "snapshot"
     with _spool() as work:
         mark = time.perf_counter()
-        snapshot_of, changed = _snapshot_of(sandbox) if snapshot else ("", b"")
+        snapshot_of, changed = _snapshot_of(graded_on) if snapshot else ("", b"")
         if not snapshot:
             _export_work(sandbox, task, work)
         timings["export"] = time.perf_counter() - mark
         source: SandboxSource = verifiers or ColdStarts(
             sandbox.backend, allow_local=sandbox.backend == "local"
         )
-        network = _live_network(sandbox) if live else ""
+        network = _live_network(graded_on) if live else ""
         if (live or snapshot) and verifiers is not None:  # made for this agent's sandbox
             source = ColdStarts(sandbox.backend, allow_local=sandbox.backend == "local")
         try:
@@ -150,12 +156,12 @@ def grade(
                 source, _agent_config(sandbox), task, rulesets, work=None if snapshot else work,
                 network_of=network, record_inputs=record_inputs, snapshot_of=snapshot_of,
                 changed=changed,
-                standby=isinstance(sandbox, HoldsStandby) if standby is None else standby,
+                standby=graded_on.capabilities.standby if standby is None else standby,
                 zygote=source is verifiers,
             )  # fmt: skip
         except SandboxStartError:
             if live:  # a verifier that could not join a network the agent let go of
-                _live_network(sandbox)
+                _live_network(graded_on)
             raise
         verdicts = graded.verdicts
         timings.update(graded.timings)
@@ -182,6 +188,23 @@ def grade(
     return report
 
 
+def _check_grading_needs(sandbox: VerifierSandbox, *, live: bool, snapshot: bool) -> None:
+    """Refuse a task whose grading needs what the sandbox's backend does not declare."""
+    declared = sandbox.capabilities
+    if snapshot and not declared.snapshot:  # an EngineError, as the handle's refusal was
+        raise EngineError(
+            f"could not take the agent's snapshot: snapshot grading (grading.filesystem: "
+            f"snapshot) needs a backend that declares Capabilities(snapshot=True), such as "
+            f"docker or bwrap; the {sandbox.backend} backend declares {declared}."
+        )
+    if live and not declared.live:
+        raise SandboxError(
+            f"Live-state grading (grading.mode: live) needs a backend that declares "
+            f"Capabilities(live=True): its verifiers join the agent's network; the "
+            f"{sandbox.backend} backend declares {declared}."
+        )
+
+
 def _agent_config(sandbox: Sandbox) -> SandboxConfig:
     config = getattr(sandbox, "config", None)
     if not isinstance(config, SandboxConfig):
@@ -189,7 +212,7 @@ def _agent_config(sandbox: Sandbox) -> SandboxConfig:
     return config
 
 
-def _live_network(sandbox: Sandbox) -> str:
+def _live_network(sandbox: VerifierSandbox) -> str:
     """The agent's sandbox's network, which live-state verifiers join; gone (its shell or
     container stopped by the agent, its services with it), the live state is: the agent's
     failure, as for work that cannot be copied."""
@@ -229,7 +252,7 @@ def copy_limits(task: Task) -> CopyLimits:
     )  # fmt: skip
 
 
-def _snapshot_of(sandbox: Sandbox) -> tuple[str, bytes]:
+def _snapshot_of(sandbox: VerifierSandbox) -> tuple[str, bytes]:
     """The frozen agent sandbox's snapshot handle, and the list of what the agent made or
     changed there (`list_changes`: one sandbox path a line, after the header `CHANGED`
     names). A list that is not the whole of it (the scan stopped at its bound: 200,000
@@ -284,9 +307,10 @@ def grade_rulesets(
     key = new_key()
     start = time.perf_counter()
     plan = plan_grading(task, rulesets, in_place=True)
-    _inject(sandbox, task, folder, None, plan)
+    in_place = as_verifier(sandbox)
+    _inject(in_place, task, folder, None, plan)
     injected = time.perf_counter()
-    result = _run(sandbox, task, folder, key, plan.budget, _standby_of(sandbox))
+    result = _run(sandbox, task, folder, key, plan.budget, _standby_of(in_place))
     ran = time.perf_counter()
     verdicts = _verdicts(_read(result, key, plan, alone=False), rulesets, plan)
     return verdicts, {
@@ -339,7 +363,7 @@ def grade_rulesets_in(
     it is graded under by anything but the values the tests check (docs/security.md). Rule
     sets that grade alike (the same rule values and graders) share one verifier.
 
-    `standby`: the backend's verifiers keep a standby runner (`HoldsStandby`); the grading
+    `standby`: the backend's verifiers keep a standby runner (`Capabilities.standby`); the grading
     goes to it when it waits, else to a cold exec of the runner. The standby is prepared for
     the task (its grading folder unpacked and its jobs loaded before the work arrives:
     `preparation_for`) but on a snapshot or under an engine runtime such as gVisor's (it
@@ -426,7 +450,7 @@ def pooled_verifiers(
     if task.spec.grading.mode == "live" or task.spec.grading.filesystem == "snapshot":
         return None
     rulesets = plan.rulesets if shadow else plan.rulesets[:1]
-    standby = issubclass(registry.load(backend), HoldsStandby)
+    standby = check_verifier(backend).standby
     prepared = standby and agent.runtime is None
     config = verifier_config(
         agent, standby=verifier_standby(task, prepared=prepared, zygote=True) if standby else None
@@ -513,14 +537,15 @@ def _grade_one(
         raise SandboxStartError(f"could not start a verifier: {exc}") from exc
     taken.append(verifier)
     acquired = time.perf_counter()
-    standby = _standby_of(verifier)
+    grades = as_verifier(verifier)
+    standby = _standby_of(grades)
     with _the_agents_failure("copied in", "copied in"):
         if held is not None and standby is None:  # a cold runner: nothing unpacked yet
             with _spool() as alone:
                 write_folder(alone, folder, held.files)
                 alone.seek(0)
-                verifier.import_archive(alone, copy_limits(task).budget())
-        verifier.import_archive(bundle, copy_limits(task).budget())
+                grades.import_archive(alone, copy_limits(task).budget())
+        grades.import_archive(bundle, copy_limits(task).budget())
     injected = time.perf_counter()
     result = _run(verifier, task, folder, key, plan.budget, standby)
     ran = time.perf_counter()
@@ -551,7 +576,11 @@ def _as_ruleset(verdict: Verdict, ruleset: RuleSet) -> Verdict:
 
 
 def _inject(
-    sandbox: Sandbox, task: Task, folder: GradingFolder, work: BinaryIO | None, plan: GradingPlan
+    sandbox: VerifierSandbox,
+    task: Task,
+    folder: GradingFolder,
+    work: BinaryIO | None,
+    plan: GradingPlan,
 ) -> None:
     """Copy the work (if any) and the grading folder into `sandbox`, in one archive."""
     with _spool() as bundle:
@@ -563,9 +592,9 @@ def _inject(
         sandbox.import_archive(bundle)
 
 
-def _standby_of(sandbox: Sandbox) -> StandbyProgram | None:
-    """The sandbox's waiting standby, taken (None: it keeps none, or none waits)."""
-    return sandbox.take_standby() if isinstance(sandbox, HoldsStandby) else None
+def _standby_of(sandbox: VerifierSandbox) -> StandbyProgram | None:
+    """The sandbox's waiting standby, taken (None: its backend keeps none, or none waits)."""
+    return sandbox.take_standby() if sandbox.capabilities.standby else None
 
 
 def _run(

@@ -2,7 +2,7 @@
 
 Starting the runner's interpreter and its imports costs most of a short grading (about
 50 ms of 75 on bwrap), and a pytest grader's own start (pytest's imports, its configuration,
-the collection of the tests) several times that. A verifier whose backend `HoldsStandby`
+the collection of the tests) several times that. A verifier whose backend declares `standby`
 starts the runner when the verifier itself starts (in the pool, ahead of the grading), from
 this bootstrap: it reads the runner's source from stdin, compiles it, then its preparation
 (`preparation_for`): the task's grading folder but its manifest, which it unpacks at the

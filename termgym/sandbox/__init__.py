@@ -45,6 +45,7 @@ from termgym.sandbox._base import (
     GATEWAY_PORT,
     NO_BYTECODE,
     VERIFIER_CAPS,
+    Capabilities,
     FileTree,
     GatewayMount,
     HoldsStandby,
@@ -53,6 +54,7 @@ from termgym.sandbox._base import (
     SandboxConfig,
     StandbyProgram,
     StandbySpec,
+    VerifierSandbox,
 )
 from termgym.sandbox._bwrap import HOST_ENV, BwrapSandbox, collect_bwrap_garbage
 from termgym.sandbox._changes import CHANGE_KINDS, Change, ChangeKind, Changes, list_changes
@@ -61,9 +63,12 @@ from termgym.sandbox._docker import collect_garbage
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
     SandboxSpec,
+    as_verifier,
+    backend_capabilities,
     bwrap_works,
     check_gateway,
     check_runtime,
+    check_verifier,
     default_backend,
     make_sandbox,
     register_sandbox,
@@ -106,6 +111,11 @@ __all__ = [
     "SandboxConfig",
     "StandbyProgram",
     "StandbySpec",
+    "Capabilities",
+    "VerifierSandbox",
+    "as_verifier",
+    "backend_capabilities",
+    "check_verifier",
     "build_base",
     "build_image",
     "bwrap_works",

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Literal, Protocol, runtime_checkable
+from typing import BinaryIO, ClassVar, Literal, Protocol, runtime_checkable
 
 from termgym._vocabulary import TERMINAL
 from termgym.images import BASE_IMAGE
@@ -106,6 +106,46 @@ class GatewayMount:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do besides an agent's sandbox, declared on its class
+    (`capabilities = Capabilities(...)`) so that grading and the registry read it without
+    starting anything (`backend_capabilities(name)`), as Harbor's environments declare theirs.
+
+    An agent's sandbox needs the `Sandbox` protocol only. A backend whose sandboxes grade
+    (`verifier=True`) implements `VerifierSandbox` too; the rest say which of its parts hold.
+
+    Attributes:
+        verifier: It starts verifiers (`SandboxConfig.role="verifier"`: no shell, a root
+            keeping VERIFIER_CAPS) that take the work by `import_archive` and run the graders
+            by `exec`. False: its episodes cannot be graded (refused before grading starts).
+        standby: Its verifiers start `SandboxConfig.standby` with themselves and hand it over
+            by `take_standby()`; False: grading runs the runner by a cold `exec`.
+        live: Its agents' sandboxes give `network_handle()`, which a verifier's
+            `SandboxConfig.network_of` joins (tasks graded in live state).
+        snapshot: Its agents' sandboxes give `snapshot_handle()`, which a verifier's
+            `SandboxConfig.snapshot_of` grades (`grading.filesystem: snapshot`).
+    """
+
+    verifier: bool = False
+    standby: bool = False
+    live: bool = False
+    snapshot: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("verifier", "standby", "live", "snapshot"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"Capabilities.{name}: expected True or False, found {getattr(self, name)!r}"
+                )
+        extra = [n for n in ("standby", "live", "snapshot") if getattr(self, n)]
+        if extra and not self.verifier:
+            raise ValueError(
+                f"Capabilities: {', '.join(extra)} are parts of a verifier backend; expected "
+                f"verifier=True with them, found verifier=False"
+            )
+
+
+@dataclass(frozen=True)
 class FileTree:
     """Files made in memory, for `Sandbox.copy_in(tree, dest)`: {path relative to `dest`:
     (content, mode)}. They arrive below `dest`, root's, with their modes, each folder between
@@ -143,7 +183,7 @@ class SandboxConfig:
             line editing, history, completion), as keys mode and `termgym play` want; False
             is the bare shell command mode runs commands in (no prompt, no echo).
         standby: A verifier's standby program, started by `start()` (backends that are
-            `HoldsStandby`: docker, bwrap, local).
+            `Capabilities.standby`: docker, bwrap, local).
         capabilities: What the agent's root keeps (names without CAP_, e.g.
             DOCKER_DEFAULT_CAPS); none by default. A verifier keeps VERIFIER_CAPS and these.
         snapshot_of: A verifier's: grade this agent sandbox's final filesystem (its
@@ -222,27 +262,22 @@ class StandbyProgram(Protocol):
 
 
 @runtime_checkable
-class HoldsStandby(Protocol):
-    """A backend whose verifiers can keep a standby program (docker, bwrap, local)."""
-
-    def take_standby(self) -> StandbyProgram | None:
-        """The standby started with the sandbox, once: None if none was asked for, it was
-        taken already, or it is no longer waiting (a dead standby is never used)."""
-
-
-@runtime_checkable
 class Sandbox(Protocol):
-    """An isolated place where an agent's commands run through one persistent shell.
+    """An isolated place where an agent's commands run through one persistent shell: what
+    a backend implements for an agent's sandbox.
 
-    Lifecycle: `start()`, any number of `run()` / `send_keys()` / copies, then `freeze()`
-    (every agent process stopped, through the engine or the host, never through a program
-    inside) and `export_paths()` of the agent's work, then `close()`. Grading happens in
-    another sandbox, a verifier (`role="verifier"`), which gets the work by
-    `import_archive()` and runs the graders by `exec()`. Every call has a host-side
-    deadline. Usable as a context manager, which starts and closes it.
+    Lifecycle: `start()`, any number of `run()` / `send_keys()` / copies / `exec()`, then
+    `freeze()` (every agent process stopped, through the engine or the host, never through a
+    program inside) and `export_paths()` of the agent's work, then `close()`. Every call has
+    a host-side deadline. Usable as a context manager, which starts and closes it.
+
+    Grading happens in another sandbox, a verifier: what a backend adds for it is
+    `VerifierSandbox`, and which of it holds its class declares in `capabilities`.
     """
 
     backend: str
+    capabilities: ClassVar[Capabilities]
+    """What the backend does besides an agent's sandbox; `Capabilities()` for nothing."""
 
     def start(self) -> None:
         """Start the sandbox and its persistent shell."""
@@ -260,6 +295,15 @@ class Sandbox(Protocol):
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy a sandbox file or folder at `src` to the host path `dest`."""
 
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float = 60.0,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """Run a program outside the agent's shell (used for setup and grading)."""
+
     def freeze(self) -> None:
         """Stop every agent process; the filesystem stays as the agent left it."""
 
@@ -271,26 +315,6 @@ class Sandbox(Protocol):
         held whole). Raises ArchiveTooLarge past any of `limits` (bytes, files, depth,
         time): the agent's work was more than its task allows.
         """
-
-    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
-        """Unpack a tar (members named by sandbox paths) at the sandbox's root, streamed;
-        with `budget`, ArchiveTooLarge once it takes longer than the budget's time."""
-
-    def network_handle(self) -> str:
-        """What a verifier's `SandboxConfig.network_of` names to join this sandbox's network."""
-
-    def snapshot_handle(self) -> str:
-        """What a verifier's `SandboxConfig.snapshot_of` names to grade this (frozen)
-        sandbox's whole filesystem; raises SandboxError where the backend cannot."""
-
-    def exec(
-        self,
-        argv: Sequence[str],
-        timeout: float = 60.0,
-        workdir: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> RunResult:
-        """Run a program outside the agent's shell (used for setup and grading)."""
 
     def close(self) -> None:
         """Stop the sandbox and remove everything it made. Safe to call twice."""
@@ -305,3 +329,38 @@ class Sandbox(Protocol):
         tb: TracebackType | None,
     ) -> None:
         """Close the sandbox."""
+
+
+@runtime_checkable
+class HoldsStandby(Protocol):
+    """A sandbox that hands over the standby program it started with (`take_standby`)."""
+
+    def take_standby(self) -> StandbyProgram | None:
+        """The standby started with the sandbox, once: None if none was asked for, it was
+        taken already, or it is no longer waiting (a dead standby is never used)."""
+
+
+@runtime_checkable
+class VerifierSandbox(Sandbox, HoldsStandby, Protocol):
+    """What a backend adds to `Sandbox` so that its episodes are graded on it, declared by
+    `capabilities = Capabilities(verifier=True, ...)` on its class.
+
+    A verifier (`SandboxConfig.role="verifier"`) is a clean sandbox of the task's image with
+    no shell: it gets the agent's work by `import_archive()` and runs the graders by `exec()`
+    as a root that keeps VERIFIER_CAPS. An agent's sandbox of the backend gives the handles
+    a verifier's `SandboxConfig.network_of` and `snapshot_of` name. Which of these hold is
+    in `capabilities`: `take_standby()` returns None where `standby` is False,
+    `network_handle()` and `snapshot_handle()` raise SandboxError where `live` and
+    `snapshot` are.
+    """
+
+    def import_archive(self, archive: BinaryIO, budget: CopyBudget | None = None) -> None:
+        """Unpack a tar (members named by sandbox paths) at the sandbox's root, streamed;
+        with `budget`, ArchiveTooLarge once it takes longer than the budget's time."""
+
+    def network_handle(self) -> str:
+        """What a verifier's `SandboxConfig.network_of` names to join this sandbox's network."""
+
+    def snapshot_handle(self) -> str:
+        """What a verifier's `SandboxConfig.snapshot_of` names to grade this (frozen)
+        sandbox's whole filesystem; raises SandboxError where the backend cannot."""

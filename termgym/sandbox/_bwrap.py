@@ -41,7 +41,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from termgym import _userns
 from termgym._mounts import MS_NODEV, MS_NOSUID, mount
@@ -51,6 +51,7 @@ from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy, _gateway, _seccomp
 from termgym.sandbox._base import (
     VERIFIER_CAPS,
+    Capabilities,
     FileTree,
     RunResult,
     SandboxConfig,
@@ -88,6 +89,10 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
     """A bubblewrap sandbox; see the module docstring."""
 
     backend = "bwrap"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        verifier=True, standby=True, live=True, snapshot=True
+    )
+    """Snapshots (and imports into a verifier) need the overlay root: termgym as root."""
     shell_argv: tuple[str, ...] = BASH_ARGV
     """The agent's shell, inside the sandbox."""
 

@@ -126,7 +126,8 @@ class ShellSandbox:
 
 
 class KeepsStandby:
-    """The standby program of a backend that is `HoldsStandby` (docker, bwrap, local).
+    """The standby program of a backend that declares `Capabilities.standby` (docker, bwrap,
+    local).
 
     A subclass's `start()` calls `_start_standby(config, begin)` last (`begin` starts the
     config's standby and gives it `first`; the ready line is waited for within the start's

@@ -35,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from termgym._stopping import stopping, track, untrack
 from termgym.errors import (
@@ -53,7 +53,13 @@ from termgym.images import (
     engine_address,
     owner_labels,
 )
-from termgym.sandbox._base import VERIFIER_CAPS, FileTree, RunResult, SandboxConfig
+from termgym.sandbox._base import (
+    VERIFIER_CAPS,
+    Capabilities,
+    FileTree,
+    RunResult,
+    SandboxConfig,
+)
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
@@ -172,6 +178,10 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
     """A container started through the Docker SDK; see the module docstring."""
 
     backend = "docker"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        verifier=True, standby=True, live=True, snapshot=True
+    )
+    """Snapshots need a local engine with the overlay2 storage driver (`snapshot_handle`)."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         super().__init__(config)

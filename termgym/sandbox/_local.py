@@ -8,12 +8,12 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from termgym._stopping import track, untrack
 from termgym.errors import SandboxError, SandboxStartError
 from termgym.sandbox import _deadline, _fscopy
-from termgym.sandbox._base import FileTree, RunResult, SandboxConfig
+from termgym.sandbox._base import Capabilities, FileTree, RunResult, SandboxConfig
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, kill_session, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits
 from termgym.sandbox._shell import BASH_ARGV
@@ -28,6 +28,9 @@ class LocalSandbox(KeepsStandby, ShellSandbox):
     """
 
     backend = "local"
+    capabilities: ClassVar[Capabilities] = Capabilities(verifier=True, standby=True, live=True)
+    """Its verifiers keep a standby; live state is the host's network; no snapshot (the
+    filesystem is the host's)."""
     shell_argv: tuple[str, ...] = BASH_ARGV
     """The agent's shell."""
 

@@ -16,12 +16,12 @@ import shutil
 import subprocess
 import time
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from termgym._registry import Entry, Registry
 from termgym.errors import BackendUnavailable, SandboxError, UnknownBackend
 from termgym.images import HOW_TO_START_DOCKER, docker_answers
-from termgym.sandbox._base import Sandbox, SandboxConfig
+from termgym.sandbox._base import Capabilities, Sandbox, SandboxConfig, VerifierSandbox
 
 ENTRY_POINT_GROUP = "termgym.sandboxes"
 """Installed packages add sandbox backends under this entry-point group."""
@@ -77,6 +77,67 @@ def check_gateway(backend: str, wanted: bool) -> None:
             f"The {backend} backend does not give a sandbox the model gateway "
             f"(SandboxConfig.gateway); the backends that do: {', '.join(able) or 'none'}."
         )
+
+
+def backend_capabilities(name: str) -> Capabilities:
+    """What the backend `name` declares it does besides an agent's sandbox (its class's
+    `capabilities`), read without starting anything.
+
+    Raises:
+        UnknownBackend: no backend of that name (the known ones are listed).
+        SandboxError: its class declares no `Capabilities` value.
+    """
+    target = sandbox_spec(name).target
+    declared = getattr(registry.load(name), "capabilities", None)
+    if not isinstance(declared, Capabilities):
+        raise SandboxError(
+            f"The {name} backend ({target}) must declare what it does on its class, as "
+            f"`capabilities = Capabilities(...)` (Capabilities() for an agent's sandbox "
+            f"only); found {declared!r}."
+        )
+    return declared
+
+
+def check_verifier(name: str) -> Capabilities:
+    """The capabilities of a backend whose episodes are graded on it, before any verifier
+    starts.
+
+    Raises:
+        SandboxError: the backend does not declare `Capabilities(verifier=True)`.
+    """
+    found = backend_capabilities(name)
+    if not found.verifier:
+        raise SandboxError(_cannot_grade(name, found))
+    return found
+
+
+def as_verifier(sandbox: Sandbox) -> VerifierSandbox:
+    """`sandbox` as what grading uses of it, where its class declares
+    `Capabilities(verifier=True)`.
+
+    Raises:
+        SandboxError: its class declares no verifier (the message lists the backends that do).
+    """
+    if not sandbox.capabilities.verifier:
+        raise SandboxError(_cannot_grade(sandbox.backend, sandbox.capabilities))
+    return cast(VerifierSandbox, sandbox)
+
+
+def _cannot_grade(name: str, found: Capabilities) -> str:
+    able = [n for n in registered_sandboxes() if _declares_verifier(n)]
+    return (
+        f"The {name} backend cannot grade: grading needs a backend that declares "
+        f"Capabilities(verifier=True) and implements VerifierSandbox (import_archive, "
+        f"network_handle, snapshot_handle, take_standby); {name} declares {found}. "
+        f"The backends that grade: {', '.join(able) or 'none'}."
+    )
+
+
+def _declares_verifier(name: str) -> bool:
+    try:
+        return backend_capabilities(name).verifier
+    except Exception:  # noqa: BLE001 - a plugin that fails to load is simply not listed
+        return False
 
 
 @functools.lru_cache(maxsize=1)
@@ -159,11 +220,14 @@ def make_sandbox(
     Raises:
         UnknownBackend: no backend of that name (the known ones are listed).
         BackendUnavailable: local was asked for without the opt-in, or no backend works.
-        SandboxError: `config.gateway` with a backend that does not declare it.
+        SandboxError: `config.gateway` with a backend that does not declare it, or a
+            verifier (`config.role`) with a backend that declares none.
     """
     name = backend or default_backend()
     found = sandbox_spec(name)
     check_gateway(name, config is not None and config.gateway is not None)
+    if config is not None and config.role == "verifier":
+        check_verifier(name)
     if not found.options.get("isolated", True):
         if not (allow_local or os.environ.get("TERMGYM_ALLOW_LOCAL") == "1"):
             raise BackendUnavailable(
