@@ -21,7 +21,7 @@ from termgym.errors import SandboxStartError
 from termgym.grading import grade, prepare, verifier_standby
 from termgym.grading._standby import standby_spec
 from termgym.grading._verifier import ColdStarts, verifier_config
-from termgym.sandbox import HoldsStandby, Sandbox, SandboxConfig, make_sandbox
+from termgym.sandbox import Sandbox, SandboxConfig, as_verifier, make_sandbox
 from termgym.sandbox._common import HostProcess
 from termgym.sandbox._zygote import ZygoteStandby
 from termgym.tasks import instantiate, load_task
@@ -149,8 +149,8 @@ def test_a_standby_keeps_waiting_in_a_pool_until_its_grading(backend: str) -> No
         deadline = time.monotonic() + 120
         while pool.ready(config) < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
-        verifier = pool.acquire(config)
-        assert isinstance(verifier, HoldsStandby)
+        verifier = as_verifier(pool.acquire(config))
+        assert verifier.capabilities.standby
         time.sleep(0.5)  # time passes (more on a busy machine), and it still waits on its stdin
         standby = verifier.take_standby()
         assert standby is not None and standby.alive()
@@ -164,15 +164,15 @@ def test_a_standby_keeps_waiting_in_a_pool_until_its_grading(backend: str) -> No
 
 def test_only_a_verifier_keeps_a_standby(backend: str) -> None:
     agent = make_sandbox(backend, SandboxConfig(standby=standby_spec("/usr/bin/python3")))
-    assert isinstance(agent, HoldsStandby)
+    assert agent.capabilities.standby
     with pytest.raises(SandboxStartError, match="verifier"):
         agent.start()
 
 
 def test_a_standby_that_never_says_it_waits_is_not_kept(backend: str) -> None:
     broken = standby_spec("/usr/bin/no-such-python")
-    verifier = make_sandbox(backend, verifier_config(SandboxConfig(), standby=broken))
-    assert isinstance(verifier, HoldsStandby)
+    verifier = as_verifier(make_sandbox(backend, verifier_config(SandboxConfig(), standby=broken)))
+    assert verifier.capabilities.standby
     verifier.start()
     try:
         assert verifier.take_standby() is None  # the grading would run by a cold exec

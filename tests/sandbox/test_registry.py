@@ -4,14 +4,52 @@ from __future__ import annotations
 
 import pytest
 
-from termgym.errors import BackendUnavailable, UnknownBackend
+from termgym.errors import BackendUnavailable, SandboxError, UnknownBackend
 from termgym.images._engine import forget_clients
-from termgym.sandbox import SandboxConfig, bwrap_works, default_backend, make_sandbox
+from termgym.sandbox import (
+    Capabilities,
+    SandboxConfig,
+    backend_capabilities,
+    bwrap_works,
+    default_backend,
+    make_sandbox,
+    register_sandbox,
+    unregister_sandbox,
+)
 
 
 def test_unknown_backend_lists_the_known_ones_and_suggests_the_closest() -> None:
     with pytest.raises(UnknownBackend, match=r"among bwrap, docker, local; got 'dokcer'.*'docker'"):
         make_sandbox("dokcer", SandboxConfig())
+
+
+def test_the_bundled_backends_declare_what_they_do_besides_an_agents_sandbox() -> None:
+    """Read from their classes, nothing started: all three grade with a standby runner and
+    live state; snapshots are docker's and bwrap's (local's filesystem is the host's)."""
+    everything = Capabilities(verifier=True, standby=True, live=True, snapshot=True)
+    assert backend_capabilities("docker") == everything
+    assert backend_capabilities("bwrap") == everything
+    assert backend_capabilities("local") == Capabilities(verifier=True, standby=True, live=True)
+
+
+def test_capabilities_say_what_was_expected() -> None:
+    with pytest.raises(ValueError, match=r"standby, snapshot are parts of a verifier backend"):
+        Capabilities(standby=True, snapshot=True)
+    with pytest.raises(ValueError, match=r"Capabilities.live: expected True or False, found 1"):
+        Capabilities(verifier=True, live=1)  # type: ignore[arg-type]
+
+
+def test_a_backend_class_that_declares_no_capabilities_is_named_with_what_was_expected() -> None:
+    class Undeclared:
+        backend = "undeclared"
+
+    register_sandbox("undeclared", Undeclared)
+    try:
+        with pytest.raises(SandboxError, match=r"undeclared backend .* must declare .*"
+                           r"`capabilities = Capabilities\(...\)`.*found None"):  # fmt: skip
+            backend_capabilities("undeclared")
+    finally:
+        unregister_sandbox("undeclared")
 
 
 def test_local_backend_needs_an_explicit_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
