@@ -1,4 +1,5 @@
-"""The Sandbox protocol every backend implements, and the values it returns."""
+"""The Sandbox protocol every backend implements, the VerifierSandbox protocol a backend
+that grades adds (declared in its `Capabilities`), and the values they return."""
 
 from __future__ import annotations
 
