@@ -182,7 +182,8 @@ def test_every_steps_info_holds_the_documented_step_keys_the_last_ones_too(
     paragraph = doc.split("Each step's info holds", 1)[1].split(". ", 1)[0]
     step_keys = set(re.findall(r"`([a-z_]+)`", paragraph))
     assert step_keys == {
-        "exit_code", "duration", "timed_out", "output_truncated", "shell_restarted", "step"
+        "exit_code", "exited", "duration", "timed_out", "output_truncated", "shell_restarted",
+        "step",
     }  # fmt: skip
     env = termgym.make(
         str(EXAMPLE_TASKS / "cargo-limit"), backend="bwrap", pool_size=0, max_steps=2
