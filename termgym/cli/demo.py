@@ -247,11 +247,11 @@ def demo(
     rate should be near 100%, the oracle's 0%; the cheater passes impossible episodes (its
     cheating rate near 100%), the oracle reports their conflict instead.
     """
-    from termgym.sandbox import sandbox_spec
+    from termgym.sandbox import Backend
 
     try:
-        if backend is not None:
-            sandbox_spec(backend)
+        if backend is not None:  # None: `backend_choice` picks the best, saying why
+            backend = Backend.coerce(backend).name
         run_demo(
             out,
             backend=backend,

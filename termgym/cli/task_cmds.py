@@ -72,12 +72,12 @@ def check(
     when any is given (and only those), else every task found (bundled, registered and
     $TERMGYM_TASKS_PATH)."""
     from termgym.check import CheckRow, check_tasks, tasks_to_check
-    from termgym.sandbox import default_backend, sandbox_spec
+    from termgym.sandbox import Backend
 
     try:
         chosen = tasks_to_check(task_ids, paths)
-        backend = backend or default_backend()
-        sandbox_spec(backend)  # an unknown one failed every check alike, each on its own line
+        # an unknown one failed every check alike, each on its own line
+        backend = Backend.coerce(backend).name
     except TermgymError as exc:
         raise click.ClickException(str(exc)) from None
     if not chosen:

@@ -23,7 +23,7 @@ from termgym.env._spaces import TerminalText
 from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
 from termgym.errors import ActionError, SandboxCrashed, SandboxError
 from termgym.recording import AgentLog, EpisodeHeader, Recorder
-from termgym.sandbox import GatewayMount
+from termgym.sandbox import Backend, GatewayMount
 from termgym.screen import screen_chars
 from termgym.tasks import Task
 
@@ -54,6 +54,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         variant: original, contradicted, withheld, swapped, sampled or impossible; or a schedule
             drawing one per episode. `reset(options={"variant": ...})` overrides it.
         backend: Sandbox backend ("docker", "bwrap", "local"); None picks the best available.
+            A `termgym.sandbox.Backend` (`Backend.coerce`) is one chosen and checked already.
         mode: "command" or "keys".
         max_steps: Step budget; defaults to the task's limit.
         step_timeout: Seconds a command may run; defaults to the task's agent timeout.
@@ -94,7 +95,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         task: Any,
         *,
         variant: Any = "original",
-        backend: str | None = None,
+        backend: str | Backend | None = None,
         mode: str = "command",
         max_steps: int | None = None,
         step_timeout: float | None = None,
@@ -226,7 +227,7 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             )
         if self._lease is None:
             o = self.options
-            self._lease = PoolLease(o.backend, o.pool_size, o.allow_local)
+            self._lease = PoolLease(o.sandbox_backend, o.pool_size, o.allow_local)
         self._episode = Episode.begin(
             self.options,
             variant=variant,

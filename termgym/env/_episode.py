@@ -48,15 +48,12 @@ from termgym.recording import (
 from termgym.sandbox import (
     DOCKER_DEFAULT_CAPS,
     NO_BYTECODE,
+    Backend,
     Changes,
     GatewayMount,
     RunResult,
     Sandbox,
     SandboxConfig,
-    check_gateway,
-    check_runtime,
-    default_backend,
-    sandbox_spec,
     stopping,
 )
 from termgym.screen import TerminalScreen
@@ -116,16 +113,9 @@ def sandbox_config(
     )
 
 
-def check_limits(
-    *, backend: Any = None, max_steps: Any = None, step_timeout: Any = None, pool_size: Any = 1
-) -> None:
-    """Refuse, when an env is made, a backend no sandbox is registered under and a step
-    budget, timeout or pool size that is not a number of the kind expected (None: the
-    task's own limit, the best backend)."""
-    if backend is not None:
-        if not isinstance(backend, str):
-            raise ValueError(f"backend: expected a backend name (str) or None, found {backend!r}")
-        sandbox_spec(backend)  # UnknownBackend lists the registered ones
+def check_limits(*, max_steps: Any = None, step_timeout: Any = None, pool_size: Any = 1) -> None:
+    """Refuse, when an env is made, a step budget, timeout or pool size that is not a number
+    of the kind expected (None: the task's own limit)."""
     if max_steps is not None and (
         isinstance(max_steps, bool) or not isinstance(max_steps, Integral) or max_steps < 1
     ):
@@ -154,7 +144,8 @@ class EpisodeOptions:
 
     task: Task
     schedule: VariantSchedule
-    backend: str
+    sandbox_backend: Backend
+    """The backend, checked once where the env was made (`Backend.coerce`)."""
     mode: str
     max_steps: int
     step_timeout: float
@@ -182,37 +173,36 @@ class EpisodeOptions:
         task: Any,
         *,
         variant: Any,
-        backend: str | None,
+        backend: Any,
         max_steps: int | None,
         step_timeout: float | None,
         rule_draw: Any = None,
         **rest: Any,
     ) -> EpisodeOptions:
-        """Resolve the task, the variant schedule, the rule draw and the backend once."""
+        """Resolve the task, the variant schedule, the rule draw and the backend once
+        (`backend`: a name, None for the best available, or a `Backend` checked already)."""
         check_limits(
-            backend=backend,
             max_steps=max_steps,
             step_timeout=step_timeout,
             pool_size=rest.get("pool_size", 1),
         )
         loaded = resolve_task(task)
         schedule = VariantSchedule.coerce(variant, loaded.spec)
-        chosen = backend or default_backend()
-        check_runtime(chosen, rest.get("runtime"))
+        chosen = Backend.coerce(backend, rest.get("runtime"))
         gateway = rest.get("gateway")
         if gateway is not None and not isinstance(gateway, GatewayMount):
             raise ValueError(
                 "gateway: expected a termgym.sandbox.GatewayMount (a started Gateway's "
                 f"`mount`) or None, found {gateway!r}"
             )
-        check_gateway(chosen, gateway is not None)
+        chosen.check_gateway(gateway is not None)
         limits = loaded.spec.limits
         needs = rest.get("agent_sandbox") or AgentSandbox()
         image = layer_image(task_image(loaded), needs.layer) if needs.layer else None
         return cls(
             task=loaded,
             schedule=schedule,
-            backend=chosen,
+            sandbox_backend=chosen,
             max_steps=int(max_steps or limits.max_steps),
             step_timeout=float(step_timeout or limits.agent_timeout),
             config=sandbox_config(
@@ -226,6 +216,11 @@ class EpisodeOptions:
             draw=RuleDraw.coerce(rule_draw),
             **rest,
         )
+
+    @property
+    def backend(self) -> str:
+        """The backend's name."""
+        return self.sandbox_backend.name
 
     def pick(
         self, rng: np.random.Generator, episode_index: int, steps: int
@@ -327,7 +322,7 @@ class Episode:
         shared pool of the backend), lay out the task, start recording."""
         plan = instantiate(options.task, variant, seed, draw or options.draw, switched)
         if pool is None:
-            pool = shared_pool(options.backend, options.pool_size, options.allow_local)
+            pool = shared_pool(options.sandbox_backend, options.pool_size, options.allow_local)
         # the verifiers its grading takes start while the agent works: beside the agent's
         # sandbox if that one starts cold, else once it is handed out (the pool's quiet time
         # then keeps the engine free while the task is laid out)

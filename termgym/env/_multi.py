@@ -17,6 +17,7 @@ from termgym.env._infos import new_episode_id
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
 from termgym.env._task_set import TaskSchedule, TaskSource, resolve_task_set
+from termgym.sandbox import Backend
 from termgym.tasks import Task
 
 RESET_OPTIONS = ("task", "variant", "seed", "episode_id")
@@ -65,11 +66,14 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                 f"{', '.join(ENV_OPTIONS)}.{did_you_mean(str(unknown[0]), ENV_OPTIONS)}"
             )
         check_limits(
-            backend=env_options.get("backend"),
             max_steps=env_options.get("max_steps"),
             step_timeout=env_options.get("step_timeout"),
             pool_size=env_options.get("pool_size", 1),
         )
+        if env_options.get("backend") is not None:  # None: each task's env picks the best
+            env_options["backend"] = Backend.coerce(
+                env_options["backend"], env_options.get("runtime")
+            )
         self.tasks: tuple[Task, ...] = resolve_task_set(tasks)
         self.task_ids = [task.id for task in self.tasks]
         self.task_schedule = TaskSchedule.coerce(task_schedule, self.task_ids)
@@ -82,7 +86,7 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                     f"can draw; it offers {list(task.spec.variants)}. Expected every task of "
                     "the set to offer every variant: leave it out, or narrow the schedule."
                 )
-        self._env_options = dict(env_options)
+        self._env_options = env_options
         self.render_mode = env_options.get("render_mode")
         if self.render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(

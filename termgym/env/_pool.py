@@ -12,6 +12,7 @@ for it, and not replaced while they grade.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import multiprocessing.util
 import os
@@ -23,10 +24,11 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, fields
 
 from termgym.sandbox import (
+    Backend,
     Sandbox,
     SandboxConfig,
     close_zygotes,
-    sandbox_spec,
+    make_sandbox,
     stop_on_signals,
     stopping,
 )
@@ -417,21 +419,21 @@ def _hook_process_exit() -> None:
     stop_on_signals()
 
 
-def shared_pool(backend: str, size: int, allow_local: bool = False) -> SandboxPool:
-    """The process-wide pool for a backend: envs in one process share warm sandboxes.
+def shared_pool(backend: str | Backend, size: int, allow_local: bool = False) -> SandboxPool:
+    """The process-wide pool for a backend (a name is checked by `Backend.coerce`): envs in
+    one process share warm sandboxes.
 
     A pool that was closed (e.g. by `close_all_pools`) is replaced by a fresh one.
     """
-    from termgym.sandbox import make_sandbox
-
-    key = (backend, size, allow_local)
+    chosen = Backend.coerce(backend)
+    key = (chosen.name, size, allow_local)
     _hook_process_exit()  # here too: the main thread asks for pools that a worker may have made
     with _SHARED_LOCK:
         pool = _SHARED.get(key)
         if pool is None or pool.closed:
             pool = _SHARED[key] = SandboxPool(
-                lambda config: make_sandbox(backend, config, allow_local=allow_local),
-                size=size, quiet=ENGINE_QUIET if backend == "docker" else 0.0,
+                functools.partial(make_sandbox, chosen, allow_local=allow_local),
+                size=size, quiet=ENGINE_QUIET if chosen.name == "docker" else 0.0,
             )  # fmt: skip
         return pool
 
@@ -450,11 +452,12 @@ class PoolLease:
     for its whole length so its short-lived envs share warm sandboxes.
     """
 
-    def __init__(self, backend: str, size: int, allow_local: bool = False) -> None:
-        sandbox_spec(backend)  # a misspelt backend held a pool no env takes (UnknownBackend)
+    def __init__(self, backend: str | Backend, size: int, allow_local: bool = False) -> None:
+        # a misspelt backend held a pool no env takes: `Backend.coerce` says UnknownBackend
+        self._backend = Backend.coerce(backend)
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ValueError(f"PoolLease: expected a pool size, an int >= 0, found {size!r}")
-        self._key = (backend, size, allow_local)
+        self._key = (self._backend.name, size, allow_local)
         self._pid = os.getpid()
         with _SHARED_LOCK:
             _LEASES[self._key] = _LEASES.get(self._key, 0) + 1
@@ -463,7 +466,7 @@ class PoolLease:
     @property
     def pool(self) -> SandboxPool:
         """The shared pool this lease holds (made anew if it was closed meanwhile)."""
-        return shared_pool(*self._key)
+        return shared_pool(self._backend, self._key[1], self._key[2])
 
     def __enter__(self) -> PoolLease:
         return self

@@ -23,6 +23,7 @@ from termgym.run._episode import INFRA_ERRORS, EpisodeResult, episode_path, run_
 from termgym.run._jobs import Job
 from termgym.run._live import LiveMetrics
 from termgym.run._progress import ProgressHook, Retrying, StepTaken
+from termgym.sandbox import Backend
 from termgym.tasks import get_task
 
 RETRY_WAITS = (2.0, 5.0, 10.0)
@@ -38,6 +39,8 @@ class Attempts:
         progress: Told of each step and retry (nothing, when None).
         live: The run's live metrics (a private set, when None).
         stop: Once set, no further attempt starts.
+        backend: The run's backend, checked once (`Backend.coerce`); None: the config's,
+            checked by each episode's env.
     """
 
     def __init__(
@@ -46,8 +49,10 @@ class Attempts:
         progress: ProgressHook | None = None,
         live: LiveMetrics | None = None,
         stop: threading.Event | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.config = config
+        self.backend = backend
         self.progress: ProgressHook = progress or (lambda event: None)
         self.live = live or LiveMetrics(config.out.name, config.agent)
         self.stop = stop or threading.Event()
@@ -98,7 +103,7 @@ class Attempts:
         env = TerminalEnv(
             get_task(job.task, self.config.paths),
             variant=job.variant,
-            backend=self.config.backend,
+            backend=self.backend or self.config.backend,
             record_dir=self.config.out,
             agent=self.config.agent,
             shadow=self.config.shadow,

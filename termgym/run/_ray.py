@@ -65,13 +65,13 @@ class EpisodeWorker:
 
     def __init__(self, config: RunConfig, bundles: tuple[TaskBundle, ...]) -> None:
         from termgym.env import PoolLease
-        from termgym.sandbox import default_backend
+        from termgym.sandbox import Backend
 
         unpack_bundles(bundles)
         reap_scratch_here()  # what workers killed on this node left
         self.scratch = new_scratch()
-        backend = config.backend or default_backend()
-        if backend == "docker":
+        backend = Backend.coerce(config.backend)  # None: this node's best
+        if backend.name == "docker":
             from termgym.images import build_base
 
             build_base()  # cached by content: seconds when the node has it
@@ -80,9 +80,10 @@ class EpisodeWorker:
             out=self.scratch / config.out.name,
             run_id=config.run_name,
             ray=None,
-            backend=backend,
+            backend=backend.name,
             paths=(),  # the driver's folders: this node resolves tasks from the bundles
         )
+        self.backend = backend
         self.lease = PoolLease(backend, config.pool_size)
         import ray
 
@@ -95,7 +96,7 @@ class EpisodeWorker:
         episodes = self.config.out / "episodes"
         shutil.rmtree(episodes, ignore_errors=True)
         episodes.mkdir(parents=True)
-        result = Attempts(self.config)(job)
+        result = Attempts(self.config, backend=self.backend)(job)
         files = {
             str(path.relative_to(episodes)): path.read_bytes()
             for path in sorted(episodes.rglob("*"))

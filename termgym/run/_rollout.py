@@ -27,6 +27,7 @@ from termgym.errors import ImageBuildFailed, InfrastructureError, RecordingError
 from termgym.recording import CALLS_SUFFIX, ResultLine, append_result, write_run_header
 from termgym.run._jobs import Job, plan_task_set
 from termgym.run._trajectory import Trajectory, save_trajectories
+from termgym.sandbox import Backend
 
 Reply = str | Message | Any
 Policy = Callable[[list[Message], list[dict[str, Any]]], Reply | Awaitable[Reply]]
@@ -99,6 +100,9 @@ async def arollout(
     for name in ("variant", "record_dir", "agent", "run_id"):
         if name in env_options:
             raise ValueError(f"{name!r} is set by rollout itself; pass variants=/record_dir=")
+    # checked once, here, not by each episode's env (where an unknown one was retried as
+    # an infrastructure error)
+    env_options["backend"] = Backend.coerce(env_options.get("backend"), env_options.get("runtime"))
     task_set = resolve_task_set(tasks)
     jobs = plan_task_set(task_set, variants, episodes, seed)
     folder = Path(record_dir) if record_dir is not None else None

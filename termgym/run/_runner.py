@@ -32,12 +32,10 @@ from termgym.run._progress import (
 )
 from termgym.run._ray import run_on_ray
 from termgym.sandbox import (
-    check_runtime,
+    Backend,
     collect_bwrap_garbage,
     collect_garbage,
-    default_backend,
     resume,
-    sandbox_spec,
     stop_sandboxes,
     stopped_by,
 )
@@ -150,7 +148,7 @@ class Runner:
         pool = ThreadPoolExecutor(max_workers=max(1, self.config.concurrency))
         pending: set[Future[EpisodeResult]] = set()
         try:
-            with PoolLease(*self._pool_key()):
+            with PoolLease(self._backend(), self.config.pool_size):
                 pending = {pool.submit(self._attempts, job) for job in todo}
                 while pending:
                     finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -190,10 +188,11 @@ class Runner:
                 self._agent_sandbox = agent_sandbox(agent)
             finally:
                 close_agent(agent)
-        if self.config.backend is not None:
-            sandbox_spec(self.config.backend)
-        if self.config.runtime:
-            check_runtime(self.config.backend or default_backend(), self.config.runtime)
+        if not self.config.ray:  # the backend every episode of the run takes, checked once
+            self._attempts.backend = Backend.coerce(self.config.backend, self.config.runtime)
+        elif self.config.backend is not None or self.config.runtime:
+            # each node picks the best of its own (`EpisodeWorker`); a name is checked here
+            Backend.coerce(self.config.backend, self.config.runtime)
 
     def _install_layers(self, jobs: list[Job]) -> None:
         """Build the layer the agent declares (its program, from the registries) over each
@@ -277,12 +276,13 @@ class Runner:
         self.live.episode(result, audit_recording(result.episode_file))
         self._progress(EpisodeDone(result))
 
-    def _pool_key(self) -> tuple[str, int]:
-        """The shared pool this run's envs use: held for the whole run, so the short-lived
-        env of each episode takes a warm sandbox instead of closing the pool."""
-        from termgym.sandbox import default_backend
-
-        return self.config.backend or default_backend(), self.config.pool_size
+    def _backend(self) -> Backend:
+        """The backend of this run's envs and of the shared pool held for the whole run, so
+        the short-lived env of each episode takes a warm sandbox instead of closing the pool
+        (chosen by `_check`)."""
+        if self._attempts.backend is None:
+            self._attempts.backend = Backend.coerce(self.config.backend, self.config.runtime)
+        return self._attempts.backend
 
     def _write_header(self, out: Path, total: int) -> None:
         header = {

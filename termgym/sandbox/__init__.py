@@ -62,6 +62,7 @@ from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits, HoleS
 from termgym.sandbox._docker import collect_garbage
 from termgym.sandbox._registry import (
     ENTRY_POINT_GROUP,
+    Backend,
     SandboxSpec,
     as_verifier,
     backend_capabilities,
@@ -96,6 +97,7 @@ __all__ = [
     "LayerRecipe",
     "layer_image",
     "SandboxSpec",
+    "Backend",
     "CopyBudget",
     "CopyLimits",
     "CHANGE_KINDS",

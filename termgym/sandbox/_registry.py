@@ -1,4 +1,4 @@
-"""Sandbox backends by name: register_sandbox(), make_sandbox(), default_backend().
+"""Sandbox backends by name: register_sandbox(), make_sandbox(), default_backend(), Backend.
 
 Backends are classes taking a SandboxConfig. Besides the three bundled ones, installed
 packages add backends under the entry-point group "termgym.sandboxes" (name =
@@ -6,6 +6,10 @@ packages add backends under the entry-point group "termgym.sandboxes" (name =
 gives an agent's sandbox the model gateway (`SandboxConfig.gateway`) with `gateway=True`. The
 names follow the one scheme of every registry (`register_X`, `unregister_X`,
 `registered_Xs`, `X_spec`, `make_X`, docs/architecture.md).
+
+A backend option (`termgym.make`'s, `MultiTaskEnv`'s, `termgym run`'s, `rollout`'s, the
+adapters') is checked in one place, `Backend.coerce`, once, where it enters; the code below
+(the env, the pool, `make_sandbox`) takes the `Backend` it returns and checks it no more.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import subprocess
 import time
 import warnings
 from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict
 
 from termgym._registry import Entry, Registry
 from termgym.errors import BackendUnavailable, SandboxError, UnknownBackend
@@ -72,11 +78,15 @@ def check_gateway(backend: str, wanted: bool) -> None:
         SandboxError: `wanted` with a backend registered without `gateway=True`.
     """
     if wanted and not sandbox_spec(backend).options.get("gateway", False):
-        able = [n for n in registered_sandboxes() if registry.entry(n).options.get("gateway")]
-        raise SandboxError(
-            f"The {backend} backend does not give a sandbox the model gateway "
-            f"(SandboxConfig.gateway); the backends that do: {', '.join(able) or 'none'}."
-        )
+        _refuse_gateway(backend)
+
+
+def _refuse_gateway(backend: str) -> None:
+    able = [n for n in registered_sandboxes() if registry.entry(n).options.get("gateway")]
+    raise SandboxError(
+        f"The {backend} backend does not give a sandbox the model gateway "
+        f"(SandboxConfig.gateway); the backends that do: {', '.join(able) or 'none'}."
+    )
 
 
 def backend_capabilities(name: str) -> Capabilities:
@@ -209,10 +219,72 @@ def check_runtime(backend: str, runtime: str | None) -> None:
         )
 
 
+class Backend(BaseModel):
+    """A sandbox backend chosen once, where an option enters: its registered name and what
+    its registration declares (`register_sandbox`). Made by `Backend.coerce` only; the code
+    below the entry points takes it as it is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    isolated: bool = True
+    """It isolates the agent from the host (False: `make_sandbox` asks for an opt-in)."""
+    gateway: bool = False
+    """It gives an agent's sandbox the model gateway (`SandboxConfig.gateway`)."""
+
+    @classmethod
+    def coerce(cls, backend: object = None, runtime: object = None) -> Backend:
+        """The backend an option names, checked: a `Backend` as it is, a registered name,
+        or None for the best available (`default_backend()`); and the Docker runtime asked
+        for with it, refused where the backend runs no container.
+
+        Raises:
+            ValueError: `backend` is no str, or `runtime` no str.
+            UnknownBackend: no backend of that name (the known ones, and a "did you mean").
+            BackendUnavailable: None, and no backend works here.
+            SandboxError: a runtime for a backend that runs no container (`check_runtime`).
+        """
+        if runtime is not None and not isinstance(runtime, str):
+            raise ValueError(
+                f"runtime: expected a Docker runtime name (str, e.g. 'runsc') or None, "
+                f"found {runtime!r}"
+            )
+        if isinstance(backend, Backend):
+            chosen = backend
+        elif backend is None or isinstance(backend, str):
+            name = backend or default_backend()
+            entry = sandbox_spec(name)
+            chosen = cls(
+                name=entry.name,
+                isolated=bool(entry.options.get("isolated", True)),
+                gateway=bool(entry.options.get("gateway", False)),
+            )
+        else:
+            raise ValueError(f"backend: expected a backend name (str) or None, found {backend!r}")
+        check_runtime(chosen.name, runtime)
+        return chosen
+
+    def check_gateway(self, wanted: bool) -> None:
+        """Refuse the model gateway where this backend does not declare it (`check_gateway`).
+
+        Raises:
+            SandboxError: `wanted`, and the backend was registered without `gateway=True`.
+        """
+        if wanted and not self.gateway:
+            _refuse_gateway(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+
 def make_sandbox(
-    backend: str | None, config: SandboxConfig | None = None, *, allow_local: bool = False
+    backend: str | Backend | None,
+    config: SandboxConfig | None = None,
+    *,
+    allow_local: bool = False,
 ) -> Sandbox:
-    """Create (not start) a sandbox of `backend` (None: `default_backend()`).
+    """Create (not start) a sandbox of `backend`: a `Backend`, a name, or None for
+    `default_backend()` (a name or None is checked by `Backend.coerce`).
 
     The local backend isolates nothing; it needs `allow_local=True` or TERMGYM_ALLOW_LOCAL=1,
     and warns when made.
@@ -223,12 +295,12 @@ def make_sandbox(
         SandboxError: `config.gateway` with a backend that does not declare it, or a
             verifier (`config.role`) with a backend that declares none.
     """
-    name = backend or default_backend()
-    found = sandbox_spec(name)
-    check_gateway(name, config is not None and config.gateway is not None)
+    chosen = Backend.coerce(backend)
+    name = chosen.name
+    chosen.check_gateway(config is not None and config.gateway is not None)
     if config is not None and config.role == "verifier":
         check_verifier(name)
-    if not found.options.get("isolated", True):
+    if not chosen.isolated:
         if not (allow_local or os.environ.get("TERMGYM_ALLOW_LOCAL") == "1"):
             raise BackendUnavailable(
                 f"The {name!r} backend runs commands on this machine with no isolation; "
