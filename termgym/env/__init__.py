@@ -11,6 +11,7 @@ from termgym.env._evidence import collect as collect_tamper
 from termgym.env._infos import new_episode_id
 from termgym.env._keys import NAMED_KEYS, format_keys, parse_keys, typed_text
 from termgym.env._multi import MultiTaskEnv
+from termgym.env._options import EnvOptions
 from termgym.env._pool import PoolLease, Reservation, SandboxPool, close_all_pools, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import SharedTexts, TerminalText
@@ -21,6 +22,7 @@ __all__ = [
     "NAMED_KEYS",
     "AsyncEnvMixin",
     "DiscreteCommands",
+    "EnvOptions",
     "HashedText",
     "MultiTaskEnv",
     "PoolLease",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from numbers import Integral
 from pathlib import Path
@@ -15,9 +14,10 @@ from gymnasium import spaces
 from termgym._actions import SUBMIT, conflict_reason
 from termgym.agents import AgentSandbox, Reference
 from termgym.env._async import AsyncEnvMixin
-from termgym.env._episode import WEAK_ISOLATION, Episode, EpisodeOptions
+from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._infos import command_info, new_episode_id, no_command_info
 from termgym.env._keys import parse_keys
+from termgym.env._options import EnvOptions
 from termgym.env._pool import PoolLease
 from termgym.env._spaces import TerminalText
 from termgym.env._time_limit import cuts_after_this_step, enclosing_time_limits
@@ -30,7 +30,6 @@ from termgym.tasks import Task
 MAX_ACTION_CHARS = 100_000
 MAX_OUTPUT_CHARS = 1_100_000
 MAX_INSTRUCTION_CHARS = 200_000
-MODES = ("command", "keys")
 
 
 class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
@@ -113,41 +112,15 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         agent_sandbox: AgentSandbox | None = None,
         gateway: GatewayMount | None = None,
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if weak_isolation not in WEAK_ISOLATION:
-            raise ValueError(
-                f"weak_isolation must be one of {WEAK_ISOLATION}, got {weak_isolation!r}: "
-                "'pay' pays a verdict whose grading had a defence not holding (its info marks "
-                "it), 'withhold' pays 0 for it"
-            )
-        if recorder is not None and record_dir is not None:
-            raise ValueError(
-                "expected record_dir or recorder, not both: record_dir records each episode "
-                "with an EpisodeWriter in that run folder, recorder makes each episode's own"
-            )
-        if record_dir is not None and not isinstance(record_dir, str | os.PathLike):
-            raise ValueError(
-                f"record_dir: expected a folder path (str or Path), found {record_dir!r}"
-            )
-        if recorder is not None and not callable(recorder):
-            raise ValueError(
-                "recorder: expected a function of an episode's EpisodeHeader returning its "
-                f"Recorder, found {recorder!r}"
-            )
-        self.render_mode = render_mode
-        self.options = EpisodeOptions.build(
-            task,
-            variant=variant,
+        options = EnvOptions.parse(
             backend=backend,
             mode=mode,
             max_steps=max_steps,
             step_timeout=step_timeout,
-            record_dir=Path(record_dir) if record_dir is not None else None,
+            record_dir=record_dir,
             agent=agent,
             shadow=shadow,
+            render_mode=render_mode,
             pool_size=pool_size,
             allow_local=allow_local,
             run_id=run_id,
@@ -155,9 +128,24 @@ class TerminalEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
             rule_draw=rule_draw,
             recorder=recorder,
             weak_isolation=weak_isolation,
-            agent_sandbox=agent_sandbox or AgentSandbox(),
+            agent_sandbox=agent_sandbox,
             gateway=gateway,
         )
+        self._setup(task, variant, options)
+
+    @classmethod
+    def from_options(
+        cls, task: Task | str | Path, options: EnvOptions, *, variant: Any = "original"
+    ) -> TerminalEnv:
+        """The env of `task` with options parsed already (`EnvOptions.parse`), as the entry
+        points that make many envs of one set of options do (MultiTaskEnv, rollout, runs)."""
+        env = cls.__new__(cls)
+        env._setup(task, variant, options)
+        return env
+
+    def _setup(self, task: Any, variant: Any, options: EnvOptions) -> None:
+        self.render_mode = options.render_mode
+        self.options = EpisodeOptions.build(task, variant, options)
         limit = self.options.max_steps
         self.action_space = TerminalText(MAX_ACTION_CHARS)
         self.observation_space = spaces.Dict(

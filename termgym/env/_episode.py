@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from termgym.agents import AgentSandbox
 from termgym.env import _evidence
 from termgym.env._infos import stackable_verdicts
 from termgym.env._keys import sendable
+from termgym.env._options import EnvOptions
 from termgym.env._pool import Reservation, SandboxPool, shared_pool
 from termgym.env._schedule import VariantSchedule
 from termgym.env._timing import Duration
@@ -66,9 +65,6 @@ from termgym.tasks import (
     instantiate,
     task_image,
 )
-
-WEAK_ISOLATION = ("pay", "withhold")
-"""What a verdict graded with a defence of the verifier not holding may pay (docs/security.md)."""
 
 
 def resolve_task(task: Task | str | Path) -> Task:
@@ -113,31 +109,6 @@ def sandbox_config(
     )
 
 
-def check_limits(*, max_steps: Any = None, step_timeout: Any = None, pool_size: Any = 1) -> None:
-    """Refuse, when an env is made, a step budget, timeout or pool size that is not a number
-    of the kind expected (None: the task's own limit)."""
-    if max_steps is not None and (
-        isinstance(max_steps, bool) or not isinstance(max_steps, Integral) or max_steps < 1
-    ):
-        raise ValueError(
-            f"max_steps: expected an int >= 1 (or None: the task's limit), found {max_steps!r}"
-        )
-    if step_timeout is not None and (
-        isinstance(step_timeout, bool)
-        or not isinstance(step_timeout, Real)
-        or not math.isfinite(step_timeout)
-        or step_timeout <= 0
-    ):
-        raise ValueError(
-            "step_timeout: expected a number of seconds > 0 (or None: the task's agent "
-            f"timeout), found {step_timeout!r}"
-        )
-    if isinstance(pool_size, bool) or not isinstance(pool_size, Integral) or pool_size < 0:
-        raise ValueError(
-            f"pool_size: expected an int >= 0 (0: a cold start each reset), found {pool_size!r}"
-        )
-
-
 @dataclass(frozen=True)
 class EpisodeOptions:
     """Everything fixed at make time that each episode is built from."""
@@ -168,53 +139,43 @@ class EpisodeOptions:
     """The model gateway the agent's sandboxes reach (`termgym.gateway`), or None."""
 
     @classmethod
-    def build(
-        cls,
-        task: Any,
-        *,
-        variant: Any,
-        backend: Any,
-        max_steps: int | None,
-        step_timeout: float | None,
-        rule_draw: Any = None,
-        **rest: Any,
-    ) -> EpisodeOptions:
-        """Resolve the task, the variant schedule, the rule draw and the backend once
-        (`backend`: a name, None for the best available, or a `Backend` checked already)."""
-        check_limits(
-            max_steps=max_steps,
-            step_timeout=step_timeout,
-            pool_size=rest.get("pool_size", 1),
-        )
+    def build(cls, task: Any, variant: Any, options: EnvOptions) -> EpisodeOptions:
+        """Resolve the task, the variant schedule and the backend once, from options parsed
+        already (`EnvOptions.parse`)."""
         loaded = resolve_task(task)
         schedule = VariantSchedule.coerce(variant, loaded.spec)
-        chosen = Backend.coerce(backend, rest.get("runtime"))
-        gateway = rest.get("gateway")
-        if gateway is not None and not isinstance(gateway, GatewayMount):
-            raise ValueError(
-                "gateway: expected a termgym.sandbox.GatewayMount (a started Gateway's "
-                f"`mount`) or None, found {gateway!r}"
-            )
-        chosen.check_gateway(gateway is not None)
+        chosen = options.chosen_backend()
+        chosen.check_gateway(options.gateway is not None)
         limits = loaded.spec.limits
-        needs = rest.get("agent_sandbox") or AgentSandbox()
+        needs = options.agent_sandbox
         image = layer_image(task_image(loaded), needs.layer) if needs.layer else None
         return cls(
             task=loaded,
             schedule=schedule,
             sandbox_backend=chosen,
-            max_steps=int(max_steps or limits.max_steps),
-            step_timeout=float(step_timeout or limits.agent_timeout),
+            mode=options.mode,
+            max_steps=int(options.max_steps or limits.max_steps),
+            step_timeout=float(options.step_timeout or limits.agent_timeout),
+            record_dir=options.record_dir,
+            agent=options.agent,
+            shadow=options.shadow,
+            pool_size=options.pool_size,
+            allow_local=options.allow_local,
             config=sandbox_config(
                 loaded,
-                rest.get("run_id", ""),
-                rest.get("runtime"),
-                interactive=rest.get("mode") == "keys",
+                options.run_id,
+                options.runtime,
+                interactive=options.mode == "keys",
                 image=image,
-                gateway=rest.get("gateway"),
+                gateway=options.gateway,
             ),
-            draw=RuleDraw.coerce(rule_draw),
-            **rest,
+            run_id=options.run_id,
+            runtime=options.runtime,
+            draw=options.rule_draw,
+            recorder=options.recorder,
+            weak_isolation=options.weak_isolation,
+            agent_sandbox=needs,
+            gateway=options.gateway,
         )
 
     @property

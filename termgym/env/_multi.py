@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
 
-from termgym._vocabulary import TERMINAL, did_you_mean
+from termgym._vocabulary import TERMINAL
 from termgym.env._async import AsyncEnvMixin
 from termgym.env._env import MAX_ACTION_CHARS, MAX_INSTRUCTION_CHARS, MAX_OUTPUT_CHARS, TerminalEnv
-from termgym.env._episode import Episode, EpisodeOptions, check_limits
+from termgym.env._episode import Episode, EpisodeOptions
 from termgym.env._infos import new_episode_id
+from termgym.env._options import EnvOptions
 from termgym.env._schedule import VariantSchedule
 from termgym.env._spaces import TerminalText
 from termgym.env._task_set import TaskSchedule, TaskSource, resolve_task_set
-from termgym.sandbox import Backend
 from termgym.tasks import Task
 
 RESET_OPTIONS = ("task", "variant", "seed", "episode_id")
 
 
-ENV_OPTIONS = tuple(
-    name for name in inspect.signature(TerminalEnv).parameters if name not in ("task", "variant")
-)
-"""The TerminalEnv options a MultiTaskEnv passes on to each task's env."""
+ENV_OPTIONS = tuple(EnvOptions.model_fields)
+"""The TerminalEnv options a MultiTaskEnv passes on to each task's env (`EnvOptions`)."""
 
 
 class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
@@ -46,7 +43,8 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         variant: The variant schedule; every task must offer every variant it can draw.
         **env_options: TerminalEnv's other options (backend, mode, max_steps, step_timeout,
             record_dir, agent, shadow, render_mode, pool_size, allow_local, run_id, runtime,
-            weak_isolation).
+            weak_isolation, ...: `EnvOptions`), parsed once here and handed to each task's
+            env.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -59,21 +57,7 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
         variant: Any = "original",
         **env_options: Any,
     ) -> None:
-        unknown = sorted(set(env_options) - set(ENV_OPTIONS))
-        if unknown:
-            raise TypeError(
-                f"MultiTaskEnv: unknown option(s) {unknown}; expected TerminalEnv's: "
-                f"{', '.join(ENV_OPTIONS)}.{did_you_mean(str(unknown[0]), ENV_OPTIONS)}"
-            )
-        check_limits(
-            max_steps=env_options.get("max_steps"),
-            step_timeout=env_options.get("step_timeout"),
-            pool_size=env_options.get("pool_size", 1),
-        )
-        if env_options.get("backend") is not None:  # None: each task's env picks the best
-            env_options["backend"] = Backend.coerce(
-                env_options["backend"], env_options.get("runtime")
-            )
+        self._options = EnvOptions.parse("MultiTaskEnv", **env_options)
         self.tasks: tuple[Task, ...] = resolve_task_set(tasks)
         self.task_ids = [task.id for task in self.tasks]
         self.task_schedule = TaskSchedule.coerce(task_schedule, self.task_ids)
@@ -86,14 +70,8 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                     f"can draw; it offers {list(task.spec.variants)}. Expected every task of "
                     "the set to offer every variant: leave it out, or narrow the schedule."
                 )
-        self._env_options = env_options
-        self.render_mode = env_options.get("render_mode")
-        if self.render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']} (the "
-                f"current screen as text), got {self.render_mode!r}"
-            )
-        max_steps = env_options.get("max_steps")
+        self.render_mode = self._options.render_mode
+        max_steps = self._options.max_steps
         budgets = [int(max_steps or task.spec.limits.max_steps) for task in self.tasks]
         self.max_steps = max(budgets)
         self.action_space = TerminalText(MAX_ACTION_CHARS)
@@ -140,7 +118,7 @@ class MultiTaskEnv(AsyncEnvMixin, gym.Env[dict[str, Any], str]):
                     f"({', '.join(self.task_ids)})"
                 )
             task = self.tasks[self.task_ids.index(task_id)]
-            env = self._envs[task_id] = TerminalEnv(task, **self._env_options)
+            env = self._envs[task_id] = TerminalEnv.from_options(task, self._options)
         return env
 
     def reset(

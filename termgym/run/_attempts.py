@@ -14,7 +14,7 @@ from pathlib import Path
 
 from termgym._vocabulary import describe_error
 from termgym.agents import Agent, agent_sandbox, close_agent, make_agent
-from termgym.env import TerminalEnv
+from termgym.env import EnvOptions, TerminalEnv
 from termgym.errors import ImageBuildFailed, RecordingError, TermgymError
 from termgym.images import engine_away
 from termgym.recording import CALLS_SUFFIX
@@ -30,6 +30,22 @@ RETRY_WAITS = (2.0, 5.0, 10.0)
 """Seconds before each retry of an attempt the engine did not answer (the last repeated)."""
 
 
+def env_options(config: RunConfig, backend: Backend | None = None) -> EnvOptions:
+    """The options of a run's envs, parsed (`EnvOptions.parse`); `backend`: one chosen
+    already in place of the config's."""
+    return EnvOptions.parse(
+        "termgym run",
+        backend=backend or config.backend,
+        record_dir=config.out,
+        agent=config.agent,
+        shadow=config.shadow,
+        pool_size=config.pool_size,
+        run_id=config.run_name,
+        runtime=config.runtime,
+        rule_draw=config.rule_draw,
+    )
+
+
 class Attempts:
     """Runs a job's attempts: the first, then one per retry the run allows, until one is
     not an infrastructure error.
@@ -39,8 +55,8 @@ class Attempts:
         progress: Told of each step and retry (nothing, when None).
         live: The run's live metrics (a private set, when None).
         stop: Once set, no further attempt starts.
-        backend: The run's backend, checked once (`Backend.coerce`); None: the config's,
-            checked by each episode's env.
+        options: The options of the run's envs, parsed once (`env_options`); None: parsed
+            from `config` by each episode.
     """
 
     def __init__(
@@ -49,10 +65,10 @@ class Attempts:
         progress: ProgressHook | None = None,
         live: LiveMetrics | None = None,
         stop: threading.Event | None = None,
-        backend: Backend | None = None,
+        options: EnvOptions | None = None,
     ) -> None:
         self.config = config
-        self.backend = backend
+        self.options = options
         self.progress: ProgressHook = progress or (lambda event: None)
         self.live = live or LiveMetrics(config.out.name, config.agent)
         self.stop = stop or threading.Event()
@@ -100,19 +116,11 @@ class Attempts:
 
     def _run(self, job: Job, agent: Agent) -> EpisodeResult:
         needs = agent_sandbox(agent)
-        env = TerminalEnv(
+        options = self.options or env_options(self.config)
+        env = TerminalEnv.from_options(
             get_task(job.task, self.config.paths),
+            options.model_copy(update={"agent_sandbox": needs, "gateway": needs.gateway}),
             variant=job.variant,
-            backend=self.backend or self.config.backend,
-            record_dir=self.config.out,
-            agent=self.config.agent,
-            shadow=self.config.shadow,
-            pool_size=self.config.pool_size,
-            run_id=self.config.run_name,
-            runtime=self.config.runtime,
-            rule_draw=self.config.rule_draw,
-            agent_sandbox=needs,
-            gateway=needs.gateway,
         )
         try:
             return run_episode(

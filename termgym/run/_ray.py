@@ -34,7 +34,7 @@ from termgym.cluster import (
 )
 from termgym.errors import ClusterError
 from termgym.recording import signed_here
-from termgym.run._attempts import Attempts, set_aside
+from termgym.run._attempts import Attempts, env_options, set_aside
 from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult
 from termgym.run._executor import RunSide
@@ -83,7 +83,7 @@ class EpisodeWorker:
             backend=backend.name,
             paths=(),  # the driver's folders: this node resolves tasks from the bundles
         )
-        self.backend = backend
+        self.options = env_options(self.config, backend)
         self.lease = PoolLease(backend, config.pool_size)
         import ray
 
@@ -96,7 +96,7 @@ class EpisodeWorker:
         episodes = self.config.out / "episodes"
         shutil.rmtree(episodes, ignore_errors=True)
         episodes.mkdir(parents=True)
-        result = Attempts(self.config, backend=self.backend)(job)
+        result = Attempts(self.config, options=self.options)(job)
         files = {
             str(path.relative_to(episodes)): path.read_bytes()
             for path in sorted(episodes.rglob("*"))

@@ -22,12 +22,11 @@ from typing import Any
 from termgym._version import __version__
 from termgym._vocabulary import INFRA_ERROR, EpisodeStatus, Variant, describe_error
 from termgym.chat import ChatEnv, Message, ObservationBudget, grading_metadata
-from termgym.env import TaskSource, TerminalEnv, resolve_task_set, run_blocking
+from termgym.env import EnvOptions, TaskSource, TerminalEnv, resolve_task_set, run_blocking
 from termgym.errors import ImageBuildFailed, InfrastructureError, RecordingError, SandboxError
 from termgym.recording import CALLS_SUFFIX, ResultLine, append_result, write_run_header
 from termgym.run._jobs import Job, plan_task_set
 from termgym.run._trajectory import Trajectory, save_trajectories
-from termgym.sandbox import Backend
 
 Reply = str | Message | Any
 Policy = Callable[[list[Message], list[dict[str, Any]]], Reply | Awaitable[Reply]]
@@ -100,12 +99,15 @@ async def arollout(
     for name in ("variant", "record_dir", "agent", "run_id"):
         if name in env_options:
             raise ValueError(f"{name!r} is set by rollout itself; pass variants=/record_dir=")
-    # checked once, here, not by each episode's env (where an unknown one was retried as
-    # an infrastructure error)
-    env_options["backend"] = Backend.coerce(env_options.get("backend"), env_options.get("runtime"))
+    folder = Path(record_dir) if record_dir is not None else None
+    if folder is not None:
+        env_options.update(record_dir=folder, run_id=folder.name)
+    # parsed once, here, not by each episode's env (where a bad option, an unknown backend
+    # among them, was retried as an infrastructure error); the backend is chosen once too
+    options = EnvOptions.parse("rollout", agent=agent, **env_options)
+    options = options.model_copy(update={"backend": options.chosen_backend()})
     task_set = resolve_task_set(tasks)
     jobs = plan_task_set(task_set, variants, episodes, seed)
-    folder = Path(record_dir) if record_dir is not None else None
     by_id = {t.id: t for t in task_set}
     if folder is not None:
         there = [
@@ -119,14 +121,11 @@ async def arollout(
         (folder / "episodes").mkdir(parents=True, exist_ok=True)
         _write_header(folder, agent, [t.id for t in task_set], variants, episodes, seed, jobs)
     chat_options = {"budget": budget, "system_prompt": system_prompt, "max_turns": max_turns}
-    env_options = {"agent": agent, **env_options}
-    if folder is not None:
-        env_options.update(record_dir=folder, run_id=folder.name)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(job: Job) -> Trajectory:
         async with gate:
-            trajectory = await _attempts(policy, job, by_id[job.task], env_options,
+            trajectory = await _attempts(policy, job, by_id[job.task], options,
                                          chat_options, retries, folder)  # fmt: skip
         if folder is not None:
             save_trajectories([trajectory], folder / TRAJECTORIES_FILE)
@@ -140,7 +139,7 @@ async def _attempts(
     policy: Policy,
     job: Job,
     task: Any,
-    env_options: dict[str, Any],
+    options: EnvOptions,
     chat_options: dict[str, Any],
     retries: int,
     folder: Path | None,
@@ -150,7 +149,7 @@ async def _attempts(
     for attempt in range(1, retries + 2):
         final = False
         try:
-            trajectory = await _episode(policy, job, task, env_options, chat_options)
+            trajectory = await _episode(policy, job, task, options, chat_options)
         except (InfrastructureError, SandboxError) as exc:
             error = describe_error(exc)
             final = isinstance(exc, ImageBuildFailed)  # its own step failed: the same again
@@ -171,11 +170,11 @@ async def _episode(
     policy: Policy,
     job: Job,
     task: Any,
-    env_options: dict[str, Any],
+    options: EnvOptions,
     chat_options: dict[str, Any],
 ) -> Trajectory:
     started = time.monotonic()
-    env = await run_blocking(TerminalEnv, task, **env_options)
+    env = await run_blocking(TerminalEnv.from_options, task, options)
     chat = ChatEnv(env, **chat_options)
     try:
         messages, _ = await chat.areset(

@@ -18,7 +18,7 @@ from termgym.env import PoolLease, close_all_pools
 from termgym.errors import AgentError, ImageError, RecordingError, TaskError, TermgymError
 from termgym.images import docker_answers, layer_image
 from termgym.recording import append_result, export_episode, read_run_header, write_run_header
-from termgym.run._attempts import Attempts
+from termgym.run._attempts import Attempts, env_options
 from termgym.run._config import RunConfig
 from termgym.run._episode import EpisodeResult, result_line
 from termgym.run._jobs import Job, finished_episodes, plan_jobs, select_tasks
@@ -188,11 +188,13 @@ class Runner:
                 self._agent_sandbox = agent_sandbox(agent)
             finally:
                 close_agent(agent)
-        if not self.config.ray:  # the backend every episode of the run takes, checked once
-            self._attempts.backend = Backend.coerce(self.config.backend, self.config.runtime)
-        elif self.config.backend is not None or self.config.runtime:
-            # each node picks the best of its own (`EpisodeWorker`); a name is checked here
-            Backend.coerce(self.config.backend, self.config.runtime)
+        options = env_options(self.config)  # what every episode's env takes, parsed once
+        if not self.config.ray:  # and the backend, chosen once
+            self._attempts.options = options.model_copy(
+                update={"backend": options.chosen_backend()}
+            )
+        elif self.config.runtime:  # each node picks the best of its own (`EpisodeWorker`)
+            options.chosen_backend()
 
     def _install_layers(self, jobs: list[Job]) -> None:
         """Build the layer the agent declares (its program, from the registries) over each
@@ -277,12 +279,12 @@ class Runner:
         self._progress(EpisodeDone(result))
 
     def _backend(self) -> Backend:
-        """The backend of this run's envs and of the shared pool held for the whole run, so
+        """The backend of this run's envs, and of the shared pool held for the whole run, so
         the short-lived env of each episode takes a warm sandbox instead of closing the pool
         (chosen by `_check`)."""
-        if self._attempts.backend is None:
-            self._attempts.backend = Backend.coerce(self.config.backend, self.config.runtime)
-        return self._attempts.backend
+        if self._attempts.options is None:
+            self._attempts.options = env_options(self.config)
+        return self._attempts.options.chosen_backend()
 
     def _write_header(self, out: Path, total: int) -> None:
         header = {

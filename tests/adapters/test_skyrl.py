@@ -180,12 +180,12 @@ def test_a_bad_env_config_names_the_keys_expected() -> None:
 
 def test_the_weak_isolation_policy_reaches_the_episodes_env(cargo: str) -> None:
     """SkyRL's env_config takes TerminalEnv's `weak_isolation` (it named no such key): an
-    unknown policy is refused by the env it reaches, when the episode starts."""
-    env = termgym_skyrl.TermgymTextEnv(
-        {"tasks": [cargo], "backend": "bwrap", "weak_isolation": "zero"}, {}
-    )
+    unknown policy is refused by the env it reaches, when that env is made (its options are
+    parsed once, there: `EnvOptions`)."""
     with pytest.raises(ValueError, match="weak_isolation must be one of"):
-        env.init([])
+        termgym_skyrl.TermgymTextEnv(
+            {"tasks": [cargo], "backend": "bwrap", "weak_isolation": "zero"}, {}
+        )
 
 
 def test_every_rollout_of_a_row_records_an_episode_of_its_own(cargo: str, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ being replaced silently by the task's own limit (max_steps=0, step_timeout=0).""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +105,58 @@ def test_a_runtime_for_a_backend_that_runs_no_container_is_refused_when_made() -
     expected = r"The bwrap backend takes no runtime; got runtime='runsc'"
     with pytest.raises(SandboxError, match=expected):
         termgym.make("fuel-planner", backend="bwrap", runtime="runsc")
+
+
+def test_the_options_model_holds_every_keyword_terminalenv_takes() -> None:
+    """`EnvOptions` is what every entry point parses: a TerminalEnv keyword it lacked would
+    be refused by MultiTaskEnv and rollout as unknown."""
+    import inspect
+
+    from termgym.env import EnvOptions, TerminalEnv
+
+    taken = [n for n in inspect.signature(TerminalEnv).parameters if n not in ("task", "variant")]
+    assert list(EnvOptions.model_fields) == taken
+
+
+def test_a_backend_is_checked_once_and_handed_down_as_its_typed_value() -> None:
+    """MultiTaskEnv parses its options once; each task's env takes the Backend made there."""
+    from termgym.sandbox import Backend
+
+    env = MultiTaskEnv("*", backend="bwrap", pool_size=0)
+    try:
+        chosen = env.env_for(env.task_ids[0]).options.sandbox_backend
+        assert chosen == Backend(name="bwrap", isolated=True, gateway=True)
+        assert env.env_for(env.task_ids[-1]).options.sandbox_backend is chosen
+    finally:
+        env.close()
+    assert Backend.coerce(chosen) is chosen
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"backend": 5}, r"backend: expected a backend name \(str\) or None, found 5"),
+        ({"runtime": 5}, r"runtime: expected a Docker runtime name \(str, e.g. 'runsc'\)"),
+        ({"agent": 5}, r"agent: input should be a valid string, found 5"),
+        ({"mode": "key"}, r"mode must be one of \('command', 'keys'\), got 'key'"),
+    ],
+)
+def test_an_option_of_the_wrong_kind_says_which_and_what_was_expected(
+    options: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(ValueError, match=expected):
+        termgym.make("fuel-planner", **{"backend": "bwrap", **options})
+    with pytest.raises(ValueError, match=expected):
+        MultiTaskEnv("*", **{"backend": "bwrap", **options})
+
+
+def test_rollout_refuses_an_unknown_backend_before_any_episode(tmp_path: Path) -> None:
+    """Each episode's env checked it, and rollout retried the UnknownBackend (a
+    SandboxError) as an infrastructure error, episode after episode."""
+    folder = tmp_path / "rollout"
+    with pytest.raises(UnknownBackend, match=r"got 'dockr'. Did you mean 'docker'\?"):
+        termgym.rollout(lambda messages, tools: "<submit>", "fuel-planner", backend="dockr",
+                        record_dir=folder)  # fmt: skip
+    assert not folder.exists()
+    with pytest.raises(TypeError, match=r"rollout: unknown option\(s\) \['max_step'\]"):
+        termgym.rollout(lambda messages, tools: "<submit>", "fuel-planner", max_step=3)
