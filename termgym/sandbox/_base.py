@@ -55,11 +55,12 @@ class StandbySpec:
             instead of starting it anew (`termgym.sandbox._zygote`): the program is started
             once per process and spec, in a sandbox of its own over the clean image; it
             finds TERMGYM_ZYGOTE in its environment and, on its stdin after `first`, the
-            source of the module `termgym_zygote` (its length in digits and a newline, then
-            the source); once it has loaded what it loads before any work exists, it prints
-            `ready` and calls `termgym_zygote.serve(child)`, and each verifier's standby is
-            a child that runs `child()` in that verifier. Without TERMGYM_ZYGOTE it is the
-            verifier's own standby, as with `zygote` False.
+            sources of the modules `termgym_kernel` and `termgym_zygote` (each: its length
+            in digits and a newline, then the source); once it has loaded what it loads
+            before any work exists, it prints `ready` and calls
+            `termgym_zygote.serve(child)`, and each verifier's standby is a child that runs
+            `child()` in that verifier. Without TERMGYM_ZYGOTE it is the verifier's own
+            standby, as with `zygote` False.
     """
 
     argv: tuple[str, ...]

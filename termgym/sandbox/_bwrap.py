@@ -74,7 +74,7 @@ from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
 from termgym.sandbox._usernet import UserNet, resolv_conf
-from termgym.sandbox._zygote import CONTROL_ENV, RUNTIME, ZygoteProcess, zygote_for
+from termgym.sandbox._zygote import CONTROL_ENV, ZygoteProcess, zygote_for, zygote_runtime
 
 log = logging.getLogger(__name__)
 
@@ -528,8 +528,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             env, first, fds = dict(standby.env), standby.first, [fd]
             if zygote:
                 env[CONTROL_ENV] = str(self.zygote_control)
-                runtime = RUNTIME.read_bytes()
-                first += b"%d\n" % len(runtime) + runtime
+                first += zygote_runtime()
                 fds.append(self.zygote_control)
             argv = self._bwrap_argv(fd, standby.workdir, env, session=True)
             return HostProcess(

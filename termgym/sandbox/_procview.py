@@ -11,7 +11,7 @@ termgym's side sees them all through the group PROC_GID, which the runner takes 
 start (termgym/verifier/runner.py) and every program of the agent's drops (its nest's
 entry clears its groups).
 
-A zygote's child mounts its proc so (termgym/sandbox/_zygote_runtime.py); a Docker
+A zygote's child mounts its proc so (termgym/verifier/zygote.py); a Docker
 verifier's and a bubblewrap verifier's standby sandbox are remounted from the host once
 started (`hide_processes`): a thread of this process, with a filesystem context of its own,
 enters the sandbox's mount namespace and remounts its /proc, running nothing of the

@@ -125,7 +125,7 @@ filter to every such program before it starts. Nothing of the agent's runs unnes
 
 ZYGOTE: tuple[str, ...] = (*NESTING, "move_mount")
 """What a zygote's filter allows besides NESTING: attaching the root the host made for each
-verifier it forks (termgym/sandbox/_zygote_runtime.py), which then applies the verifier's
+verifier it forks (termgym/verifier/zygote.py), which then applies the verifier's
 filter (without it) before anything runs there."""
 
 

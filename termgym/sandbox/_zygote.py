@@ -5,7 +5,7 @@ verifier; for a pytest grader, pytest's own start as well (docs/performance.md).
 with `zygote=True` is started once per process and spec instead, in a sandbox of its own
 over the clean image (the zygote), where it loads all that before any work exists; each
 verifier then gets a child forked from it, which makes a fresh verifier of its own from
-namespaces (`termgym.sandbox._zygote_runtime`, whose docstring says how) over the root the
+namespaces (termgym/verifier/zygote.py, whose docstring says how) over the root the
 host made for that verifier alone, and goes on as that verifier's standby.
 
 What the host does per verifier (`Zygote.fork`): it clones the verifier's overlay
@@ -47,12 +47,16 @@ from termgym.errors import EngineError, SandboxError
 from termgym.sandbox._base import RunResult
 from termgym.sandbox._common import collected
 from termgym.sandbox._shell import _Collector
-from termgym.sandbox._zygote_runtime import CHILD, ERROR, PLACED
+from termgym.verifier import ZYGOTE_MODULES
 
 log = logging.getLogger(__name__)
 
-RUNTIME = Path(__file__).with_name("_zygote_runtime.py")
-"""The zygote's side (module `termgym_zygote`), written to its stdin after the spec's `first`."""
+CHILD = b"TERMGYM-ZYGOTE-CHILD\n"
+"""A child's first line on its channel (termgym_zygote's words: the same three there)."""
+PLACED = b"placed\n"
+"""The host's answer once the child is in the verifier's cgroups."""
+ERROR = "TERMGYM-ZYGOTE-ERROR "
+"""What a child says instead of its standby's output when it could not be made."""
 CONTROL_ENV = "TERMGYM_ZYGOTE"
 """In the zygote's environment: the descriptor of its control socket."""
 MAX_IDLE = 6
@@ -74,6 +78,14 @@ _OPEN_TREE = {"x86_64": 428, "aarch64": 428}.get(os.uname().machine, -1)
 _OPEN_TREE_CLONE, _OPEN_TREE_CLOEXEC, _AT_RECURSIVE = 1, 0o2000000, 0x8000
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _UCRED = struct.Struct("iII")
+
+
+def zygote_runtime() -> bytes:
+    """The zygote's side, written to its stdin after the spec's `first`: the source of each
+    module of `termgym.verifier.ZYGOTE_MODULES` (`termgym_kernel`, then `termgym_zygote`),
+    its length in digits and a newline before it."""
+    sources = [path.read_bytes() for path in ZYGOTE_MODULES.values()]
+    return b"".join(b"%d\n" % len(source) + source for source in sources)
 
 
 class ZygoteProcess(Protocol):

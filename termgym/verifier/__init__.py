@@ -13,6 +13,14 @@ One file is not Python: `nest_launch.c`, the nests' entry as a static program th
 compiles (`termgym.grading`) and copies in as `termgym_nest_launch`, where a C compiler is
 found on the host; without it the Python entry (`nest.Nest.entry`) does the same.
 
+One file runs before the verifier it serves exists: `zygote.py`, in a zygote (the sandbox
+over the clean image a bwrap host starts once per standby spec, `termgym.sandbox._zygote`),
+which clones each verifier's pid 1 into namespaces of its own and goes on there as its
+standby runner; it reads nothing but its control socket, which the host alone holds
+(`ZYGOTE_MODULES`). The kernel calls it shares with the nests are `kernel.py`'s. So every
+namespace, mount, capability and seccomp call termgym makes inside a sandbox is in
+`kernel.py`, `nest.py`, `nest_launch.c` and `zygote.py`.
+
 What it must never do:
 - import termgym, or anything but the standard library (and pytest, for the pytest
   kind's files): none of termgym's host code is installed in a verifier;
@@ -43,6 +51,10 @@ AGENTEXEC = _HERE / "agentexec.py"
 """The privilege drop: every program the graders start runs as the agent's user."""
 NEST = _HERE / "nest.py"
 """The sandbox each program of the agent's runs in during grading."""
+KERNEL = _HERE / "kernel.py"
+"""The kernel calls the nests and the zygote share: mounts, capabilities, the seccomp filter."""
+ZYGOTE = _HERE / "zygote.py"
+"""A zygote's side: forks each verifier's standby into a fresh verifier of its own."""
 INPUTPRINT = _HERE / "inputprint.py"
 """The fingerprint of what each program of the agent's is given (`termgym check`)."""
 SNAPSHOT = _HERE / "snapshot.py"
@@ -66,6 +78,7 @@ INJECTED: dict[str, Path] = {
     "termgym_run.py": RUNNER,
     "termgym_agentexec.py": AGENTEXEC,
     "termgym_nest.py": NEST,
+    "termgym_kernel.py": KERNEL,
     "termgym_inputprint.py": INPUTPRINT,
     "termgym_snapshot.py": SNAPSHOT,
     "termgym_watch.py": WATCH,
@@ -77,12 +90,17 @@ INJECTED: dict[str, Path] = {
 }
 """Each file's name in a verifier (the module it is imported as there) and its source here."""
 
+ZYGOTE_MODULES: dict[str, Path] = {"termgym_kernel": KERNEL, "termgym_zygote": ZYGOTE}
+"""What a zygote is given on its stdin after the runner's source, in this order: each module's
+name there and its source here (`termgym.sandbox._zygote`; the runner's `_serve` loads them)."""
+
 __all__ = [
     "AGENTEXEC",
     "CHECKS",
     "IMPORTED",
     "INJECTED",
     "INPUTPRINT",
+    "KERNEL",
     "NEST",
     "NEST_LAUNCH",
     "PREPARE",
@@ -91,4 +109,6 @@ __all__ = [
     "RUNNER",
     "SNAPSHOT",
     "WATCH",
+    "ZYGOTE",
+    "ZYGOTE_MODULES",
 ]

@@ -2,6 +2,8 @@
 
 Injected beside the runner as the module `termgym_nest` (stdlib and ctypes, Python 3.7+),
 and used by `termgym_agentexec` for every program the graders start as the agent's user.
+The kernel calls it shares with the zygote (a mount, capabilities, the seccomp filter) are
+`termgym_kernel`'s.
 
 A nest is a user, mount, pid, IPC and UTS namespace under the verifier's, made at the
 first program a job's test starts and ended after the job (`termgym_agentexec`); after each
@@ -44,74 +46,51 @@ import signal
 import socket
 import sys
 
+from termgym_kernel import (
+    AT_RECURSIVE,
+    CLONE_NEWIPC,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    ID_RANGE,
+    MOVE_MOUNT,
+    MOVE_MOUNT_F_EMPTY_PATH,
+    MS_BIND,
+    MS_NOATIME,
+    MS_NODEV,
+    MS_NODIRATIME,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_RELATIME,
+    MS_REMOUNT,
+    OPEN_TREE,
+    OPEN_TREE_CLOEXEC,
+    OPEN_TREE_CLONE,
+    PR_SET_PDEATHSIG,
+    SYSCALLS,
+    apply_filter,
+    check,
+    keep_only,
+    libc,
+    mount,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
     from collections.abc import Callable, Sequence
     from typing import Any
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUTS = 0x04000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 _ST_TO_MS = ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
              (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME))  # fmt: skip
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 38, 22
-PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
-_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, -1)
-_OPEN_TREE, _MOVE_MOUNT = 428, 429  # the same on both architectures
-OPEN_TREE_CLONE, OPEN_TREE_CLOEXEC, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 1, 0o2000000, 0x8000, 4
-_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine, -1)
-SECCOMP_MODE_FILTER = 2
+_PIVOT_ROOT = SYSCALLS.get("pivot_root", -1)
 VIRTUAL = ("/proc", "/sys", "/dev")
 """Mount points left as they are (and what lies below them)."""
-ID_RANGE = 65536
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
              signal.SIGUSR2, signal.SIGALRM, signal.SIGCONT, signal.SIGWINCH)  # fmt: skip
-
-_libc = []  # type: list[Any]
-
-
-def _c() -> Any:
-    if not _libc:
-        _libc.append(ctypes.CDLL(None, use_errno=True))
-    return _libc[0]
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"{what}: {os.strerror(code)}")
-
-
-def _mount(
-    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
-) -> None:
-    _check(
-        _c().mount(
-            None if source is None else source.encode(),
-            target.encode(),
-            None if fstype is None else fstype.encode(),
-            ctypes.c_ulong(flags),
-            None if data is None else data.encode(),
-        ),
-        f"mount {source or fstype} on {target}",
-    )
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def _apply_filter(program: bytes) -> None:
-    """Install the classic-BPF `program` (bytes of struct sock_filter[]) on this thread."""
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _check(_c().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _check(_c().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def _mounts() -> list[str]:
@@ -146,7 +125,7 @@ def _kept_flags(point: str) -> int | None:
 def _read_only(point: str, keep: int) -> None:
     """Remount `point` read-only, keeping the flags `keep` (`_kept_flags`)."""
     try:
-        _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+        mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
     except OSError as exc:
         if exc.errno not in (errno.EINVAL, errno.ENOENT, errno.EACCES):
             raise
@@ -188,21 +167,21 @@ def _lay_out(spec: dict[str, Any]) -> dict[str, int]:
     pivot into `spec["root"]` where there is one); and, for each covered folder, a detached
     copy of what it covers (`Nest.hand`)."""
     held = {}
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     if spec.get("root"):
         _pivot(spec)
     for kind, flags, path in _layout(spec):
         if kind == BIND:
-            _mount(path, path, None, MS_BIND | MS_REC)
+            mount(path, path, None, MS_BIND | MS_REC)
         elif kind == COVER:
             with contextlib.suppress(OSError):  # no new mount API (before Linux 5.2): nothing
                 held[path] = _open_tree(-100, path, OPEN_TREE_CLONE | AT_RECURSIVE)
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
                    "size=64k,mode=0755")  # fmt: skip
         elif kind == READ_ONLY:
             _read_only(path, flags)
         elif kind == SHM:
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     return held
 
 
@@ -215,10 +194,10 @@ def _pivot(spec: dict[str, Any]) -> None:
     left in its filesystem (an absolute one, say) leads nowhere but into its own files. The
     old root is reached through a folder with a random name until it is let go."""
     root = spec["root"]
-    _mount(root, root, None, MS_BIND | MS_REC)
+    mount(root, root, None, MS_BIND | MS_REC)
     old = "/.termgym-old-" + os.urandom(8).hex()
     os.mkdir(root + old, 0o700)
-    _check(_c().syscall(_PIVOT_ROOT, root.encode(), (root + old).encode()), "pivot_root")
+    check(libc().syscall(_PIVOT_ROOT, root.encode(), (root + old).encode()), "pivot_root")
     os.chdir("/")
     for place in spec.get("fresh", []):
         # termgym's own folder in the new root: the agent's files there (a link to a folder
@@ -226,7 +205,7 @@ def _pivot(spec: dict[str, Any]) -> None:
         if os.path.islink(place) or os.path.lexists(place) and not os.path.isdir(place):
             os.unlink(place)
         os.makedirs(place, exist_ok=True)
-        _mount("tmpfs", place, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+        mount("tmpfs", place, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
     kept = list(VIRTUAL) + list(spec.get("fresh", []))
     for source, target, read_only in [[v, v, False] for v in VIRTUAL] + spec.get("binds", []):
         source = old + source
@@ -240,7 +219,7 @@ def _pivot(spec: dict[str, Any]) -> None:
         elif not os.path.exists(target):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             open(target, "a").close()
-        _mount(source, target, None, MS_BIND | MS_REC)
+        mount(source, target, None, MS_BIND | MS_REC)
         if read_only:
             for point in _mounts():
                 keep = _kept_flags(point) if _under(point, [target]) else None
@@ -254,12 +233,12 @@ def _pivot(spec: dict[str, Any]) -> None:
             os.unlink(path)
         with open(path, "w") as handle:
             handle.write(text)
-    _check(_c().umount2(old.encode(), 2), "umount " + old)  # MNT_DETACH
+    check(libc().umount2(old.encode(), 2), "umount " + old)  # MNT_DETACH
     os.rmdir(old)
 
 
 def _open_tree(dirfd: int, path: str, flags: int) -> int:
-    fd = _c().syscall(_OPEN_TREE, dirfd, path.encode(), flags | OPEN_TREE_CLOEXEC)
+    fd = libc().syscall(OPEN_TREE, dirfd, path.encode(), flags | OPEN_TREE_CLOEXEC)
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, f"open_tree {path}: {os.strerror(code)}")
@@ -273,19 +252,19 @@ def _hand_one(tree: int, cover: str, path: str) -> None:
     inner = os.path.relpath(path, cover)
     part = _open_tree(tree, inner, OPEN_TREE_CLONE | AT_RECURSIVE)
     try:
-        _mount(None, cover, None, MS_REMOUNT | flags)
+        mount(None, cover, None, MS_REMOUNT | flags)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             if os.path.isdir(f"/proc/self/fd/{part}"):
                 os.makedirs(path, exist_ok=True)
             elif not os.path.lexists(path):
                 open(path, "a").close()
-            moved = _c().syscall(
-                _MOVE_MOUNT, part, b"", -100, path.encode(), MOVE_MOUNT_F_EMPTY_PATH
+            moved = libc().syscall(
+                MOVE_MOUNT, part, b"", -100, path.encode(), MOVE_MOUNT_F_EMPTY_PATH
             )
-            _check(moved, "move_mount " + path)
+            check(moved, "move_mount " + path)
         finally:
-            _mount(None, cover, None, MS_REMOUNT | MS_RDONLY | flags)
+            mount(None, cover, None, MS_REMOUNT | MS_RDONLY | flags)
     finally:
         os.close(part)
 
@@ -402,7 +381,7 @@ class Nest:
         def join() -> None:
             for kind, flag in (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS),
                                ("pid", CLONE_NEWPID)):  # fmt: skip
-                _check(_c().setns(fds[kind], flag), "setns(" + kind + ")")
+                check(libc().setns(fds[kind], flag), "setns(" + kind + ")")
             os.chdir(cwd)
             child = os.fork()
             if child == 0:
@@ -412,8 +391,8 @@ class Nest:
                 os.setresgid(uid, uid, uid)
                 os.setresuid(uid, uid, uid)
                 if uid == 0:
-                    _keep_only(keep)
-                _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+                    keep_only(keep)
+                check(libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
                 if os.getppid() == 1:  # the proxy (outside this pid namespace: 0) is gone
                     os._exit(128 + signal.SIGKILL)
                 try:
@@ -422,7 +401,7 @@ class Nest:
                 except OSError:
                     pass
                 if program:
-                    _apply_filter(program)
+                    apply_filter(program)
                 return  # subprocess goes on to exec the program
             _proxy(child, init)
 
@@ -444,7 +423,7 @@ class Nest:
             code = 1
             try:
                 for kind, flag in (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS)):
-                    _check(_c().setns(self.fds[kind], flag), "setns(" + kind + ")")
+                    check(libc().setns(self.fds[kind], flag), "setns(" + kind + ")")
                 for path in wanted:
                     cover = next(h for h in self.trees if _under(path, [h]))
                     _hand_one(self.trees[cover], cover, path)
@@ -474,14 +453,14 @@ def _make_nest(sock: socket.socket, spec: dict[str, Any], launcher: int) -> None
     """In the maker (Nest._make): the namespaces, the mounts, the init; then report back."""
     fds = []
     try:
-        _check(_c().unshare(CLONE_NEWUSER), "unshare(user)")
+        check(libc().unshare(CLONE_NEWUSER), "unshare(user)")
         # this process's pid as /proc names it: in a nest the parent's pid namespace may
         # not be the one /proc shows
         sock.sendall(b"u" + os.readlink("/proc/self").encode() + b"\n")
         if sock.recv(1) != b"m":
             return
         flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
-        _check(_c().unshare(flags), "unshare(mount, pid, ipc, uts)")
+        check(libc().unshare(flags), "unshare(mount, pid, ipc, uts)")
         held = _lay_out(spec)
         init = _spawn_init(launcher)
         if init == 0:
@@ -512,22 +491,6 @@ def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
     return status, list(fds)
-
-
-def _keep_only(caps: Sequence[int]) -> None:
-    """This process (root of the nest) keeps only the capabilities `caps`: dropped from its
-    bounding, ambient, effective, permitted and inheritable sets (what it execs gets no more)."""
-    with open("/proc/sys/kernel/cap_last_cap") as handle:
-        last = int(handle.read())
-    for cap in range(last + 1):
-        if cap not in caps:
-            _check(_c().prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap}")
-    _c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    mask = sum(1 << cap for cap in caps)
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
-    low, high = mask & 0xFFFFFFFF, mask >> 32
-    data = (ctypes.c_uint32 * 6)(low, low, 0, high, high, 0)  # effective, permitted, inheritable
-    _check(_c().syscall(_CAPSET, header, data), "capset")
 
 
 def _id_map(spec: dict[str, Any]) -> str:

@@ -675,7 +675,7 @@ def standby() -> None:
     stdin = sys.stdin.buffer
     preparation = json.loads(_blob(stdin) or b"{}")
     control = os.environ.get("TERMGYM_ZYGOTE", "")
-    runtime = _blob(stdin) if control else b""
+    runtime = [_blob(stdin), _blob(stdin)] if control else []  # termgym_kernel, termgym_zygote
     for name in WARM:
         __import__(name)
     folder = preparation.get("folder")
@@ -758,9 +758,11 @@ def _unpack(folder: str, files: dict[str, tuple[bytes | None, int]]) -> None:
             handle.write(content)
 
 
-def _serve(runtime: bytes, control: int, child: Callable[[], None]) -> None:
+def _serve(runtime: list[bytes], control: int, child: Callable[[], None]) -> None:
     """As a zygote: say it is ready (or why its forks would not be single-use), speak no
-    more, and fork a standby per verifier (termgym_zygote), which runs `child`."""
+    more, and fork a standby per verifier (termgym_zygote), which runs `child`. `runtime`:
+    the sources of termgym_kernel (unless preparing imported it already, from the grading
+    folder: the same file) and termgym_zygote, as the host sent them."""
     prepare = sys.modules.get("termgym_prepare")
     why = prepare.check_forkable(control) if prepare is not None else ""
     if why:
@@ -773,10 +775,18 @@ def _serve(runtime: bytes, control: int, child: Callable[[], None]) -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-    zygote = type(sys)("termgym_zygote")
-    exec(compile(runtime, "termgym_zygote.py", "exec"), zygote.__dict__)  # noqa: S102
-    sys.modules["termgym_zygote"] = zygote
-    zygote.serve(child)
+    kernel, source = runtime
+    if "termgym_kernel" not in sys.modules:
+        _load("termgym_kernel", kernel)
+    _load("termgym_zygote", source).serve(child)
+
+
+def _load(name: str, source: bytes) -> Any:
+    """The module `name` from `source`, the host's, registered in sys.modules."""
+    module = type(sys)(name)
+    exec(compile(source, name + ".py", "exec"), module.__dict__)  # noqa: S102
+    sys.modules[name] = module
+    return module
 
 
 def _wait_and_grade() -> None:

@@ -1,6 +1,7 @@
 """Runs inside the verifier: what the tests' processes run, map and open, as the kernel sees it.
 
-Injected beside the runner as the module `termgym_watch` (stdlib and ctypes, Python 3.7+).
+Injected beside the runner as the module `termgym_watch` (stdlib and ctypes, Python 3.7+;
+the C library as `termgym_kernel` loads it).
 Snapshot grading runs the tests as root in a nest whose root is the agent's filesystem
 (termgym_snapshot). Their interpreter is the clean image's, but the C library, the dynamic
 loader and the interpreter read files by absolute path from the root they run in: a
@@ -51,6 +52,8 @@ import select
 import socket
 import struct
 
+from termgym_kernel import AT_FDCWD, PR_SET_NO_NEW_PRIVS, SockFprog, libc
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the checkers only
     from collections.abc import Callable
@@ -77,28 +80,14 @@ _NR = {
 _SECCOMP = {"x86_64": 317, "aarch64": 277}.get(_MACHINE, -1)
 _OPENAT2 = 437
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
-PR_SET_NO_NEW_PRIVS = 38
 NOTIF_RECV, NOTIF_SEND, NOTIF_ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 _NOTIF = struct.Struct("=QIIiIQ6Q")  # seccomp_notif: id, pid, flags, then seccomp_data
 _RESP = struct.Struct("=QqiI")  # seccomp_notif_resp: id, val, error, flags
 FLAG_CONTINUE = 1
-AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
 O_NOFOLLOW = os.O_NOFOLLOW
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 RESOLVE_NO_MAGICLINKS, RESOLVE_IN_ROOT = 0x02, 0x10
-
-_libc = []  # type: list[Any]
-
-
-def _c() -> Any:
-    if not _libc:
-        _libc.append(ctypes.CDLL(None, use_errno=True))
-    return _libc[0]
-
-
-class _Prog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def arm(program: bytes, channel: int) -> None:
@@ -110,10 +99,10 @@ def arm(program: bytes, channel: int) -> None:
     try:
         try:
             buffer = ctypes.create_string_buffer(program, len(program))
-            prog = _Prog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-            if _c().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            prog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+            if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "no_new_privs")
-            listener = _c().syscall(
+            listener = libc().syscall(
                 _SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                 ctypes.byref(prog),
             )  # fmt: skip
@@ -238,7 +227,7 @@ class _OpenHow(ctypes.Structure):
 def openat2(dirfd: int, path: str, flags: int, resolve: int) -> int:
     """openat2(2) (Linux 5.6): a descriptor of `path` under `dirfd`, resolved as `resolve` says."""
     how = _OpenHow(flags | os.O_CLOEXEC, 0, resolve)
-    fd = _c().syscall(_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    fd = libc().syscall(_OPENAT2, dirfd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), path)

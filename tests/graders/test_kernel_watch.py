@@ -118,7 +118,7 @@ def _watched(snapshot: tuple[Path, Path], program: bytes) -> dict[str, object]:
     snap, listing = snapshot
     injected = snap.parent / "injected"
     injected.mkdir()
-    for name in ("termgym_nest.py", "termgym_snapshot.py", "termgym_watch.py"):
+    for name in ("termgym_nest.py", "termgym_kernel.py", "termgym_snapshot.py", "termgym_watch.py"):
         (injected / name).write_text(INJECTED[name].read_text())
     (injected / "filter.bpf").write_bytes(program)
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable

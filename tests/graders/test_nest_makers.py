@@ -7,8 +7,9 @@ read-only (what it covers held for what the tests hand), every other mount read-
 fresh /dev/shm.
 A layout step the launcher cannot take is the nest's error, said with its reason.
 
-Run here, as root, in a fresh interpreter per nest, against the module the verifier
-imports (`termgym_nest`) and a copy of the launcher, as a grading folder holds them."""
+Run here, as root, in a fresh interpreter per nest, against the modules the verifier
+imports (`termgym_nest` and its `termgym_kernel`) and a copy of the launcher, as a grading
+folder holds them."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 
 from termgym.grading._launcher import LAUNCHER
-from termgym.verifier import NEST
+from termgym.verifier import KERNEL, NEST
 
 AGENT = 60000
 
@@ -61,10 +62,11 @@ print(json.dumps({
 
 MAKE = r"""
 import importlib.util, json, os, subprocess, sys
-nest_py, launcher_path, spec, places, steps, PYTHON = json.loads(sys.argv[1])
-loaded = importlib.util.spec_from_file_location("termgym_nest", nest_py)
-nest_module = importlib.util.module_from_spec(loaded)
-loaded.loader.exec_module(nest_module)
+nest_py, kernel_py, launcher_path, spec, places, steps, PYTHON = json.loads(sys.argv[1])
+for name, path in (("termgym_kernel", kernel_py), ("termgym_nest", nest_py)):
+    loaded = importlib.util.spec_from_file_location(name, path)
+    nest_module = sys.modules[name] = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(nest_module)
 if steps is not None:  # a layout of the test's own in place of the runner's
     nest_module._layout = lambda spec: [tuple(step) for step in steps]
 launcher = os.open(launcher_path, os.O_RDONLY | os.O_CLOEXEC) if launcher_path else -1
@@ -121,7 +123,9 @@ def _in_a_nest(
 ) -> dict[str, Any]:
     spec = {"writable": [places["writable"]], "hidden": [places["hidden"]], "uid": AGENT}
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
-    argument = json.dumps([str(NEST), str(launcher or ""), spec, places, steps, python])
+    argument = json.dumps(
+        [str(NEST), str(KERNEL), str(launcher or ""), spec, places, steps, python]
+    )
     done = subprocess.run(
         [sys.executable, "-I", "-c", MAKE, argument, PROBE],
         capture_output=True, text=True, timeout=120,

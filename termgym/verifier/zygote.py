@@ -2,7 +2,9 @@
 
 Injected as the module `termgym_zygote` (stdlib and ctypes, Python 3.7+) into a zygote
 (`termgym.sandbox._zygote`): the standby program of a `StandbySpec(zygote=True)`, started
-once, which loads what it loads before any work exists and then calls `serve(child)`.
+once, which loads what it loads before any work exists and then calls `serve(child)`. The
+kernel calls it shares with the nests are `termgym_kernel`'s, injected before it the same
+way (the runner's `_serve` loads both).
 
 Each request on the control socket (TERMGYM_ZYGOTE, SOCK_SEQPACKET, from the host alone) is
 one message: a JSON object {"env", "workdir", "caps", "hostname", "filter"} and two descriptors, the
@@ -47,39 +49,53 @@ import stat
 import struct
 import sys
 
+from termgym_kernel import (
+    AT_FDCWD,
+    CLONE_NEWCGROUP,
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    ID_RANGE,
+    MNT_DETACH,
+    MOVE_MOUNT,
+    MOVE_MOUNT_F_EMPTY_PATH,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+    SYSCALLS,
+    apply_filter,
+    check,
+    keep_only,
+    libc,
+    mount,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds to import: for the checkers only
     from collections.abc import Callable
     from typing import Any
 
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
-CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = (
-    0x08000000, 0x10000000, 0x20000000, 0x40000000,
-)  # fmt: skip
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
-PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
-SECCOMP_MODE_FILTER = 2
-_SYSCALLS = {
-    "x86_64": {"pivot_root": 155, "capset": 126, "move_mount": 429, "clone": 56},
-    "aarch64": {"pivot_root": 41, "capset": 91, "move_mount": 429, "clone": 220},
-}.get(os.uname().machine, {})
-MOVE_MOUNT_F_EMPTY_PATH = 4
-AT_FDCWD = -100
-ID_RANGE = 65536
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 """The device nodes a verifier gets, as bwrap's --dev gives them."""
 CHILD = b"TERMGYM-ZYGOTE-CHILD\n"
-"""The child's first line on its channel: the host reads its pid off the message."""
+"""The child's first line on its channel: the host reads its pid off the message (the
+host's copy of these three: `termgym.sandbox._zygote`)."""
 PLACED = b"placed\n"
 """The host's answer once the child is in the verifier's cgroups."""
 ERROR = "TERMGYM-ZYGOTE-ERROR "
 """The line a child prints instead of its standby's output when it could not be made."""
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
-_libc = []  # type: list[Any]
 _libpy = []  # type: list[Any]
 
 
@@ -90,30 +106,6 @@ def _py() -> Any:
         call.restype = ctypes.c_long
         _libpy.append(call)
     return _libpy[0]
-
-
-def _c() -> Any:
-    if not _libc:
-        _libc.append(ctypes.CDLL(None, use_errno=True))
-    return _libc[0]
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, what + ": " + os.strerror(code))
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int,
-           data: str | None = None) -> None:  # fmt: skip
-    _check(
-        _c().mount(
-            None if source is None else source.encode(), target.encode(),
-            None if fstype is None else fstype.encode(), ctypes.c_ulong(flags),
-            None if data is None else data.encode(),
-        ),
-        "mount " + (source or fstype or "") + " on " + target,
-    )  # fmt: skip
 
 
 LOADED: frozenset[str] = frozenset()
@@ -127,7 +119,7 @@ def serve(child: Callable[[], None]) -> None:
     global LOADED
     LOADED = frozenset(sys.modules)
     control = socket.socket(fileno=int(os.environ.pop("TERMGYM_ZYGOTE")))
-    _c().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its children start non-dumpable too
+    libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its children start non-dumpable too
     signal.signal(signal.SIGCHLD, _reap)
     size = socket.CMSG_SPACE(2 * array.array("i").itemsize)
     while True:
@@ -204,11 +196,11 @@ def _clone(flags: int) -> int:
     to a thread, a priority-inheriting lock) would miss, and the child does none of that
     (the forks it makes record their own)."""
     api = ctypes.pythonapi
-    if "clone" not in _SYSCALLS or not hasattr(api, "PyOS_BeforeFork"):  # Python 3.6
+    if "clone" not in SYSCALLS or not hasattr(api, "PyOS_BeforeFork"):  # Python 3.6
         raise OSError(errno.ENOSYS, "this zygote cannot clone its verifiers")
     call = _py()  # holds the GIL through the call, as os.fork does
     api.PyOS_BeforeFork()
-    pid = call(ctypes.c_long(_SYSCALLS["clone"]), ctypes.c_ulong(flags | signal.SIGCHLD),
+    pid = call(ctypes.c_long(SYSCALLS["clone"]), ctypes.c_ulong(flags | signal.SIGCHLD),
                None, None, None, None)  # fmt: skip
     if pid == 0:
         api.PyOS_AfterFork_Child()
@@ -225,7 +217,7 @@ def _made(request: dict[str, Any], root: int, channel: int, control: int, tell: 
     """In the verifier's pid 1, just cloned: steps 1 to 3 of the module docstring, then the
     mounts of `_first`."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    check(libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     keep = {root, channel, tell, heard}
     null = os.stat("/dev/null").st_rdev
     for fd in _open_fds():
@@ -243,13 +235,13 @@ def _made(request: dict[str, Any], root: int, channel: int, control: int, tell: 
     os.write(channel, CHILD)
     if _read_line(channel) != PLACED:
         raise OSError(errno.EPERM, "the host did not place the verifier in its cgroups")
-    _check(_c().unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    check(libc().unshare(CLONE_NEWCGROUP), "unshare(cgroup)")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     # this process's pid as the zygote's /proc names it (its own pid is 1)
     target = "/tmp/.termgym-root-" + os.readlink("/proc/self")
     os.mkdir(target, 0o700)
-    _check(
-        _c().syscall(_SYSCALLS["move_mount"], root, b"", AT_FDCWD, target.encode(),
+    check(
+        libc().syscall(MOVE_MOUNT, root, b"", AT_FDCWD, target.encode(),
                      MOVE_MOUNT_F_EMPTY_PATH),
         "attaching the verifier's root",
     )  # fmt: skip
@@ -282,22 +274,22 @@ def _is_null(fd: int, null: int) -> bool:
 
 def _first(request: dict[str, Any], root: str, channel: int) -> None:
     """In the verifier's pid 1: step 3's mounts, then step 4 (module docstring)."""
-    _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    check(libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     # each process shown only to its own user and to termgym's group (PROC_GID of
     # termgym/sandbox/_procview.py): the agent's programs list only their own
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+    mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
            "hidepid=invisible,gid=60100")  # fmt: skip
-    _mount(root + "/proc/sys", root + "/proc/sys", None, MS_BIND | MS_REC)
-    _mount(None, root + "/proc/sys", None,
+    mount(root + "/proc/sys", root + "/proc/sys", None, MS_BIND | MS_REC)
+    mount(None, root + "/proc/sys", None,
            MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)  # fmt: skip
     _lay_out_dev(root + "/dev")
     socket.sethostname(request.get("hostname") or "sandbox")
     _loopback_up()
     os.chdir(root)
-    _check(_c().syscall(_SYSCALLS["pivot_root"], b".", b"."), "pivot_root")
-    _check(_c().umount2(b".", MNT_DETACH), "letting the zygote's root go")
+    check(libc().syscall(SYSCALLS["pivot_root"], b".", b"."), "pivot_root")
+    check(libc().umount2(b".", MNT_DETACH), "letting the zygote's root go")
     os.chdir("/")
-    _keep_only(request.get("caps") or [])
+    keep_only(request.get("caps") or [])
     os.setsid()
     os.umask(0o022)
     for number in range(1, signal.NSIG):  # the C module's call: no enum made per signal
@@ -311,21 +303,21 @@ def _first(request: dict[str, Any], root: str, channel: int) -> None:
     os.environ.update(request.get("env") or {})
     os.chdir(request.get("workdir") or "/")
     if request.get("filter"):
-        _apply_filter(bytes.fromhex(request["filter"]))
+        apply_filter(bytes.fromhex(request["filter"]))
 
 
 def _lay_out_dev(dev: str) -> None:
     """A fresh /dev, as bwrap's --dev makes it: the zygote's device nodes bound in, a new
     devpts, an empty /dev/shm, the usual links."""
-    _mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     for name in DEVICES:
         path = dev + "/" + name
         open(path, "w").close()
-        _mount("/dev/" + name, path, None, MS_BIND)
+        mount("/dev/" + name, path, None, MS_BIND)
     for name in ("pts", "shm"):
         os.mkdir(dev + "/" + name, 0o755)
     os.chmod(dev + "/shm", 0o1777)
-    _mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+    mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
            "newinstance,ptmxmode=0666,mode=620")  # fmt: skip
     for name, target in (("ptmx", "pts/ptmx"), ("fd", "/proc/self/fd"),
                          ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
@@ -338,29 +330,3 @@ def _loopback_up() -> None:
         request = struct.pack("16sh", b"lo", 0)
         flags = struct.unpack("16sh", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | IFF_UP))
-
-
-def _keep_only(caps: list[int]) -> None:
-    """Keep only `caps` (a verifier's): dropped from every set, the bounding set included."""
-    with open("/proc/sys/kernel/cap_last_cap") as handle:
-        last = int(handle.read())
-    for cap in range(last + 1):
-        if cap not in caps:
-            _check(_c().prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap}")
-    _c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    mask = sum(1 << cap for cap in caps)
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
-    low, high = mask & 0xFFFFFFFF, mask >> 32
-    data = (ctypes.c_uint32 * 6)(low, low, 0, high, high, 0)  # effective, permitted, inheritable
-    _check(_c().syscall(_SYSCALLS["capset"], header, data), "capset")
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def _apply_filter(program: bytes) -> None:
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _check(_c().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _check(_c().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
