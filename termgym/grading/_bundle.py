@@ -1,8 +1,9 @@
 """What goes into a verifier: the agent's work (re-owned) and the grading folder, as one tar.
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
-manifest (jobs and rule sets), the runner, `termgym_agentexec`, `termgym_inputprint`,
-`termgym_nest`, `termgym_kernel`, `termgym_prepare`, `termgym_snapshot`, `termgym_watch` (all from
+manifest (jobs and rule sets), the runner, `termgym_jobs`, `termgym_agentexec`,
+`termgym_inputprint`, `termgym_nest`, `termgym_kernel`, `termgym_prepare`,
+`termgym_snapshot`, `termgym_watch` (all from
 `termgym.verifier`), the seccomp program the nests apply to the agent's programs and the
 one snapshot grading's tests apply to themselves (the kernel's watch). It lands in a
 folder under GRADE_ROOT, which every user may pass through but not list: mode 0700,
@@ -35,8 +36,9 @@ from termgym.sandbox import AGENT_UID, strict_filter, watch_filter
 from termgym.verifier import INJECTED
 
 SUPPORT = (
-    "termgym_run.py", "termgym_agentexec.py", "termgym_inputprint.py", "termgym_nest.py",
-    "termgym_kernel.py", "termgym_snapshot.py", "termgym_watch.py", "termgym_prepare.py",
+    "termgym_run.py", "termgym_jobs.py", "termgym_agentexec.py", "termgym_inputprint.py",
+    "termgym_nest.py", "termgym_kernel.py", "termgym_snapshot.py", "termgym_watch.py",
+    "termgym_prepare.py",
 )  # fmt: skip
 """The files of termgym.verifier every grading folder holds (a grader kind adds its own)."""
 

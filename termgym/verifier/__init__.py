@@ -47,6 +47,8 @@ _HERE = Path(__file__).parent
 
 RUNNER = _HERE / "runner.py"
 """The grading runner: every grader job over every rule set, one report (`termgym_run.py`)."""
+JOBS = _HERE / "jobs.py"
+"""How the runner runs one grader job (a program, or a call) for its rule sets."""
 AGENTEXEC = _HERE / "agentexec.py"
 """The privilege drop: every program the graders start runs as the agent's user."""
 NEST = _HERE / "nest.py"
@@ -76,6 +78,7 @@ NEST_LAUNCH = _HERE / "nest_launch.c"
 
 INJECTED: dict[str, Path] = {
     "termgym_run.py": RUNNER,
+    "termgym_jobs.py": JOBS,
     "termgym_agentexec.py": AGENTEXEC,
     "termgym_nest.py": NEST,
     "termgym_kernel.py": KERNEL,
@@ -100,6 +103,7 @@ __all__ = [
     "IMPORTED",
     "INJECTED",
     "INPUTPRINT",
+    "JOBS",
     "KERNEL",
     "NEST",
     "NEST_LAUNCH",
