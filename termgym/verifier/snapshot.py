@@ -65,10 +65,11 @@ AGENT_CODE_FD = "TERMGYM_AGENT_CODE_FD"
 (outside the tests' process and nest: the agent's code, once loaded there, could rewrite
 a file of the result folder, never what it already wrote to the runner)."""
 PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup",
-          "tomli", "termgym_pytest", "termgym_agentexec", "termgym_nest", "termgym_inputprint",
-          "termgym_imported", "termgym_snapshot")  # fmt: skip
+          "tomli", "termgym_pytest", "termgym_agentexec", "termgym_nest", "termgym_kernel",
+          "termgym_inputprint", "termgym_imported", "termgym_snapshot")  # fmt: skip
 """Top-level modules the tests' interpreter takes from the toolchain whatever the snapshot
-holds: pytest and what it imports, and termgym's own."""
+holds: pytest and what it imports, and termgym's own (each of these imports no termgym
+module but these: tests/graders/test_verifier_modules.py)."""
 NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts")
 """Bound from the verifier into the tests' nest (docker writes them into each container)."""
 NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
