@@ -2,8 +2,8 @@
 
 The grading folder holds the task's graders/, the grader kinds' support files, the
 manifest (jobs and rule sets), the runner, `termgym_jobs`, `termgym_agentexec`,
-`termgym_inputprint`, `termgym_nest`, `termgym_kernel`, `termgym_prepare`,
-`termgym_snapshot`, `termgym_watch` (all from
+`termgym_agentcode`, `termgym_inputprint`, `termgym_nest`, `termgym_kernel`,
+`termgym_prepare`, `termgym_snapshot`, `termgym_watch` (all from
 `termgym.verifier`), the seccomp program the nests apply to the agent's programs and the
 one snapshot grading's tests apply to themselves (the kernel's watch). It lands in a
 folder under GRADE_ROOT, which every user may pass through but not list: mode 0700,
@@ -36,9 +36,9 @@ from termgym.sandbox import AGENT_UID, strict_filter, watch_filter
 from termgym.verifier import INJECTED
 
 SUPPORT = (
-    "termgym_run.py", "termgym_jobs.py", "termgym_agentexec.py", "termgym_inputprint.py",
-    "termgym_nest.py", "termgym_kernel.py", "termgym_snapshot.py", "termgym_watch.py",
-    "termgym_prepare.py",
+    "termgym_run.py", "termgym_jobs.py", "termgym_agentexec.py", "termgym_agentcode.py",
+    "termgym_inputprint.py", "termgym_nest.py", "termgym_kernel.py", "termgym_snapshot.py",
+    "termgym_watch.py", "termgym_prepare.py",
 )  # fmt: skip
 """The files of termgym.verifier every grading folder holds (a grader kind adds its own)."""
 

@@ -51,6 +51,8 @@ JOBS = _HERE / "jobs.py"
 """How the runner runs one grader job (a program, or a call) for its rule sets."""
 AGENTEXEC = _HERE / "agentexec.py"
 """The privilege drop: every program the graders start runs as the agent's user."""
+AGENTCODE = _HERE / "agentcode.py"
+"""The guard: no code of the agent's loads into a root process of the grading."""
 NEST = _HERE / "nest.py"
 """The sandbox each program of the agent's runs in during grading."""
 KERNEL = _HERE / "kernel.py"
@@ -80,6 +82,7 @@ INJECTED: dict[str, Path] = {
     "termgym_run.py": RUNNER,
     "termgym_jobs.py": JOBS,
     "termgym_agentexec.py": AGENTEXEC,
+    "termgym_agentcode.py": AGENTCODE,
     "termgym_nest.py": NEST,
     "termgym_kernel.py": KERNEL,
     "termgym_inputprint.py": INPUTPRINT,
@@ -98,6 +101,7 @@ ZYGOTE_MODULES: dict[str, Path] = {"termgym_kernel": KERNEL, "termgym_zygote": Z
 name there and its source here (`termgym.sandbox._zygote`; the runner's `_serve` loads them)."""
 
 __all__ = [
+    "AGENTCODE",
     "AGENTEXEC",
     "CHECKS",
     "IMPORTED",

@@ -343,6 +343,7 @@ def pytest_main(args):
     user; each test's outcome is recorded in TERMGYM_PYTEST_LOG (root's, in the result
     folder) as the short test summary would list it."""
     sys.path[:] = [p for p in sys.path if p not in ("", HERE, os.getcwd())] + [HERE]
+    import termgym_agentcode
     import termgym_agentexec
 
     snapshot = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
@@ -355,7 +356,7 @@ def pytest_main(args):
 
         def refuse(path):  # in the work, or there through a link of the agent's
             inside = any(str(p).startswith(work) for p in (path, os.path.realpath(str(path))))
-            return termgym_agentexec.refusal(path) if inside else None
+            return termgym_agentcode.refusal(path) if inside else None
 
         termgym_snapshot.prepare_python(refuse)
     termgym_agentexec.install()
@@ -401,7 +402,7 @@ def pytest_main(args):
 
     recorder = Recorder()
     if not snapshot:  # on a snapshot its code loaded here is recorded, and the verdict marked
-        termgym_agentexec.guard_agent_code()
+        termgym_agentcode.guard_agent_code()
     # The agent's workdir is the current directory: a pytest.ini, conftest.py or cache it
     # left there must not configure the tests (the tests folder's own ini still does).
     own_ini = any(

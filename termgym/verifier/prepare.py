@@ -40,7 +40,10 @@ if TYPE_CHECKING:  # typing costs the runner milliseconds to import: for the che
     from collections.abc import Callable
     from typing import Any
 
-SUPPORT = ("termgym_jobs", "termgym_agentexec", "termgym_nest", "termgym_inputprint")
+SUPPORT = (
+    "termgym_jobs", "termgym_agentexec", "termgym_agentcode", "termgym_nest",
+    "termgym_inputprint",
+)  # fmt: skip
 """Support modules every grading imports: loaded from the folder before the work exists."""
 KIND_SUPPORT = ("termgym_checks",)
 """termgym's modules a grader kind adds to the folder (the file, json and regex checks):

@@ -21,7 +21,7 @@ tells `termgym_agentexec` which starts are its own, and starts made while a fixt
 than a function is set up are marked shared by every rule set.
 
 The test process loads no code of the agent's: a file its user owns is refused to import,
-compile or run here (`termgym_agentexec.guard_agent_code`); only programs the tests start
+compile or run here (`termgym_agentcode.guard_agent_code`); only programs the tests start
 run the agent's code, as its user.
 
 A standby runner may load the job before any work exists (`termgym_pytest_prepare`):
@@ -34,6 +34,7 @@ import json
 import os
 
 import pytest
+import termgym_agentcode
 import termgym_agentexec
 
 PREPARING = "TERMGYM_PREPARE_RULESETS"
@@ -60,7 +61,7 @@ termgym_agentexec.install()
 _SNAPSHOT = bool(os.environ.get("TERMGYM_TOOLCHAIN"))
 """Snapshot grading: the agent's code its tests load is recorded there (termgym_snapshot)."""
 if PREPARING not in os.environ and not _SNAPSHOT:
-    termgym_agentexec.guard_agent_code()
+    termgym_agentcode.guard_agent_code()
 
 
 def _share_basetemp(config):
@@ -157,5 +158,5 @@ def begin(config):
     termgym_agentexec.install()
     termgym_agentexec.reconfigure()
     if not _SNAPSHOT:
-        termgym_agentexec.guard_agent_code()
+        termgym_agentcode.guard_agent_code()
     _share_basetemp(config)

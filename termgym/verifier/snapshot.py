@@ -28,7 +28,7 @@ Inside the nest, `prepare_python()` (called first by the tests' interpreter) put
 toolchain's site-packages and then the snapshot's on sys.path, so the tests import what the
 agent installed, as they would under their harness, but keeps the standard library and
 pytest (with what it needs) the toolchain's. And it records, in a file the agent's
-programs cannot reach (`termgym_agentexec.watch_agent_code`), the first file of the
+programs cannot reach (`termgym_agentcode.watch_agent_code`), the first file of the
 agent's (one it made or changed: the host lists them) that the test process loads, before
 that file's code runs: such tests run the agent's code with the tests' own privileges, and
 the host marks their verdict (docs/security.md). That record says which module; the
@@ -65,8 +65,9 @@ AGENT_CODE_FD = "TERMGYM_AGENT_CODE_FD"
 (outside the tests' process and nest: the agent's code, once loaded there, could rewrite
 a file of the result folder, never what it already wrote to the runner)."""
 PINNED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "exceptiongroup",
-          "tomli", "termgym_pytest", "termgym_agentexec", "termgym_nest", "termgym_kernel",
-          "termgym_inputprint", "termgym_imported", "termgym_snapshot")  # fmt: skip
+          "tomli", "termgym_pytest", "termgym_agentexec", "termgym_agentcode", "termgym_nest",
+          "termgym_kernel", "termgym_inputprint", "termgym_imported",
+          "termgym_snapshot")  # fmt: skip
 """Top-level modules the tests' interpreter takes from the toolchain whatever the snapshot
 holds: pytest and what it imports, and termgym's own (each of these imports no termgym
 module but these: tests/graders/test_verifier_modules.py)."""
@@ -256,7 +257,7 @@ def changed_listed() -> Callable[[Any], bool]:
 def prepare_python(refuse: Any = None) -> None:
     """In the tests' interpreter (toolchain python in the nest): sys.path, the pinned
     modules, and the record of the agent's code loaded (module docstring; `refuse`: see
-    termgym_agentexec.watch_agent_code)."""
+    termgym_agentcode.watch_agent_code)."""
     toolchain = [p for p in sys.path if p.startswith(TOOLCHAIN + "/")]
     if sys.flags.no_site:  # started without site (Toolchain.python_argv): its folders here
         import site
@@ -285,14 +286,14 @@ def prepare_python(refuse: Any = None) -> None:
     # caches nothing (the environment the agent's programs inherit lets them cache, as on
     # the agent's machine): a file this process wrote is not taken for the agent's
     sys.dont_write_bytecode = True
-    import termgym_agentexec
+    import termgym_agentcode
 
     record = os.path.join(results, AGENT_CODE)  # type: str | int
     piped = os.environ.pop(AGENT_CODE_FD, "")
     if piped.isdigit():  # the runner's pipe: what is written there stays written
         record = int(piped)
         os.set_inheritable(record, False)
-    termgym_agentexec.watch_agent_code(changed_listed(), record, refuse)
+    termgym_agentcode.watch_agent_code(changed_listed(), record, refuse)
     # What the tests run as `sys.executable` is the snapshot's python, as on the agent's
     # machine (the toolchain's is neither visible to the agent's programs nor theirs).
     for name in ("python3", "python"):

@@ -23,9 +23,9 @@ IMPORTER = textwrap.dedent(
     """
     import json, sys
     sys.path[:0] = [sys.argv[1], sys.argv[2]]
-    import termgym_agentexec, termgym_snapshot as runtime
+    import termgym_agentcode, termgym_snapshot as runtime
     sys.dont_write_bytecode = True
-    termgym_agentexec.watch_agent_code(runtime.changed_files(sys.argv[3]), sys.argv[4])
+    termgym_agentcode.watch_agent_code(runtime.changed_files(sys.argv[3]), sys.argv[4])
     if len(sys.argv) > 5:  # something writes a module after the listing was laid out
         open(sys.argv[5], "w").write("WORD = 'written during grading'\\n")
     import greeting
@@ -37,7 +37,7 @@ IMPORTER = textwrap.dedent(
 def _injected(tmp_path: Path) -> Path:
     folder = tmp_path / "injected"
     folder.mkdir()
-    for name in ("termgym_agentexec.py", "termgym_snapshot.py"):  # as the verifier has them
+    for name in ("termgym_agentcode.py", "termgym_snapshot.py"):  # as the verifier has them
         (folder / name).write_text(INJECTED[name].read_text())
     return folder
 
