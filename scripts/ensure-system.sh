@@ -66,7 +66,7 @@ ensure_docker() {
         # In a session of its own (no hangup when ours ends), with every signal at its
         # default: containers inherit the daemon's dispositions, and an ignored one handed
         # down by whatever started this script would reach the agent's programs.
-        setsid python3 "$(dirname "${BASH_SOURCE[0]}")/../termgym/sandbox/_signals.py" \
+        setsid python3 "$(dirname "${BASH_SOURCE[0]}")/../termgym/isolation/_signals.py" \
             dockerd --config-file "$config" >/var/log/termgym-dockerd.log 2>&1 </dev/null &
     fi
     for _ in $(seq 1 60); do

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from termgym._mounts import unmount_below  # noqa: E402
+from termgym.isolation import unmount_below  # noqa: E402
 from tests.faults.harness import (  # noqa: E402
     OwnEngine,
     RunSpec,

@@ -110,7 +110,7 @@ def one_round(number: int, work: Path, pytest_args: str) -> dict[str, tuple[int 
             done[name] = (proc.returncode, time.monotonic() - began)
     finally:
         engine.remove()
-        from termgym._mounts import unmount_below
+        from termgym.isolation import unmount_below
 
         unmount_below(str(cache))
         shutil.rmtree(cache, ignore_errors=True)

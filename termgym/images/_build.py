@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from termgym._userns import ID_COUNT, UID_BASE, mapped
 from termgym.errors import BackendUnavailable, ImageBuildFailed, ImageError
 from termgym.images._cachelock import clear, lock_name, making, settle, staging_for
 from termgym.images._engine import docker_client
 from termgym.images._labels import owner_labels
+from termgym.isolation import ID_COUNT, UID_BASE, mapped
 
 BASE_IMAGE = "termgym/base:bookworm"
 """The image tasks run in unless they name another (built by `termgym image build-base`)."""

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from termgym._mounts import unmount_below
 from termgym.errors import ImageError
+from termgym.isolation import unmount_below
 
 _targets_lock = threading.Lock()
 _target_locks: dict[Path, threading.Lock] = {}

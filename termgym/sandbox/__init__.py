@@ -18,7 +18,6 @@ from termgym._stopping import (
     stopped_by,
     stopping,
 )
-from termgym._userns import AGENT_UID
 from termgym.images import (
     BASE_IMAGE,
     RECIPE_LABEL,
@@ -40,6 +39,7 @@ from termgym.images import (
     recipe_hash,
     rootfs_for,
 )
+from termgym.isolation import AGENT_UID, seccomp_filter_fd, strict_filter, watch_filter
 from termgym.sandbox._base import (
     DOCKER_DEFAULT_CAPS,
     GATEWAY_PORT,
@@ -78,8 +78,6 @@ from termgym.sandbox._registry import (
     sandbox_spec,
     unregister_sandbox,
 )
-from termgym.sandbox._seccomp import filter_fd as seccomp_filter_fd
-from termgym.sandbox._seccomp import strict_filter, watch_filter
 from termgym.sandbox._snapshot import CHANGED_LIMIT, SNAPSHOT_PATH
 from termgym.sandbox._static import static_program
 from termgym.sandbox._zygote import close_zygotes

@@ -9,11 +9,11 @@ memory, CPU); `limits` says which hold.
 
 What keeps the sandbox from the host (docs/security.md):
 - as root, every bwrap process enters a user namespace whose root is host uid
-  `UID_BASE` (`termgym._userns`), after joining the sandbox's cgroups, before bwrap
+  `UID_BASE` (`termgym.isolation._userns`), after joining the sandbox's cgroups, before bwrap
   runs (`termgym.sandbox._spawn`: nothing runs between fork and exec): the sandbox's root
   owns nothing on the host, cannot write global sysctls or reach the host's keyrings, and a
   setuid file it makes is an unprivileged user's (and the overlay is mounted nosuid, nodev);
-- a seccomp filter (`termgym.sandbox._seccomp`) refuses new namespaces, mounts, keyrings,
+- a seccomp filter (`termgym.isolation._seccomp`) refuses new namespaces, mounts, keyrings,
   bpf, perf and the like; `/proc/sys` is read-only; every capability is dropped;
 - bwrap starts with an empty environment, so the sandbox's /proc/1/environ holds nothing
   of the host's; execs run in a new session (the shell runs on a pty of its own);
@@ -43,12 +43,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
-from termgym import _userns
-from termgym._mounts import MS_NODEV, MS_NOSUID, mount
+from termgym import isolation
 from termgym._programs import on_path
 from termgym._stopping import stopping, track, untrack
 from termgym.errors import BackendUnavailable, SandboxError, SandboxStartError
-from termgym.sandbox import _deadline, _fscopy, _gateway, _seccomp
+from termgym.isolation import (
+    MS_NODEV,
+    MS_NOSUID,
+    Cgroup,
+    first_child,
+    hide_processes,
+    mount,
+    remove_stale_cgroups,
+    say_once,
+    wall_bwrap,
+)
+from termgym.sandbox import _deadline, _fscopy, _gateway
 from termgym.sandbox._base import (
     VERIFIER_CAPS,
     Capabilities,
@@ -57,7 +67,6 @@ from termgym.sandbox._base import (
     SandboxConfig,
     StandbyProgram,
 )
-from termgym.sandbox._cgroup import Cgroup, remove_stale_cgroups
 from termgym.sandbox._common import HostProcess, KeepsStandby, ShellSandbox, run_host
 from termgym.sandbox._copylimits import CopyBudget, CopyLimits, HoleSpool
 from termgym.sandbox._episodes import (
@@ -68,8 +77,6 @@ from termgym.sandbox._episodes import (
     ready_episodes_dir,
     remove_episode,
 )
-from termgym.sandbox._hostwall import say_once, wall_bwrap
-from termgym.sandbox._procview import first_child, hide_processes
 from termgym.sandbox._shell import BASH_ARGV, PtyChannel
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 from termgym.sandbox._spawn import Launch
@@ -104,7 +111,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         self.mode = ""
         self.binds: dict[str, Path] = {}
         self.cgroup: Cgroup | None = None
-        self.uid_base = _userns.UID_BASE if _userns.mapped() else 0
+        self.uid_base = isolation.UID_BASE if isolation.mapped() else 0
         self.snapshot: SnapshotMount | None = None
         self.net: UserNet | None = None
         """The sandbox's own network (`limits.network`), entered by every process of it."""
@@ -156,7 +163,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         (self.home / "owner.pid").write_text(str(os.getpid()))
         try:
             if self.uid_base:
-                _userns.userns_fd()
+                isolation.userns_fd()
                 _check_reachable(self.home)
             self._make_root()
             if self.config.snapshot_of:
@@ -219,7 +226,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 "Networked bwrap sandboxes can reach the services the host binds to its "
                 f"addresses other than the loopback ({why}); see docs/security.md.",
             )
-        userns = f"/proc/{os.getpid()}/fd/{_userns.userns_fd()}"
+        userns = f"/proc/{os.getpid()}/fd/{isolation.userns_fd()}"
         self.net = UserNet(userns, cache_dir() / "net", self.uid_base)
         resolv = self.home / "resolv.conf"
         resolv.write_text(resolv_conf())
@@ -241,7 +248,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             return Launch(cgroups=self.cgroup.procs_files(), nproc=nproc)
         return Launch(
             cgroups=self.cgroup.procs_files(), nproc=nproc,
-            userns=f"/proc/{os.getpid()}/fd/{_userns.userns_fd()}",
+            userns=f"/proc/{os.getpid()}/fd/{isolation.userns_fd()}",
             netns=self.net.path if self.net is not None else self.config.network_of,
         )  # fmt: skip
 
@@ -373,7 +380,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         return argv
 
     def _connect(self, size: tuple[int, int]) -> PtyChannel:
-        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
+        fd = isolation.seccomp_filter_fd(nesting=self.config.role == "verifier")
         try:
             shell = _gateway.relayed(self.shell_argv, _gateway.wanted(self.config))
             argv = [*self._bwrap_argv(fd), "--", *shell]
@@ -498,7 +505,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
         """Run `argv` in a new bwrap over the same writable root (not in the agent's shell)."""
         if self.home is None:
             raise SandboxError("The bwrap sandbox is not started; call start() first.")
-        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier")
+        fd = isolation.seccomp_filter_fd(nesting=self.config.role == "verifier")
         try:
             program = _gateway.relayed(argv, _gateway.wanted(self.config))
             full = [*self._bwrap_argv(fd, workdir, env, session=True), "--", *program]
@@ -523,7 +530,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
             if forked is not None:
                 return forked
         zygote = self.zygote_control >= 0
-        fd = _seccomp.filter_fd(nesting=self.config.role == "verifier", zygote=zygote)
+        fd = isolation.seccomp_filter_fd(nesting=self.config.role == "verifier", zygote=zygote)
         try:
             env, first, fds = dict(standby.env), standby.first, [fd]
             if zygote:
@@ -561,7 +568,7 @@ class BwrapSandbox(KeepsStandby, ShellSandbox):
                 home / "merged", cgroup.procs_files(),
                 env={**self._shell_env(), **dict(standby.env)}, workdir=standby.workdir,
                 caps=(*VERIFIER_CAPS, *self.config.capabilities),
-                seccomp=_seccomp.verifier_filter(), limit=self.config.output_limit,
+                seccomp=isolation.verifier_filter(), limit=self.config.output_limit,
                 timeout=standby.ready_timeout, memory_kills=cgroup.memory_kills,
             )  # fmt: skip
         except SandboxError as exc:

@@ -13,7 +13,7 @@ call has a host-side deadline (`termgym.sandbox._deadline`).
 
 A verifier (`role="verifier"`) is a container of the same clean image with no shell and the
 capabilities grading needs (`VERIFIER_CAPS`); `network_of` puts it in an agent container's
-network. Disk limits: `termgym.sandbox._disk`.
+network. Disk limits: `termgym.isolation._disk`.
 """
 
 from __future__ import annotations
@@ -53,6 +53,22 @@ from termgym.images import (
     engine_address,
     owner_labels,
 )
+from termgym.isolation import (
+    DiskBound,
+    LayerDisk,
+    bridge_for,
+    engine_quota,
+    hide_processes,
+    quota_option,
+    refuses_quota,
+    remember_quota,
+    remove_orphans,
+    say_disk_limit,
+    say_once,
+    shared_watch,
+    verifier_profile,
+    wall_docker,
+)
 from termgym.sandbox._base import (
     VERIFIER_CAPS,
     Capabilities,
@@ -63,23 +79,11 @@ from termgym.sandbox._base import (
 from termgym.sandbox._common import DEFAULT_ENV, KeepsStandby, ShellSandbox, collected
 from termgym.sandbox._copylimits import HOST_COPY, CopyBudget, CopyLimits
 from termgym.sandbox._deadline import ENGINE_DEADLINE, within
-from termgym.sandbox._disk import (
-    DiskBound,
-    engine_quota,
-    quota_option,
-    refuses_quota,
-    remember_quota,
-    say_disk_limit,
-    shared_watch,
-)
+from termgym.sandbox._dockernet import docker_network
 from termgym.sandbox._fscopy import tree_archive
 from termgym.sandbox._gateway import binds as gateway_binds
 from termgym.sandbox._gateway import relayed, wanted
-from termgym.sandbox._hostwall import bridge_for, docker_network, say_once, wall_docker
-from termgym.sandbox._layerdisk import LayerDisk, remove_orphans
-from termgym.sandbox._procview import hide_processes
 from termgym.sandbox._removals import remove_later, used_engine
-from termgym.sandbox._seccomp import verifier_profile
 from termgym.sandbox._shell import BASH_ARGV, _Collector, _nonblocking
 from termgym.sandbox._snapshot import SNAPSHOT_PATH, SnapshotLayers, SnapshotMount
 
@@ -360,8 +364,9 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
         return options
 
     def _network(self) -> str:
-        """termgym's bridge network (`termgym.sandbox._hostwall`), its host kept out of
-        reach where termgym can set the rule; said once where it cannot."""
+        """termgym's bridge network (`termgym.sandbox._dockernet`), its host kept out of reach
+        where termgym can set the rule (`termgym.isolation._hostwall`); said once where it
+        cannot."""
         name = docker_network(docker_client(), engine_address())
         bridge = bridge_for(engine_address())
         why = (
@@ -410,7 +415,7 @@ class DockerSandbox(KeepsStandby, ShellSandbox):
 
     def _bound_disk(self) -> None:
         """Before the container starts: its writable layer on a filesystem of the disk limit
-        (`termgym.sandbox._layerdisk`) unless the engine bounds it already."""
+        (`termgym.isolation._layerdisk`) unless the engine bounds it already."""
         if self.disk_limit == "engine":
             return
         from termgym.images import cache_dir

@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-from termgym._mounts import MS_NODEV, MS_NOSUID, mount, unmount
+from termgym.isolation import MS_NODEV, MS_NOSUID, mount, unmount
 
 LABELS = "labels.json"
 """In an episode folder: its sandbox's labels (the run it serves), for `termgym gc --run`."""

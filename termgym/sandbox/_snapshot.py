@@ -22,8 +22,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from termgym._mounts import MS_NODEV, MS_NOSUID, mount, unmount
 from termgym.errors import SandboxStartError
+from termgym.isolation import MS_NODEV, MS_NOSUID, mount, unmount
 
 SNAPSHOT_PATH = "/var/lib/termgym-snapshot"
 """Where a verifier finds the snapshot it grades (its root stays the clean image)."""

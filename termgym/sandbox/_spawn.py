@@ -18,7 +18,7 @@ ending in an exec of the next, a process start each (about a millisecond of CPU 
 - `env --default-signal` puts signals this process ignores back to their defaults, only
   when some are (Popen itself resets SIGPIPE and SIGXFSZ, which Python ignores);
 - `nsenter` joins a network namespace (a live-state verifier's), then the shifted user
-  namespace, as its root (termgym as root: `termgym._userns`). It opens the
+  namespace, as its root (termgym as root: `termgym.isolation`). It opens the
   namespace through this process's own descriptor (`/proc/<pid>/fd/<n>`), so no
   descriptor of it is handed down to the sandbox.
 
@@ -47,12 +47,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from termgym.errors import BackendUnavailable
-from termgym.sandbox import _signals
+from termgym.isolation import RESERVED_SIGNALS, SIGNALS_HELPER, reset_reserved
 from termgym.sandbox._static import static_program
 
 _RESET_BY_POPEN = frozenset({signal.SIGPIPE, signal.SIGXFSZ})
 """Popen's `restore_signals` puts these back to SIG_DFL in the child itself."""
-_FREE_OF_HELPER = sum(1 << (number - 1) for number in (*_RESET_BY_POPEN, *_signals.RESERVED))
+_FREE_OF_HELPER = sum(1 << (number - 1) for number in (*_RESET_BY_POPEN, *RESERVED_SIGNALS))
 """Ignored signals that need no helper: Popen resets some, this process glibc's own."""
 
 
@@ -168,9 +168,9 @@ def spawn(
 def _signals_need_helper() -> bool:
     """Reset glibc's signals here if ignored; True if any other signal is ignored."""
     ignored = _ignored_signals()
-    for number in _signals.RESERVED:
+    for number in RESERVED_SIGNALS:
         if ignored >> (number - 1) & 1:
-            _signals.reset_reserved(number)
+            reset_reserved(number)
     return bool(ignored & ~_FREE_OF_HELPER)
 
 
@@ -229,4 +229,4 @@ def _signal_helper() -> tuple[str, ...]:
     )
     if probe.returncode == 0:
         return (env, "--default-signal")
-    return (sys.executable, "-I", "-S", _signals.__file__)
+    return (sys.executable, "-I", "-S", SIGNALS_HELPER)

@@ -48,7 +48,7 @@ def sign(key: bytes, payload: str) -> str:
 
 
 PROC_GID = int(os.environ.get("TERMGYM_PROC_GID", "60100"))
-"""termgym's group in a verifier (termgym/sandbox/_procview.py): its /proc shows every
+"""termgym's group in a verifier (termgym/isolation/_procview.py): its /proc shows every
 process to this group's members, and each other process only to its own user. The runner
 takes it, so the graders see (and stop) the agent's programs; each program of the agent's
 drops every group (its nest's entry, `termgym_agentexec`), so it lists only its own."""

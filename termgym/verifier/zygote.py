@@ -276,7 +276,7 @@ def _first(request: dict[str, Any], root: str, channel: int) -> None:
     """In the verifier's pid 1: step 3's mounts, then step 4 (module docstring)."""
     check(libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     # each process shown only to its own user and to termgym's group (PROC_GID of
-    # termgym/sandbox/_procview.py): the agent's programs list only their own
+    # termgym/isolation/_procview.py): the agent's programs list only their own
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
            "hidepid=invisible,gid=60100")  # fmt: skip
     mount(root + "/proc/sys", root + "/proc/sys", None, MS_BIND | MS_REC)

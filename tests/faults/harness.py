@@ -497,7 +497,7 @@ class OwnEngine:
                     os.kill(int(pid), signal.SIGKILL)
         self._kill_own("containerd")
         self._kill_own("containerd-shim-runc-v2")
-        from termgym._mounts import unmount_below
+        from termgym.isolation import unmount_below
 
         unmount_below(str(self.home))
         shutil.rmtree(self.home, ignore_errors=True)

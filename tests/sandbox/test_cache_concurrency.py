@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from termgym._mounts import mount, mounts_below, unmount_below
 from termgym.images._cachelock import clear, making, settle, staging_for
+from termgym.isolation import mount, mounts_below, unmount_below
 
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -108,11 +108,11 @@ def test_a_half_made_entry_is_cleared_through_its_mounts_and_replaced(tmp_path: 
 
 def _network(name: str, address: str, barrier: multiprocessing.synchronize.Barrier) -> None:
     from termgym.images._engine import docker_client
-    from termgym.sandbox import _hostwall
+    from termgym.sandbox import _dockernet
 
-    _hostwall.NETWORK = name  # the test's own network, never the one other work uses
+    _dockernet.NETWORK = name  # the test's own network, never the one other work uses
     barrier.wait()
-    assert _hostwall.docker_network(docker_client(), address) == name
+    assert _dockernet.docker_network(docker_client(), address) == name
 
 
 @pytest.mark.docker

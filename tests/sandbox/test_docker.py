@@ -146,7 +146,7 @@ def test_without_a_filesystem_of_its_own_the_watchdog_ends_a_sandbox_past_its_li
     base_image: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fallback where no filesystem can be made (termgym not root): a poll."""
-    from termgym.sandbox._layerdisk import LayerDisk
+    from termgym.isolation import LayerDisk
 
     monkeypatch.setattr(LayerDisk, "make", classmethod(lambda cls, *args, **kw: "not root"))
     box = make_sandbox("docker", SandboxConfig(disk_mb=64))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym._mounts import unmount
+from termgym.isolation import unmount
 from termgym.sandbox import _episodes
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from termgym._userns import mapped
+from termgym.isolation import mapped
 
 pytestmark = pytest.mark.skipif(not mapped(), reason="shifted copies are made as root only")
 

@@ -146,6 +146,6 @@ def _held_on_host(sandbox, backend: str) -> int:  # noqa: ANN001
     if sandbox.layer_disk is not None:
         return os.stat(sandbox.layer_disk.image).st_blocks * 512
     upper = sandbox.container.attrs["GraphDriver"]["Data"]["UpperDir"]
-    from termgym.sandbox._disk import usage
+    from termgym.isolation import usage
 
     return usage(Path(upper), 1 << 40)[0]

@@ -6,7 +6,7 @@ What bounds a container's writable layer, best first (`DockerSandbox.disk_limit`
   with project quotas (and btrfs, zfs). It is asked once per engine; an engine that refuses
   it (overlay2 over ext4, or XFS on a kernel without XFS quotas, as here) is remembered.
 - "filesystem": termgym, as root beside a local overlay2 engine, puts the layer on a
-  loop-mounted filesystem of the limit's size (`termgym.sandbox._layerdisk`): ENOSPC at
+  loop-mounted filesystem of the limit's size (`termgym.isolation._layerdisk`): ENOSPC at
   the limit, as on bwrap.
 - "watchdog": elsewhere (termgym not root), one thread per process walks the writable layer
   (overlay2's UpperDir) of every live sandbox twice a second, summing the blocks actually

@@ -23,7 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from termgym._mounts import unmount
+from termgym.isolation._mounts import unmount
 
 LAYER_FILES = ("link", "lower")
 """What overlay2 keeps in a layer folder besides `diff` and `work` (copied onto the image)."""

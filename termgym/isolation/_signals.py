@@ -10,7 +10,7 @@ raw system call (`reset_reserved`).
 Sandbox processes get their signals reset by `termgym.sandbox._spawn` (which runs this file
 as a helper only where coreutils' `env --default-signal` is missing). Standard library
 only, so that `scripts/ensure-system.sh` can start the Docker daemon through
-it (`python3 termgym/sandbox/_signals.py dockerd ...`) before any environment is installed:
+it (`python3 termgym/isolation/_signals.py dockerd ...`) before any environment is installed:
 containers inherit the daemon's dispositions.
 """
 
