@@ -4,6 +4,8 @@ Backends (docker, bwrap, local) behind one `Sandbox` protocol and one registry
 (`register_sandbox`, `make_sandbox`, entry-point group "termgym.sandboxes"). The images and
 root filesystems they run are built by `termgym.images` (the layer below); its names
 (`build_base`, `build_image`, `rootfs_for`, ...) are re-exported here, where users import them.
+The host's kernel plumbing they stand on (user namespaces, mounts, seccomp, cgroups, disk
+limits, the host firewall) is `termgym.isolation`, below both.
 """
 
 from __future__ import annotations
