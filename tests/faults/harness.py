@@ -186,6 +186,16 @@ def remove_leftovers(spec: RunSpec) -> None:
     )  # fmt: skip
 
 
+def count_leftovers(tally: Tally, spec: RunSpec, pids: set[int] | None, what: str) -> None:
+    """Count what the run left (`leftovers`) into `tally` as leaked, note it as left by
+    `what`, and remove it so that the next fault starts clean."""
+    left = leftovers(spec, pids)
+    tally.leaked += len(left)
+    if left:
+        tally.notes.append(f"{spec.run_id}: {what} {left}")
+        remove_leftovers(spec)
+
+
 def counted(spec: RunSpec) -> tuple[set[str], int]:
     """(episodes with a graded recording, episodes the report counts twice or never planned)."""
     from termgym.report import load_run
@@ -242,11 +252,7 @@ def finish(spec: RunSpec, log: Path, tally: Tally) -> None:
     tally.twice += twice
     if lost:
         tally.notes.append(f"{spec.run_id}: lost {sorted(lost)}")
-    left = leftovers(spec)
-    tally.leaked += len(left)
-    if left:
-        tally.notes.append(f"{spec.run_id}: left after its end: {left}")
-        remove_leftovers(spec)
+    count_leftovers(tally, spec, None, "left after its end:")
 
 
 def signal_faults(
@@ -269,11 +275,7 @@ def signal_faults(
         if signum in GRACEFUL:
             if proc.returncode not in (128 + signum, -signum):
                 tally.notes.append(f"{spec.run_id}: {name} gave exit {proc.returncode}")
-            left = leftovers(spec, {proc.pid})
-            tally.leaked += len(left)
-            if left:
-                tally.notes.append(f"{spec.run_id}: {name} left {left}")
-                remove_leftovers(spec)
+            count_leftovers(tally, spec, {proc.pid}, f"{name} left")
     finish(spec, log, tally)
     return tally
 
@@ -323,11 +325,7 @@ def disk_full_fault(spec: RunSpec, disk: Path, log: Path) -> Tally:
     said = log.read_text(errors="replace")
     if code == 0 or "no space left" not in said.lower():
         tally.notes.append(f"{spec.run_id}: a full disk ended the run with {code}, unsaid")
-    left = leftovers(spec, {proc.pid})
-    tally.leaked += len(left)
-    if left:
-        tally.notes.append(f"{spec.run_id}: the full disk left {left}")
-        remove_leftovers(spec)
+    count_leftovers(tally, spec, {proc.pid}, "the full disk left")
     grow(disk, "64m")
     finish(spec, log, tally)
     return tally
@@ -534,10 +532,6 @@ def engine_restart_fault(
         tally.notes.append(f"{spec.run_id}: the run hung after the engine restarted")
     # containers the restart stopped are removed by the run's background removals, which
     # end with its process: what is left now is left
-    left = leftovers(spec, {proc.pid})
-    tally.leaked += len(left)
-    if left:
-        tally.notes.append(f"{spec.run_id}: the engine restart left {left}")
-        remove_leftovers(spec)
+    count_leftovers(tally, spec, {proc.pid}, "the engine restart left")
     finish(spec, log, tally)
     return tally
